@@ -1,0 +1,48 @@
+# provision: the two set-up commands are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync
+PYTEST_ARGS ?=
+
+.PHONY: demo test unit lab-test lint bench deps venv clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip uv
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian packages the lab needs; installed only when missing and only as root.
+deps:
+	@missing=$$(for p in $(LAB_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "not root: lab packages missing ($$missing); lab tests will skip"; fi; \
+	fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check provision tests
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+
+test: deps $(STAMP)
+	$(VENV)/bin/ruff check provision tests
+	$(VENV)/bin/pytest -q -ra tests $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	@bash scripts/demo.sh
+
+bench: deps $(STAMP)
+	bash bench/run.sh
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""provision: declarative GPU-server fleet, DNS cutovers and tunnels."""

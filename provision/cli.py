@@ -1,0 +1,69 @@
+"""Command-line entry point: a click group whose subcommands are imported only when used.
+
+`provision check` must stay fast and must not import boto3, google-cloud or fabric, so
+each command lives in its own module under `provision.commands` and is loaded by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# command name -> "module:attribute" (a click.Command). Keep sorted by name.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "apply": ("provision.commands.converge:apply_cmd", "converge hosts to the inventory"),
+    "audit": ("provision.commands.audit:audit_cmd", "live exposure, drift and socket report"),
+    "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
+    "dns": ("provision.commands.dns:dns_group", "DNS records and TTL-lowering cutovers"),
+    "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
+    "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
+    "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),
+    "schema": ("provision.commands.check:schema_cmd", "print the inventory JSON Schema"),
+    "sg": ("provision.commands.sg:sg_group", "AWS security groups"),
+    "ssh": ("provision.commands.tunnel:ssh_cmd", "interactive ssh through the jump chain"),
+    "ssh-config": ("provision.commands.render:ssh_config_cmd", "print or install the ssh_config"),
+    "sync": ("provision.commands.tunnel:sync_cmd", "rsync through the jump chain"),
+    "tunnel": ("provision.commands.tunnel:tunnel_cmd", "forward a host's services to localhost"),
+}
+
+
+class LazyGroup(click.Group):
+    """Resolves subcommands from COMMANDS on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, (target, _) in COMMANDS.items() if _available(target))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or not _available(entry[0]):
+            return None
+        module, attr = entry[0].split(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if not rows:
+            return
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _available(target: str) -> bool:
+    """A command whose module is not there yet is not listed (the project grows by issue)."""
+    import importlib.util
+
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="provision")
+def main() -> None:
+    """Declarative GPU-server fleets: hardened hosts, DNS cutovers, one-command tunnels."""
+
+
+def run() -> None:  # pragma: no cover - console script convenience
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per CLI command: argument parsing and output only."""

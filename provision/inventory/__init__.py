@@ -1,0 +1,33 @@
+"""Inventory loading: YAML with positions -> schema -> immutable model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import InventoryError, Problem
+from .model import Inventory
+
+__all__ = ["Inventory", "InventoryError", "Problem", "default_inventory_path", "load_inventory"]
+
+
+def default_inventory_path() -> Path:
+    """$PROVISION_INVENTORY, else ./inventory.yml, else ./inventories/ (DESIGN §4)."""
+    env = os.environ.get("PROVISION_INVENTORY")
+    if env:
+        return Path(env)
+    if Path("inventory.yml").exists():
+        return Path("inventory.yml")
+    return Path("inventories")
+
+
+def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
+    """Load and validate an inventory file or directory. Raises InventoryError."""
+    from .build import build
+    from .source import load_source
+
+    p = Path(path) if path is not None else default_inventory_path()
+    if not p.exists():
+        raise InventoryError([Problem(str(p), 0, 0, "", "no such file or directory "
+                                      "(give -i PATH or set PROVISION_INVENTORY)")])
+    return build(load_source(p))

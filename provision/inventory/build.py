@@ -1,0 +1,368 @@
+"""From a positioned YAML document to the immutable model: schema, roles, catalog, cross-checks.
+
+Pure: plain data and positions in, an Inventory or an InventoryError out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from . import model as m
+from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
+from .errors import InventoryError, Problem
+from .schema import BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
+from .source import FieldPath, SourceDoc, dotted
+
+
+def build(doc: SourceDoc) -> m.Inventory:
+    """Validate `doc` and return the model, or raise InventoryError listing every problem."""
+    try:
+        parsed = InventoryDoc.model_validate(doc.data)
+    except ValidationError as e:
+        raise InventoryError(_problems_from_pydantic(e, doc)) from None
+    return _Resolver(parsed, doc).resolve()
+
+
+# --- pydantic errors -> located problems -------------------------------------------------
+
+def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[FieldPath, bool]:
+    """Drop pydantic's union-branch tags from `loc`; report whether it ended on a dict key."""
+    path: list[str | int] = []
+    node = data
+    is_key = False
+    for part in loc:
+        if part == "[key]":
+            is_key = True
+            continue
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and part == "from_" and "from" in node:
+            path.append("from")
+            node = node["from"]
+        elif isinstance(part, str) and not (isinstance(node, dict) and part.isidentifier()
+                                            and _looks_like_field(part)):
+            continue  # a union branch tag such as 'function-after[...]' or 'list[...]'
+        else:
+            path.append(part)  # a missing field
+            node = None
+    return tuple(path), is_key
+
+
+def _looks_like_field(part: str) -> bool:
+    return part.islower() or "_" in part
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [x for a in typing.get_args(tp) for x in _unwrap(a)]
+    return [tp]
+
+
+def _model_at(path: FieldPath) -> type[BaseModel] | None:
+    """The schema model that holds the fields at `path` (to suggest known keys)."""
+    current: list[Any] = [InventoryDoc]
+    for part in path:
+        nxt: list[Any] = []
+        for tp in current:
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                for name, f in tp.model_fields.items():
+                    if (f.alias or name) == part:
+                        nxt.extend(_unwrap(f.annotation))
+            elif typing.get_origin(tp) is dict:
+                nxt.extend(_unwrap(typing.get_args(tp)[1]))
+            elif typing.get_origin(tp) is list and isinstance(part, int):
+                nxt.extend(_unwrap(typing.get_args(tp)[0]))
+        current = nxt
+    for tp in current:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+    return None
+
+
+def _message(err: Any, path: FieldPath, is_key: bool) -> str:
+    kind = err["type"]
+    msg: str = err["msg"].removeprefix("Value error, ")
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        model = _model_at(path[:-1])
+        known = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
+        close = difflib.get_close_matches(str(path[-1]), known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"unknown key '{path[-1]}'{hint} (allowed: {', '.join(known)})"
+    if kind == "missing":
+        return "required field is missing"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{value!r} is out of range ({msg.lower()})"
+    if kind in ("too_short", "too_long"):
+        return msg
+    if is_key:
+        return f"invalid key {path[-1]!r}: {msg}" if path else msg
+    if kind.endswith("_type") and value is not None:
+        return f"{msg} (got {type(value).__name__} {_short(value)})"
+    return msg
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _problems_from_pydantic(e: ValidationError, doc: SourceDoc) -> list[Problem]:
+    by_path: dict[FieldPath, list[tuple[str, str]]] = {}
+    for err in e.errors():
+        path, is_key = _clean_loc(err["loc"], doc.data)
+        by_path.setdefault(path, []).append((err["type"], _message(err, path, is_key)))
+    problems = []
+    for path, errs in by_path.items():
+        # A union reports one error per branch; keep the specific ones.
+        specific = [msg for kind, msg in errs if not kind.endswith("_type") and kind != "literal_error"]
+        chosen = specific or [msg for _, msg in errs]
+        unique = list(dict.fromkeys(chosen))
+        pos = doc.where(path)
+        problems.append(Problem(pos.file, pos.line, pos.column, dotted(path), "; or ".join(unique)))
+    return problems
+
+
+# --- resolution --------------------------------------------------------------------------
+
+class _Resolver:
+    def __init__(self, doc: InventoryDoc, source: SourceDoc):
+        self.doc = doc
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def fail(self, path: FieldPath, message: str) -> None:
+        pos = self.source.where(path)
+        self.problems.append(Problem(pos.file, pos.line, pos.column, dotted(path), message))
+
+    def resolve(self) -> m.Inventory:
+        d = self.doc
+        clash = set(d.bastions) & set(d.hosts)
+        for name in sorted(clash):
+            self.fail(("hosts", name), f"'{name}' is both a bastion and a host; names must be unique")
+        chains = {name: self._chain(("bastions", name), b) for name, b in d.bastions.items()}
+        bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
+        hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
+        team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
+                     for name, p in d.team.items())
+        aws = self._aws()
+        dns = self._dns()
+        if self.problems:
+            raise InventoryError(self.problems)
+        positions = {dotted(k): (v.file, v.line, v.column) for k, v in self.source.positions.items()}
+        return m.Inventory(
+            source=",".join(self.source.files),
+            default_user=d.defaults.user, default_port=d.defaults.port,
+            identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
+            confirm_timeout=d.defaults.confirm_timeout,
+            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
+
+    # jump chains ----------------------------------------------------------------
+    def _chain(self, path: FieldPath, node: HostDoc | BastionDoc) -> tuple[str, ...]:
+        """Full ProxyJump chain, outermost first: the chain to reach via[0], then via."""
+        if node.via is None:
+            return ()
+        direct = [node.via] if isinstance(node.via, str) else list(node.via)
+        for i, name in enumerate(direct):
+            if name not in self.doc.bastions:
+                where = (*path, "via") if isinstance(node.via, str) else (*path, "via", i)
+                close = difflib.get_close_matches(name, list(self.doc.bastions), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                known = ", ".join(self.doc.bastions) or "none defined"
+                self.fail(where, f"unknown bastion '{name}'{hint} (bastions: {known})")
+                return ()
+        visiting = [str(path[-1])] if path[0] == "bastions" else []
+        prefix = self._prefix(direct[0], visiting, (*path, "via"))
+        if prefix is None:
+            return ()
+        chain = [*prefix, *direct]
+        if len(set(chain)) != len(chain) or (visiting and visiting[0] in chain):
+            self.fail((*path, "via"), f"jump chain visits a bastion twice: {' -> '.join(chain)}")
+            return ()
+        return tuple(chain)
+
+    def _prefix(self, name: str, visiting: list[str], where: FieldPath) -> list[str] | None:
+        """Bastions in front of bastion `name`; None after reporting a cycle."""
+        if name in visiting:
+            self.fail(where, f"jump chain forms a cycle: {' -> '.join([*visiting, name])}")
+            return None
+        via = self.doc.bastions[name].via
+        if via is None:
+            return []
+        direct = [via] if isinstance(via, str) else list(via)
+        if any(n not in self.doc.bastions for n in direct):
+            return []  # reported where that bastion itself is resolved
+        prefix = self._prefix(direct[0], [*visiting, name], where)
+        return None if prefix is None else [*prefix, *direct]
+
+    # hosts ----------------------------------------------------------------------
+    def _bastion(self, name: str, b: BastionDoc, chain: tuple[str, ...]) -> m.Host:
+        d = self.doc.defaults
+        egress = tuple(b.egress)
+        if not egress:
+            try:
+                ip = ipaddress.ip_address(b.address)
+                egress = (str(ipaddress.ip_network(ip)),)
+            except ValueError:
+                egress = ()
+        return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
+                      identity_file=b.identity_file or d.identity_file, jump_chain=chain,
+                      is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress)
+
+    def _host(self, name: str, h: HostDoc) -> m.Host:
+        d = self.doc.defaults
+        path: FieldPath = ("hosts", name)
+        services: dict[str, tuple[FieldPath, ServiceDoc]] = {}
+        packages: list[str] = []
+        ssh_from: list[str] = []
+        for i, role in enumerate(h.roles):
+            r = self.doc.roles.get(role)
+            if r is None:
+                close = difflib.get_close_matches(role, list(self.doc.roles), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self.fail((*path, "roles", i), f"unknown role '{role}'{hint} "
+                          f"(roles: {', '.join(self.doc.roles) or 'none defined'})")
+                continue
+            for sname, sdoc in r.services.items():
+                base = services.get(sname, (("roles", role, "services", sname), ServiceDoc()))[1]
+                services[sname] = (("roles", role, "services", sname), _overlay(base, sdoc))
+            packages += [p for p in r.packages if p not in packages]
+            ssh_from += [c for c in r.ssh_from if c not in ssh_from]
+        for sname, sdoc in h.services.items():
+            base = services.get(sname, (path, ServiceDoc()))[1]
+            services[sname] = ((*path, "services", sname), _overlay(base, sdoc))
+        packages += [p for p in h.packages if p not in packages]
+        ssh_from += [c for c in h.ssh_from if c not in ssh_from]
+        resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+        return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
+                      identity_file=h.identity_file or d.identity_file,
+                      jump_chain=self._chain(path, h), roles=tuple(h.roles),
+                      ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages))
+
+    def _service(self, path: FieldPath, name: str, s: ServiceDoc) -> m.Service:
+        entry = CATALOG.get(name)
+        port = s.port or (entry.port if entry else None)
+        if port is None:
+            self.fail(path, f"service '{name}' is not in the catalog, so it needs a 'port' "
+                      f"(catalog: {', '.join(CATALOG)})")
+            port = 1
+        command = s.command or (entry.command if entry else None)
+        if command is None:
+            self.fail(path, f"service '{name}' needs a 'command' (no catalog default for it)")
+        logdir = s.logdir or (DEFAULT_LOGDIR if name == "tensorboard" else None)
+        if command and "{logdir}" in command and logdir is None:
+            self.fail((*path, "command"), "the command uses {logdir} but the service has no 'logdir'")
+        if command and "{notebook_dir}" in command and s.notebook_dir is None:
+            self.fail((*path, "command"), "the command uses {notebook_dir} but the service has no 'notebook_dir'")
+        if isinstance(s.expose, ExposeFrom):
+            expose = m.Expose("public", tuple(s.expose.from_))
+        else:
+            expose = m.Expose(s.expose or "tunnel")
+        return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
+                         command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
+                         notebook_dir=s.notebook_dir, venv=s.venv, restart=s.restart,
+                         scheme=entry.scheme if entry else "http")
+
+    # cloud ----------------------------------------------------------------------
+    def _aws(self) -> m.Aws | None:
+        a = self.doc.aws
+        if a is None:
+            return None
+        groups = []
+        for gname, g in a.security_groups.items():
+            rules = []
+            for i, r in enumerate(g.ingress):
+                for j, src in enumerate(r.from_):
+                    if not _is_cidr(src) and src not in a.security_groups:
+                        self.fail(("aws", "security_groups", gname, "ingress", i, "from", j),
+                                  f"'{src}' is neither a CIDR nor a security group defined here")
+                lo, hi = (r.port, r.port) if r.port is not None else (r.ports or [0, 0])
+                rules.append(m.IngressRule(r.protocol, lo or 0, hi or 0, tuple(r.from_), r.description))
+            groups.append(m.SecurityGroup(gname, g.vpc, g.description, tuple(rules)))
+        return m.Aws(a.region, a.endpoint_url, tuple(groups))
+
+    def _dns(self) -> m.Dns | None:
+        dd = self.doc.dns
+        if dd is None:
+            return None
+        zones = []
+        for zname, z in dd.zones.items():
+            zpath: FieldPath = ("dns", "zones", zname)
+            required = {"clouddns": ("project", "managed_zone"), "rfc2136": ("server", "tsig_key_file")}
+            for fieldname in required.get(z.provider, ()):
+                if getattr(z, fieldname) is None:
+                    self.fail(zpath, f"provider {z.provider} needs '{fieldname}'")
+            records = []
+            for rname, r in z.records.items():
+                rpath = (*zpath, "records", rname)
+                records.append(self._record(rpath, rname, r))
+            names_with_cname = {r.name for r in records if r.type == "CNAME"}
+            for r in records:
+                if r.name in names_with_cname and r.type != "CNAME":
+                    self.fail((*zpath, "records", r.name), "a CNAME cannot coexist with other records of the same name")
+            zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
+                                hosted_zone_id=z.hosted_zone_id, project=z.project,
+                                managed_zone=z.managed_zone, endpoint=z.endpoint, server=z.server,
+                                port=z.port, tsig_key_file=z.tsig_key_file))
+        return m.Dns(tuple(dd.resolvers), tuple(zones))
+
+    def _record(self, path: FieldPath, name: str, r: Any) -> m.Record:
+        values: tuple[str, ...] = ()
+        if r.type == "CNAME":
+            if name == "@":
+                self.fail(path, "a CNAME is not allowed at the zone apex (use A/AAAA records, "
+                          "or an ALIAS at your provider)")
+            if r.values is not None or r.value is None:
+                self.fail(path, "a CNAME takes exactly one 'value' (a DNS name), not 'values'")
+            elif _is_ip(r.value):
+                self.fail((*path, "value"), "a CNAME points at a DNS name, not an IP address (use type A)")
+            else:
+                values = (r.value,)
+        else:
+            if r.value is not None or r.values is None:
+                self.fail(path, f"an {r.type} record takes 'values': a list of IP addresses")
+            else:
+                want = 4 if r.type == "A" else 6
+                for i, v in enumerate(r.values):
+                    if ipaddress.ip_address(v).version != want:
+                        self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
+                values = tuple(r.values)
+        return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
+
+
+def _overlay(base: ServiceDoc, top: ServiceDoc | None) -> ServiceDoc:
+    """Fields set on `top` win over `base` (host over role)."""
+    if top is None:
+        return base
+    merged = base.model_dump(by_alias=True, exclude_unset=True)
+    merged.update(top.model_dump(by_alias=True, exclude_unset=True))
+    return ServiceDoc.model_validate(merged, strict=False)
+
+
+def _is_cidr(value: str) -> bool:
+    try:
+        ipaddress.ip_network(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,29 @@
+"""Defaults for the services ML teams run, keyed by the service name used in inventories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    port: int
+    command: str | None  # None: the inventory must give one
+    scheme: str = "http"
+
+
+# Commands run under systemd; {venv} is the service's virtualenv (empty means PATH).
+CATALOG: dict[str, CatalogEntry] = {
+    "jupyter": CatalogEntry(8888, "{venv}jupyter server --config={config}"),
+    "tensorboard": CatalogEntry(6006, "{venv}tensorboard --logdir {logdir} --host {bind} --port {port}"),
+    "mlflow": CatalogEntry(5000, "{venv}mlflow server --host {bind} --port {port}"),
+    "gradio": CatalogEntry(7860, None),
+    "tf-serving-rest": CatalogEntry(8501, None),
+    "tf-serving-grpc": CatalogEntry(8500, None, scheme="grpc"),
+    "fastapi": CatalogEntry(8000, "{venv}uvicorn app:app --host {bind} --port {port}"),
+    "prometheus": CatalogEntry(9090, "{venv}prometheus --web.listen-address={bind}:{port}"),
+    "grafana": CatalogEntry(3000, None),
+}
+
+DEFAULT_BIND = "127.0.0.1"
+DEFAULT_LOGDIR = "/srv/runs"

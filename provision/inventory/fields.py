@@ -1,0 +1,233 @@
+"""Field types that refuse anything that could inject into a rendered file or a shell.
+
+Every value that reaches a template or a remote command passes through one of these.
+Each error says what is allowed, because that is what the user needs to fix it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StrictInt
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\s]")
+
+
+def _no_control(value: str, what: str) -> str:
+    bad = _CONTROL.search(value)
+    if bad:
+        raise ValueError(f"{what} must not contain whitespace or control characters "
+                         f"(found {bad.group()!r})")
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    return value
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def check_name(value: str) -> str:
+    """Host, bastion, role and service names: they become ssh Host patterns and file names."""
+    _no_control(value, "a name")
+    if not _NAME.match(value) or value in (".", ".."):
+        raise ValueError(f"invalid name {value!r} (letters, digits, '.', '_', '-'; "
+                         "starting with a letter or digit; at most 63 characters)")
+    return value
+
+
+_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+
+
+def check_user(value: str) -> str:
+    """POSIX login names as useradd accepts them."""
+    _no_control(value, "a user name")
+    if not _USER.match(value):
+        raise ValueError(f"invalid user name {value!r} (lowercase letters, digits, '_', '-'; "
+                         "starting with a letter or '_'; at most 32 characters)")
+    return value
+
+
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+
+
+def is_hostname(value: str) -> bool:
+    name = value[:-1] if value.endswith(".") else value
+    return bool(name) and len(name) <= 253 and all(_LABEL.match(x) for x in name.split("."))
+
+
+def check_address(value: str) -> str:
+    """An IPv4/IPv6 literal or a DNS host name."""
+    _no_control(value, "an address")
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if not is_hostname(value) or value.replace(".", "").isdigit():
+        raise ValueError(f"invalid address {value!r} (an IPv4 or IPv6 address, or a DNS name "
+                         "of letters, digits and '-')")
+    return value
+
+
+def check_ip(value: str) -> str:
+    """An IP literal (bind addresses)."""
+    _no_control(value, "an IP address")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"invalid IP address {value!r} (e.g. 127.0.0.1, 0.0.0.0, ::1, ::)") from None
+
+
+def check_cidr(value: str) -> str:
+    """A network in CIDR notation (a bare address means a single host)."""
+    _no_control(value, "a CIDR")
+    try:
+        return str(ipaddress.ip_network(value, strict=True))
+    except ValueError as e:
+        hint = ""
+        try:
+            hint = f"; did you mean {ipaddress.ip_network(value, strict=False)}?"
+        except ValueError:
+            pass
+        raise ValueError(f"invalid CIDR {value!r} ({e}{hint})") from None
+
+
+_PATH = re.compile(r"^[A-Za-z0-9._/~+@:,=-]+$")
+
+
+def check_path(value: str) -> str:
+    """A file path: absolute, ~-relative or relative; no spaces, quotes or shell characters."""
+    _no_control(value, "a path")
+    if not _PATH.match(value):
+        raise ValueError(f"invalid path {value!r} (letters, digits and . _ / ~ + @ : , = - only)")
+    return value
+
+
+def check_abs_path(value: str) -> str:
+    check_path(value)
+    if not value.startswith("/") or "/../" in value + "/":
+        raise ValueError(f"invalid path {value!r} (an absolute path on the host, without '..')")
+    return value
+
+
+KEY_TYPES = {
+    "ssh-ed25519": "ssh-ed25519",
+    "ssh-rsa": "ssh-rsa",
+    "ecdsa-sha2-nistp256": "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384": "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521": "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com": "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com": "sk-ecdsa-sha2-nistp256@openssh.com",
+}
+_COMMENT = re.compile(r"^[\x20-\x7e]*$")
+
+
+def check_public_key(value: str) -> str:
+    """An OpenSSH public key line: type, base64 blob whose embedded type matches, optional comment."""
+    if "\n" in value or "\r" in value or "\x00" in value:
+        raise ValueError("a public key must be a single line")
+    parts = value.strip().split(None, 2)
+    allowed = "ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-ssh-ed25519@openssh.com"
+    if len(parts) < 2:
+        raise ValueError(f"not an OpenSSH public key (expected 'TYPE BASE64 [comment]', TYPE one of {allowed})")
+    kind, blob = parts[0], parts[1]
+    if kind not in KEY_TYPES:
+        raise ValueError(f"key type {kind!r} is not allowed ({allowed}; never ssh-dss, no options)")
+    try:
+        raw = base64.b64decode(blob, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("key data is not valid base64") from None
+    n = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else -1
+    if n < 0 or raw[4 : 4 + n].decode("ascii", "replace") != kind:
+        raise ValueError(f"key data does not hold a {kind} key (corrupted or mismatched type)")
+    if len(parts) == 3 and not _COMMENT.match(parts[2]):
+        raise ValueError("key comment must be printable ASCII")
+    return " ".join(parts)
+
+
+_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,127}$")
+
+
+def check_package(value: str) -> str:
+    _no_control(value, "a package name")
+    if not _PACKAGE.match(value):
+        raise ValueError(f"invalid package name {value!r} (Debian package names: lowercase "
+                         "letters, digits, '+', '-', '.')")
+    return value
+
+
+def check_command(value: str) -> str:
+    """A service command line: one line of printable text, placeholders {bind} {port} only."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError("a command must be one line without control characters")
+    if not value.strip():
+        raise ValueError("a command must not be empty")
+    for field in re.findall(r"\{([^{}]*)\}", value):
+        if field not in PLACEHOLDERS:
+            raise ValueError(f"unknown placeholder {{{field}}} in command "
+                             f"(allowed: {', '.join('{' + p + '}' for p in sorted(PLACEHOLDERS))})")
+    if "%" in value:
+        raise ValueError("'%' is special in systemd unit files; write '%%' is not supported, remove it")
+    return value
+
+
+PLACEHOLDERS = {"bind", "port", "logdir", "notebook_dir", "config", "user", "venv"}
+
+
+def check_zone(value: str) -> str:
+    _no_control(value, "a zone name")
+    name = value.rstrip(".")
+    if not is_hostname(name):
+        raise ValueError(f"invalid zone name {value!r} (a DNS name such as example.org)")
+    return name.lower()
+
+
+def check_record_name(value: str) -> str:
+    _no_control(value, "a record name")
+    if value == "@":
+        return value
+    if value.startswith("*."):
+        rest = value[2:]
+        if is_hostname(rest) and not rest.endswith("."):
+            return value.lower()
+    if not is_hostname(value) or value.endswith("."):
+        raise ValueError(f"invalid record name {value!r} (a name relative to the zone, e.g. "
+                         "'api' or 'a.b', '*.x', or '@' for the apex)")
+    return value.lower()
+
+
+def check_hostname_target(value: str) -> str:
+    _no_control(value, "a CNAME target")
+    if not is_hostname(value):
+        raise ValueError(f"invalid CNAME target {value!r} (a DNS name such as lb-1.example.net)")
+    return value.rstrip(".").lower()
+
+
+def check_url(value: str) -> str:
+    _no_control(value, "a URL")
+    if not re.match(r"^https?://[A-Za-z0-9.\[\]:_-]+(/[A-Za-z0-9._~/-]*)?$", value):
+        raise ValueError(f"invalid URL {value!r} (http:// or https:// followed by a host[:port])")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+User = Annotated[str, AfterValidator(check_user)]
+Address = Annotated[str, AfterValidator(check_address)]
+IP = Annotated[str, AfterValidator(check_ip)]
+Cidr = Annotated[str, AfterValidator(check_cidr)]
+FilePath = Annotated[str, AfterValidator(check_path)]
+AbsPath = Annotated[str, AfterValidator(check_abs_path)]
+PublicKey = Annotated[str, AfterValidator(check_public_key)]
+Package = Annotated[str, AfterValidator(check_package)]
+Command = Annotated[str, AfterValidator(check_command)]
+ZoneName = Annotated[str, AfterValidator(check_zone)]
+RecordName = Annotated[str, AfterValidator(check_record_name)]
+Target = Annotated[str, AfterValidator(check_hostname_target)]
+Url = Annotated[str, AfterValidator(check_url)]
+Port = Annotated[StrictInt, Field(ge=1, le=65535)]
+Ttl = Annotated[StrictInt, Field(ge=1, le=604800)]
+Seconds = Annotated[StrictInt, Field(ge=1, le=3600)]

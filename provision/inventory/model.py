@@ -1,0 +1,176 @@
+"""The validated inventory as immutable typed data. Everything downstream reads this."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Expose:
+    """How a service is reached: through a tunnel only, not at all, or publicly from sources."""
+
+    kind: Literal["tunnel", "none", "public"]
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    port: int
+    bind: str
+    expose: Expose
+    command: str | None
+    user: str
+    logdir: str | None = None
+    notebook_dir: str | None = None
+    venv: str | None = None
+    restart: bool = True
+    scheme: str = "http"
+
+    @property
+    def unit_name(self) -> str:
+        return f"provision-{self.name}.service"
+
+    @property
+    def is_wildcard(self) -> bool:
+        return ipaddress.ip_address(self.bind).is_unspecified
+
+    @property
+    def is_loopback(self) -> bool:
+        return ipaddress.ip_address(self.bind).is_loopback
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    keys: tuple[str, ...]
+    sudo: bool
+    shell: str
+    identity_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine we reach over SSH: a bastion or a managed host."""
+
+    name: str
+    address: str
+    user: str
+    port: int
+    identity_file: str | None
+    jump_chain: tuple[str, ...]  # bastion names, outermost first
+    is_bastion: bool = False
+    roles: tuple[str, ...] = ()
+    ssh_from: tuple[str, ...] = ()
+    services: tuple[Service, ...] = ()
+    packages: tuple[str, ...] = ()
+    egress: tuple[str, ...] = ()  # bastions: where their connections come from
+
+    def service(self, name: str) -> Service | None:
+        return next((s for s in self.services if s.name == name), None)
+
+    @property
+    def tunnel_services(self) -> tuple[Service, ...]:
+        return tuple(s for s in self.services if s.expose.kind == "tunnel")
+
+
+@dataclass(frozen=True)
+class IngressRule:
+    protocol: str
+    from_port: int
+    to_port: int
+    sources: tuple[str, ...]  # CIDRs or security group names
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class SecurityGroup:
+    name: str
+    vpc: str
+    description: str
+    ingress: tuple[IngressRule, ...]
+
+
+@dataclass(frozen=True)
+class Aws:
+    region: str
+    endpoint_url: str | None
+    security_groups: tuple[SecurityGroup, ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    name: str  # relative to the zone, '@' for the apex
+    type: Literal["A", "AAAA", "CNAME"]
+    values: tuple[str, ...]
+    ttl: int
+
+    def fqdn(self, zone: str) -> str:
+        return zone if self.name == "@" else f"{self.name}.{zone}"
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str
+    provider: Literal["route53", "clouddns", "rfc2136"]
+    records: tuple[Record, ...]
+    hosted_zone_id: str | None = None
+    project: str | None = None
+    managed_zone: str | None = None
+    endpoint: str | None = None
+    server: str | None = None
+    port: int = 53
+    tsig_key_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Dns:
+    resolvers: tuple[str, ...]
+    zones: tuple[Zone, ...]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    source: str
+    default_user: str
+    default_port: int
+    identity_file: str | None
+    known_hosts: str | None
+    confirm_timeout: int
+    team: tuple[Person, ...]
+    bastions: tuple[Host, ...]
+    hosts: tuple[Host, ...]
+    aws: Aws | None = None
+    dns: Dns | None = None
+    # where each field path was defined, for findings that point at the file
+    positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
+
+    def node(self, name: str) -> Host:
+        """A bastion or host by name."""
+        for h in (*self.bastions, *self.hosts):
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def chain(self, host: Host) -> tuple[Host, ...]:
+        """The bastions to pass through to reach `host`, outermost first."""
+        return tuple(self.node(n) for n in host.jump_chain)
+
+    def select(self, patterns: list[str] | tuple[str, ...]) -> tuple[Host, ...]:
+        """Hosts by name, `all`, or `role:NAME`. Empty selection means all hosts."""
+        if not patterns:
+            return self.hosts
+        out: list[Host] = []
+        for pat in patterns:
+            if pat == "all":
+                matched = list(self.hosts)
+            elif pat.startswith("role:"):
+                matched = [h for h in self.hosts if pat[5:] in h.roles]
+            else:
+                matched = [h for h in (*self.hosts, *self.bastions) if h.name == pat]
+            if not matched:
+                raise KeyError(pat)
+            out.extend(h for h in matched if h not in out)
+        return tuple(out)

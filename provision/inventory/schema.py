@@ -1,0 +1,178 @@
+"""The inventory file format as pydantic models: validation and the JSON Schema.
+
+These mirror the YAML exactly (before roles and catalog defaults are applied); the
+model in `model.py` is what the rest of the program uses.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
+
+from .fields import (
+    IP,
+    AbsPath,
+    Address,
+    Cidr,
+    Command,
+    FilePath,
+    Name,
+    Package,
+    Port,
+    PublicKey,
+    RecordName,
+    Seconds,
+    Target,
+    Ttl,
+    Url,
+    User,
+    ZoneName,
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class DefaultsDoc(Strict):
+    user: User = "root"
+    port: Port = 22
+    identity_file: FilePath | None = None
+    known_hosts: FilePath | None = Field(
+        None, description="known_hosts file used to verify host keys (default ~/.ssh/known_hosts)")
+    confirm_timeout: Seconds = Field(
+        30, description="seconds a firewall/sshd change waits for confirmation before the host rolls back")
+
+
+class PersonDoc(Strict):
+    keys: list[PublicKey] = Field(min_length=1)
+    sudo: StrictBool = False
+    shell: AbsPath = "/bin/bash"
+    identity_file: FilePath | None = Field(None, description="this person's private key on their own machine")
+
+
+class ExposeFrom(Strict):
+    from_: list[Cidr] = Field(alias="from", min_length=1)
+
+
+Expose = Literal["tunnel", "none"] | ExposeFrom
+
+
+class ServiceDoc(Strict):
+    port: Port | None = None
+    bind: IP | None = None
+    expose: Expose | None = None
+    command: Command | None = None
+    user: User | None = None
+    logdir: AbsPath | None = None
+    notebook_dir: AbsPath | None = None
+    venv: AbsPath | None = Field(None, description="virtualenv whose bin/ holds the service's program")
+    restart: StrictBool = True
+
+
+ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]
+
+
+class BastionDoc(Strict):
+    address: Address
+    user: User | None = None
+    port: Port | None = None
+    identity_file: FilePath | None = None
+    via: ViaDoc | None = None
+    allow_ssh_from: list[Cidr] = Field(default_factory=list)
+    egress: list[Cidr] = Field(
+        default_factory=list,
+        description="addresses this bastion's connections come from on the hosts' side "
+                    "(default: its address when that is an IP)")
+
+
+class HostDoc(Strict):
+    address: Address
+    user: User | None = None
+    port: Port | None = None
+    identity_file: FilePath | None = None
+    via: ViaDoc | None = None
+    roles: list[Name] = Field(default_factory=list)
+    ssh_from: list[Cidr] = Field(default_factory=list)
+    services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
+    packages: list[Package] = Field(default_factory=list)
+
+
+class RoleDoc(Strict):
+    services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
+    packages: list[Package] = Field(default_factory=list)
+    ssh_from: list[Cidr] = Field(default_factory=list)
+
+
+class IngressDoc(Strict):
+    port: Port | None = None
+    ports: Annotated[list[Port], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="[from, to] port range")
+    protocol: Literal["tcp", "udp"] = "tcp"
+    from_: list[Cidr | Name] = Field(alias="from", min_length=1)
+    description: Annotated[StrictStr, Field(max_length=255, pattern=r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$")] = ""
+
+    @model_validator(mode="after")
+    def one_of_port_or_ports(self) -> IngressDoc:
+        if (self.port is None) == (self.ports is None):
+            raise ValueError("give exactly one of 'port' or 'ports: [from, to]'")
+        if self.ports and self.ports[0] > self.ports[1]:
+            raise ValueError("'ports' range must be [low, high]")
+        return self
+
+
+class SecurityGroupDoc(Strict):
+    vpc: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")]
+    description: Annotated[StrictStr, Field(max_length=255, pattern=r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$")] = "managed by provision"
+    ingress: list[IngressDoc] = Field(default_factory=list)
+
+
+class AwsDoc(Strict):
+    region: Annotated[StrictStr, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")]
+    endpoint_url: Url | None = Field(None, description="API endpoint override (e.g. a local moto server)")
+    security_groups: dict[Name, SecurityGroupDoc] = Field(default_factory=dict)
+
+
+class RecordDoc(Strict):
+    type: Literal["A", "AAAA", "CNAME"]
+    values: list[IP] | None = Field(None, min_length=1)
+    value: Target | IP | None = None
+    ttl: Ttl = 300
+
+
+class ZoneDoc(Strict):
+    provider: Literal["route53", "clouddns", "rfc2136"]
+    records: dict[RecordName, RecordDoc] = Field(default_factory=dict)
+    # route53
+    hosted_zone_id: Annotated[StrictStr, Field(pattern=r"^(/hostedzone/)?Z[A-Z0-9]{1,32}$")] | None = None
+    # clouddns
+    project: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] | None = None
+    managed_zone: Annotated[StrictStr, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")] | None = None
+    endpoint: Url | None = None
+    # rfc2136
+    server: Address | None = None
+    port: Port = 53
+    tsig_key_file: FilePath | None = None
+
+
+class DnsDoc(Strict):
+    resolvers: list[IP] = Field(default_factory=list, description="resolvers checked for propagation")
+    zones: dict[ZoneName, ZoneDoc] = Field(default_factory=dict)
+
+
+class InventoryDoc(Strict):
+    """A provision inventory (version 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
+                              title="provision inventory",
+                              json_schema_extra={"$id": "https://provision.invalid/inventory-v1.json"})
+
+    version: Literal[1]
+    defaults: DefaultsDoc = Field(default_factory=DefaultsDoc)
+    team: dict[User, PersonDoc] = Field(default_factory=dict)
+    bastions: dict[Name, BastionDoc] = Field(default_factory=dict)
+    hosts: dict[Name, HostDoc] = Field(default_factory=dict)
+    roles: dict[Name, RoleDoc] = Field(default_factory=dict)
+    aws: AwsDoc | None = None
+    dns: DnsDoc | None = None
