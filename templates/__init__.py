@@ -1,0 +1,1 @@
+"""Jinja templates for every rendered artifact (shipped as provision._templates)."""
