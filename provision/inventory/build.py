@@ -102,6 +102,8 @@ def _message(err: Any, path: FieldPath, is_key: bool) -> str:
         close = difflib.get_close_matches(str(path[-1]), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return f"unknown key '{path[-1]}'{hint} (allowed: {', '.join(known)})"
+    if path and path[-1] == "expose":
+        return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
     if kind == "missing":
         return "required field is missing"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import ipaddress
 import re
 from typing import Annotated
@@ -89,10 +90,8 @@ def check_cidr(value: str) -> str:
         return str(ipaddress.ip_network(value, strict=True))
     except ValueError as e:
         hint = ""
-        try:
+        with contextlib.suppress(ValueError):
             hint = f"; did you mean {ipaddress.ip_network(value, strict=False)}?"
-        except ValueError:
-            pass
         raise ValueError(f"invalid CIDR {value!r} ({e}{hint})") from None
 
 

@@ -69,6 +69,10 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: FieldPath, depth: int = 0) -> Any:
         self.count += 1
+        if node.tag not in _PLAIN_TAGS:
+            p = self.pos(node)
+            raise InventoryError([Problem(p.file, p.line, p.column, dotted(path),
+                                          f"YAML tag {node.tag!r} is not allowed (plain data only)")])
         if self.count > MAX_NODES or depth > 64:
             p = self.pos(node)
             raise InventoryError([Problem(p.file, p.line, p.column, dotted(path),
@@ -102,6 +106,9 @@ class _Converter:
         return _scalar(node)
 
 
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in
+               ("str", "int", "float", "bool", "null", "seq", "map", "merge")}
+
 _constructor = yaml.SafeLoader(  # type: ignore[no-untyped-call]
     ""
 )
@@ -127,6 +134,8 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
+        if mark is not None and mark.index >= len(text) - 1 and e.context_mark is not None:
+            mark = e.context_mark  # "unexpected end": point at what was left open
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = " ".join(x for x in (e.context, e.problem) if x)
         raise InventoryError([Problem(file, line, col, "", f"YAML syntax error: {what}")]) from None

@@ -1,0 +1,5 @@
+"""`python -m provision` runs the CLI."""
+
+from provision.cli import main
+
+main()

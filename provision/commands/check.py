@@ -1,0 +1,75 @@
+"""`provision check` and `provision schema`: offline validation and the JSON Schema."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import EXIT_FAILED, EXIT_OK, emit_json, inventory_option, json_option, load
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+@click.command("check")
+@inventory_option
+@json_option
+def check_cmd(inventory_path: str | None, as_json: bool) -> None:
+    """Validate the inventory and report cross-layer findings. No network.
+
+    Exit 0 when clean or only warnings, 1 when an error-level finding exists,
+    2 when the inventory itself is invalid.
+    """
+    from provision.exposure import findings
+
+    inv = load(inventory_path)
+    found = findings(inv)
+    status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
+    if as_json:
+        emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
+                   "hosts": len(inv.hosts), "bastions": len(inv.bastions),
+                   "findings": [{**f.__dict__, "location": _location(inv, f.field)} for f in found]})
+        sys.exit(status)
+    from rich.table import Table
+
+    from .common import console
+
+    out = console()
+    services = sum(len(h.services) for h in inv.hosts)
+    summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
+               f"{len(inv.team)} people, {services} services")
+    if not found:
+        out.print(f"[green]ok[/green] {summary}; no findings")
+        sys.exit(status)
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for col in ("severity", "where", "finding", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in found:
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f"{f.subject}\n[dim]{_location(inv, f.field)}[/]",
+                      f.message, f.fix)
+    out.print(summary)
+    out.print(table)
+    counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
+    out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
+    sys.exit(status)
+
+
+def _location(inv: object, field: str) -> str:
+    positions = getattr(inv, "positions", {})
+    path = field
+    while path:
+        if path in positions:
+            f, line, col = positions[path]
+            return f"{f}:{line}:{col}"
+        path = path.rsplit(".", 1)[0] if "." in path else ""
+    return ""
+
+
+@click.command("schema")
+def schema_cmd() -> None:
+    """Print the inventory's JSON Schema (for yaml-language-server and editors)."""
+    from provision.inventory.schema import InventoryDoc
+
+    schema = InventoryDoc.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    emit_json(schema)

@@ -1,0 +1,190 @@
+"""The joined reachability model: bind address x host firewall x security group x tunnel.
+
+Pure: an Inventory in, findings out. `provision check` prints them; `audit` compares
+them with what the hosts really do.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Literal
+
+from .inventory.model import Host, Inventory, Service
+
+Severity = Literal["error", "warning", "info"]
+_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+# Tools that execute code for whoever reaches them: never on the open internet.
+CODE_EXECUTING = {"jupyter", "tensorboard"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    code: str
+    subject: str  # host or host/service
+    message: str
+    fix: str
+    field: str = ""  # inventory field path, for file:line
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How one service can be reached, per layer."""
+
+    host: str
+    service: str
+    port: int
+    bind: str
+    listens_publicly: bool
+    firewall_sources: tuple[str, ...]
+    via_tunnel: bool
+
+
+def _is_world(cidr: str) -> bool:
+    return ipaddress.ip_network(cidr).prefixlen == 0
+
+
+def reachability(inv: Inventory) -> tuple[Reach, ...]:
+    """Every service of every host and who can reach it."""
+    out = []
+    for host in inv.hosts:
+        for s in host.services:
+            listens = not s.is_loopback
+            sources = s.expose.sources if s.expose.kind == "public" and listens else ()
+            out.append(Reach(host.name, s.name, s.port, s.bind, listens, sources,
+                             s.expose.kind == "tunnel"))
+    return tuple(out)
+
+
+def findings(inv: Inventory) -> tuple[Finding, ...]:
+    """Cross-layer problems in the inventory, most severe first."""
+    out: list[Finding] = []
+    for host in (*inv.bastions, *inv.hosts):
+        out += _ssh_findings(inv, host)
+    for host in inv.hosts:
+        for s in host.services:
+            out += _service_findings(host, s)
+        out += _port_clashes(host)
+    out += _forward_collisions(inv)
+    out += _security_group_findings(inv)
+    return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
+
+
+def _service_findings(host: Host, s: Service) -> list[Finding]:
+    subject = f"{host.name}/{s.name}"
+    field = f"hosts.{host.name}.services.{s.name}"
+    out = []
+    if s.expose.kind == "public" and s.is_loopback:
+        out.append(Finding("warning", "public-but-loopback", subject,
+                           f"declared public but bound to {s.bind}: unreachable from {', '.join(s.expose.sources)}",
+                           "set bind: 0.0.0.0 (or the host's address), or expose: tunnel", field))
+    if s.is_wildcard and s.expose.kind != "public":
+        out.append(Finding("warning", "needlessly-exposed", subject,
+                           f"bound to {s.bind} but expose is '{s.expose.kind}': it listens on every interface "
+                           "and only the host firewall stands in front of it",
+                           "set bind: 127.0.0.1 (tunnels reach loopback)", field))
+    if s.expose.kind == "public" and s.name in CODE_EXECUTING:
+        world = [c for c in s.expose.sources if _is_world(c)]
+        if world:
+            out.append(Finding("error", "code-exec-public", subject,
+                               f"{s.name} runs code for whoever reaches it and is exposed to {', '.join(world)}",
+                               "use expose: tunnel (provision tunnel opens it for the team)", field))
+        else:
+            out.append(Finding("warning", "code-exec-exposed", subject,
+                               f"{s.name} is exposed to {', '.join(s.expose.sources)} instead of a tunnel",
+                               "prefer expose: tunnel", field))
+    return out
+
+
+def _ssh_findings(inv: Inventory, host: Host) -> list[Finding]:
+    section = "bastions" if host.is_bastion else "hosts"
+    key = "allow_ssh_from" if host.is_bastion else "ssh_from"
+    out = []
+    world = [c for c in host.ssh_from if _is_world(c)]
+    if world:
+        out.append(Finding("warning", "ssh-open-to-world", host.name,
+                           f"SSH is open to {', '.join(world)}",
+                           f"narrow {key} to your office/VPN ranges" +
+                           ("" if host.is_bastion else ", and reach the host through a bastion"),
+                           f"{section}.{host.name}.{key}"))
+    has_jump = bool(host.jump_chain) and bool(inv.chain(host)[-1].egress)
+    if not host.ssh_from and not has_jump:
+        why = ("its bastion has no 'egress' addresses" if host.jump_chain
+               else "it has no bastion")
+        out.append(Finding("error", "no-operator-path", host.name,
+                           f"no SSH source is allowed through the firewall ({why} and {key} is empty): "
+                           "applying the firewall would lock everyone out",
+                           f"add {key}, or give the bastion 'egress' addresses", f"{section}.{host.name}"))
+    return out
+
+
+def _port_clashes(host: Host) -> list[Finding]:
+    out = []
+    seen: dict[int, Service] = {}
+    for s in host.services:
+        other = seen.get(s.port)
+        if other is not None and _binds_overlap(other.bind, s.bind):
+            out.append(Finding("error", "port-clash", f"{host.name}/{s.name}",
+                               f"port {s.port} is also used by {other.name} on {host.name}",
+                               "give one of them another port", f"hosts.{host.name}.services.{s.name}.port"))
+        seen.setdefault(s.port, s)
+    return out
+
+
+def _binds_overlap(a: str, b: str) -> bool:
+    ia, ib = ipaddress.ip_address(a), ipaddress.ip_address(b)
+    if ia.is_unspecified or ib.is_unspecified:
+        return ia.version == ib.version or a == "::" or b == "::"
+    return ia == ib
+
+
+def _forward_collisions(inv: Inventory) -> list[Finding]:
+    """LocalForwards in the rendered ssh_config use the remote port as the local port."""
+    from .forwards import local_forwards
+
+    users: dict[int, list[str]] = {}
+    for host in inv.hosts:
+        for fwd in local_forwards(host):
+            users.setdefault(fwd.local_port, []).append(f"{host.name}/{fwd.service}")
+    out = []
+    for port, who in sorted(users.items()):
+        hosts = {w.split("/")[0] for w in who}
+        if len(who) > 1:
+            same_host = len(hosts) < len(who)
+            out.append(Finding("error" if same_host else "warning", "forward-collision", ", ".join(who),
+                               f"{' and '.join(who)} all forward local port {port} in the rendered ssh_config"
+                               + ("" if same_host else ": `ssh` to these hosts cannot run at the same time"),
+                               "use `provision tunnel HOST` (it picks free local ports), or give the services "
+                               "distinct ports"))
+    return out
+
+
+def _security_group_findings(inv: Inventory) -> list[Finding]:
+    if inv.aws is None:
+        return []
+    out = []
+    for g in inv.aws.security_groups:
+        for i, r in enumerate(g.ingress):
+            world = [c for c in r.sources if _looks_cidr(c) and _is_world(c)]
+            if world and r.from_port <= 22 <= r.to_port:
+                out.append(Finding("warning", "sg-ssh-open-to-world", f"sg/{g.name}",
+                                   f"security group {g.name} opens SSH to {', '.join(world)}",
+                                   "restrict the source to office/VPN ranges or the bastion",
+                                   f"aws.security_groups.{g.name}.ingress[{i}]"))
+            for port in (8888, 6006):
+                if world and r.from_port <= port <= r.to_port:
+                    out.append(Finding("error", "sg-code-exec-public", f"sg/{g.name}",
+                                       f"security group {g.name} opens port {port} (Jupyter/TensorBoard) to "
+                                       f"{', '.join(world)}", "remove the rule; use provision tunnel",
+                                       f"aws.security_groups.{g.name}.ingress[{i}]"))
+    return out
+
+
+def _looks_cidr(value: str) -> bool:
+    try:
+        ipaddress.ip_network(value)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,69 @@
+"""Every rejected inventory: exit 2, file:line, the field path, no traceback."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from provision.cli import main
+
+BAD = sorted((Path(__file__).parent.parent / "fixtures" / "bad").glob("*.yml"))
+
+
+def _expectation(path: Path) -> tuple[int | None, str | None]:
+    m = re.match(r"# expect: (\S+) (\S+)", path.read_text().splitlines()[0])
+    assert m, f"{path.name} lacks an '# expect: LINE FIELD' header"
+    line, field = m.groups()
+    return (None if line == "-" else int(line)), (None if field == "-" else field)
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(BAD) >= 25
+
+
+@pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
+def test_bad_inventory_is_rejected_with_location(path: Path) -> None:
+    result = CliRunner().invoke(main, ["check", "-i", str(path)])
+    out = result.output
+    assert result.exit_code == 2, out
+    assert "Traceback" not in out
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    line, field = _expectation(path)
+    if line is not None:
+        assert re.search(rf"{re.escape(str(path))}:{line}:\d+: ", out), out
+    else:
+        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: ", out), out
+    if field is not None:
+        assert f": {field}" in out, out
+
+
+def test_real_process_prints_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "inv.yml"
+    bad.write_text("version: 1\nhosts:\n  gpu1: {address: '10.0.0.1\\nX', port: 0}\n")
+    proc = subprocess.run([sys.executable, "-m", "provision", "check", "-i", str(bad)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr  # both problems reported at once
+    assert all(line.startswith(f"{bad}:3:") for line in lines)
+
+
+def test_missing_inventory_path_is_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["check", "-i", str(tmp_path / "nope.yml")])
+    assert result.exit_code == 2
+    assert "no such file" in result.output
+
+
+def test_directory_conflict_names_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yml").write_text("version: 1\ndefaults: {user: ubuntu}\n")
+    (tmp_path / "b.yml").write_text("version: 1\ndefaults: {user: admin}\n")
+    result = CliRunner().invoke(main, ["check", "-i", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "b.yml:2:" in result.output and "a.yml:2" in result.output
+    assert "defaults.user" in result.output
