@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark in this folder, one after the other.
+set -uo pipefail
+cd "$(dirname "$0")"
+status=0
+for b in startup.sh lab.sh converge.sh tunnel.sh; do
+  [[ -x $b || -f $b ]] || continue
+  printf '\n== %s\n' "$b"
+  bash "$b" || status=1
+done
+exit $status
