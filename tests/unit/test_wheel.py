@@ -1,0 +1,30 @@
+"""A non-editable wheel carries the templates, playbooks and example inventory, and renders."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_wheel_ships_templates_and_renders(tmp_path: Path) -> None:
+    uv = Path(sys.executable).parent / "uv"  # installed by `make` beside the interpreter
+    subprocess.run([str(uv), "build", "-q", "--wheel", "--out-dir", str(tmp_path / "dist"), str(ROOT)],
+                   check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("provision-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "provision/_templates/ssh_config.j2" in names
+    assert "provision/_inventories/example.yml" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    out = tmp_path / "out"
+    code = ("import provision, sys; assert provision.__file__.startswith(%r), provision.__file__;"
+            "from provision.cli import main; sys.argv=['provision','render','-i',%r,'--out',%r]; main()"
+            % (str(site), str(site / "provision/_inventories/example.yml"), str(out)))
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                   env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    assert "ProxyJump jump" in (out / "ssh_config").read_text()
+    assert (out / "gpu1/etc/iptables/rules.v6").is_file()
