@@ -1,0 +1,299 @@
+"""`provision tunnel`, `provision ssh`, `provision sync`: reach a host through its jump chain."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from provision.commands.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    emit_json,
+    fail_usage,
+    inventory_option,
+    json_option,
+    load,
+)
+
+BACKEND_CHOICES = ("auto", "openssh", "paramiko")
+
+
+def _user_option(f: Any) -> Any:
+    return click.option("--user", "user", default=None, metavar="NAME",
+                        help="remote account (default: $USER when a team member, else the "
+                             "inventory's login user); a team member's identity_file is used")(f)
+
+
+def _host(inv: Any, name: str) -> Any:
+    try:
+        return inv.node(name)
+    except KeyError:
+        names = ", ".join(h.name for h in (*inv.hosts, *inv.bastions)) or "none"
+        fail_usage(f"unknown host '{name}' (known: {names})")
+
+
+def _login(inv: Any, user: str | None) -> Any:
+    from provision.tunnel import TunnelError, choose_login
+
+    try:
+        return choose_login(inv, user, os.environ.get("USER"))
+    except TunnelError as e:
+        fail_usage(str(e))
+
+
+def _parse_ports(values: Sequence[str]) -> dict[str, int]:
+    out = {}
+    for v in values:
+        name, sep, port = v.partition("=")
+        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+            fail_usage(f"--port expects SERVICE=PORT (1-65535), got {v!r}")
+        out[name] = int(port)
+    return out
+
+
+@click.command("tunnel")
+@click.argument("host")
+@click.argument("services", nargs=-1)
+@inventory_option
+@json_option
+@_user_option
+@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default=None,
+              help="openssh (system ssh; the default when installed) or paramiko (no ssh "
+                   "binary needed); default: $PROVISION_TUNNEL_BACKEND or auto")
+@click.option("--keepalive", type=click.IntRange(1, 3600), default=15, show_default=True,
+              metavar="SECONDS", help="keepalive interval; the link is dead after 3 misses")
+@click.option("--port", "ports", multiple=True, metavar="SERVICE=PORT",
+              help="local port for a service (default: the remote port, or a free one near it)")
+@click.option("--check", "--once", "check", is_flag=True,
+              help="open, print, verify each forward answers, close (exit 1 if one does not)")
+def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None, as_json: bool,
+               user: str | None, backend: str | None, keepalive: int, ports: tuple[str, ...],
+               check: bool) -> None:
+    """Forward HOST's tunnel services (or only SERVICES) to 127.0.0.1 through its jump chain.
+
+    Prints each service's local URL (Jupyter's with its token) and stays in the foreground,
+    reconnecting when the link drops, until Ctrl-C.
+    """
+    from provision.tunnel import (
+        ConnectError,
+        HostKeyError,
+        TunnelError,
+        hops,
+        plan_forwards,
+        select_services,
+    )
+    from provision.tunnel_io import Session, port_is_free
+
+    inv = load(inventory_path)
+    node = _host(inv, host)
+    login = _login(inv, user)
+    err = console(stderr=True)
+
+    def log(message: str) -> None:
+        err.print(f"[dim]tunnel:[/] {message}")
+
+    try:
+        chosen = select_services(node, services)
+        forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
+    except TunnelError as e:
+        fail_usage(str(e))
+    for s, f in zip(chosen, forwards, strict=True):
+        wanted = _parse_ports(ports).get(s.name, s.port)
+        if f.local_port != wanted:
+            log(f"{s.name}: local port {wanted} is busy, using {f.local_port}")
+    chain = hops(inv, node, login)
+    name = _backend_name(backend)
+    stop = threading.Event()
+    _on_signals(stop)
+    try:
+        be = _make_backend(name, inv, node, login, chain, forwards, keepalive, log)
+    except ConnectError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_FAILED)
+    session = Session(be, node, chosen, forwards, chain[-1].user, keepalive, log)
+    code = EXIT_OK
+    try:
+        try:
+            table = session.start()
+        except HostKeyError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+        except ConnectError as e:
+            click.echo(f"error: cannot connect to {node.name}: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+        ready = session.ready_after or 0.0
+        if check:
+            code = _check(session, table, as_json, name, ready)
+        else:
+            if as_json:
+                emit_json(_doc(node.name, name, ready, table))
+                sys.stdout.flush()
+            else:
+                _print_table(node.name, name, table)
+                log(f"ready in {ready:.2f}s via {' → '.join(h.name for h in chain)} ({name}); "
+                    f"Ctrl-C to close")
+            try:
+                session.supervise(stop)
+            except HostKeyError as e:
+                click.echo(f"error: {e}", err=True)
+                code = EXIT_FAILED
+            else:
+                log("closing")
+    finally:
+        session.close()
+    sys.exit(code)
+
+
+def _backend_name(choice: str | None) -> str:
+    from provision.tunnel_io import find_ssh
+
+    choice = choice or os.environ.get("PROVISION_TUNNEL_BACKEND") or "auto"
+    if choice not in BACKEND_CHOICES:
+        fail_usage(f"PROVISION_TUNNEL_BACKEND={choice!r} (allowed: {', '.join(BACKEND_CHOICES)})")
+    if choice == "auto":
+        return "openssh" if find_ssh() else "paramiko"
+    if choice == "openssh" and not find_ssh():
+        fail_usage("--backend openssh: no `ssh` on PATH (use --backend paramiko)")
+    return choice
+
+
+def _make_backend(name: str, inv: Any, node: Any, login: Any, chain: Any, forwards: Any,
+                  keepalive: int, log: Any) -> Any:
+    from provision.tunnel_io import OpenSSHBackend, known_hosts_path
+
+    if name == "openssh":
+        return OpenSSHBackend(inv, node, login, forwards, keepalive, log)
+    from provision.tunnel_paramiko import ParamikoBackend
+
+    return ParamikoBackend(chain, forwards, known_hosts_path(inv), keepalive, log, node.name)
+
+
+def _on_signals(stop: threading.Event) -> None:
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def _doc(host: str, backend: str, ready: float, table: Any) -> dict[str, Any]:
+    return {"host": host, "backend": backend, "ready_seconds": round(ready, 3),
+            "forwards": [r.as_dict() for r in table]}
+
+
+def _print_table(host: str, backend: str, table: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"tunnels to {host} ({backend})")
+    t.add_column("service", no_wrap=True)
+    # URLs are copied from here: never cut them
+    t.add_column("local URL", no_wrap=True, min_width=max((len(r.url) for r in table), default=9))
+    t.add_column("remote bind", no_wrap=True)
+    t.add_column("status", overflow="fold")
+    for r in table:
+        style = "red" if r.listening is False else ("yellow" if r.status not in ("ok", "forwarded")
+                                                    else "green")
+        t.add_row(r.service, r.url, r.remote, f"[{style}]{r.status}[/]")
+    console().print(t)
+
+
+def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) -> int:
+    """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
+    from provision.tunnel_io import http_answers, port_accepts
+
+    results = {}
+    for f, r in zip(session.forwards, table, strict=True):
+        if r.listening is False:
+            results[f.service] = None
+        elif f.scheme in ("http", "https"):
+            results[f.service] = http_answers(f.local_port)
+        else:
+            results[f.service] = "connected" if port_accepts(f.local_port, 5) else None
+    if as_json:
+        doc = _doc(session.host.name, backend, ready, table)
+        for fw in doc["forwards"]:
+            fw["answer"] = results[fw["service"]]
+        emit_json(doc)
+    else:
+        _print_table(session.host.name, backend, table)
+        for name, answer in results.items():
+            click.echo(f"{name}: {answer or 'no answer'}")
+    return EXIT_OK if all(results.values()) else EXIT_FAILED
+
+
+@click.command("ssh", context_settings={"ignore_unknown_options": False})
+@click.argument("host")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@inventory_option
+@_user_option
+def ssh_cmd(host: str, command: tuple[str, ...], inventory_path: str | None,
+            user: str | None) -> None:
+    """Interactive ssh to HOST through its jump chain (or run `-- CMD`), host keys verified."""
+    from provision.tunnel import ssh_argv
+    from provision.tunnel_io import find_ssh, private_dir, write_ssh_config
+
+    inv = load(inventory_path)
+    node = _host(inv, host)
+    login = _login(inv, user)
+    ssh = find_ssh()
+    if ssh is None:
+        fail_usage("no `ssh` on PATH")
+    sys.exit(_run_with_config(inv, login, lambda cfg: ssh_argv(ssh, cfg, node.name, command),
+                              private_dir, write_ssh_config))
+
+
+@click.command("sync")
+@click.argument("src")
+@click.argument("dst")
+@inventory_option
+@_user_option
+@click.option("-n", "--dry-run", is_flag=True, help="show what would be transferred")
+@click.option("--delete", is_flag=True, help="delete extraneous files on the receiving side")
+def sync_cmd(src: str, dst: str, inventory_path: str | None, user: str | None, dry_run: bool,
+             delete: bool) -> None:
+    """rsync -avhP SRC DST through the jump chain, e.g. `provision sync gpu1:~/ckpt/ ./ckpt/`."""
+    from provision.tunnel import remote_side, rsync_argv
+    from provision.tunnel_io import find_ssh, known_hosts_path, private_dir, write_ssh_config
+
+    inv = load(inventory_path)
+    names = [h.name for h in (*inv.hosts, *inv.bastions)]
+    remote = [s for s in (src, dst) if remote_side(s, names)]
+    if len(remote) != 1:
+        fail_usage("exactly one of SRC and DST must be HOST:PATH with HOST in the inventory "
+                   f"(hosts: {', '.join(names) or 'none'})")
+    login = _login(inv, user)
+    ssh, rsync = find_ssh(), shutil.which("rsync")
+    if ssh is None or rsync is None:
+        fail_usage("provision sync needs `ssh` and `rsync` on PATH")
+    extra = [*(["--dry-run"] if dry_run else []), *(["--delete"] if delete else [])]
+    kh = known_hosts_path(inv)
+    sys.exit(_run_with_config(inv, login, lambda cfg: rsync_argv(rsync, ssh, cfg, kh, src, dst, extra),
+                              private_dir, write_ssh_config))
+
+
+def _run_with_config(inv: Any, login: Any, argv_for: Any, private_dir: Any,
+                     write_ssh_config: Any) -> int:
+    """Render the config to a private file, run the command in the foreground, clean up."""
+    directory = private_dir()
+    try:
+        cfg = write_ssh_config(inv, login, directory)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C
+        try:
+            return subprocess.call(argv_for(cfg))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    except OSError as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_USAGE
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,428 @@
+"""One-command tunnels: the decisions (pure, no I/O).
+
+What to forward and where (service selection, local port choice, remote target), who logs
+in (team member or login user, which key), what URL to print (Jupyter token), when to retry
+(backoff schedule), how to call OpenSSH (argv), what to run on the host to learn tokens, and
+how to read its answer. The I/O lives in `provision.tunnel_io` (session, OpenSSH backend) and
+`provision.tunnel_paramiko` (paramiko backend).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shlex
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from provision.inventory.model import Host, Inventory, Service
+
+BACKENDS = ("openssh", "paramiko")
+LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (DESIGN §1.7)
+PORT_SEARCH = 100  # how far from the wanted port we look for a free one
+KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget
+
+
+class TunnelError(Exception):
+    """A problem the user must fix (bad names, no free port); exit status 2."""
+
+
+class ConnectError(Exception):
+    """The link could not be established (network, handshake); retried after a loss."""
+
+
+class AuthError(ConnectError):
+    """No key was accepted."""
+
+
+class HostKeyError(ConnectError):
+    """A hop's host key is unknown or changed: never retried, never accepted on trust."""
+
+
+@dataclass(frozen=True)
+class Login:
+    """Who logs in on every hop, with which key (None: the default per hop)."""
+
+    user: str | None  # None: each hop's own inventory user
+    identity_file: str | None  # None: each hop's own key (or the ssh defaults)
+    team_member: bool = False
+
+
+@dataclass(frozen=True)
+class Forward:
+    service: str
+    local_port: int
+    remote_host: str  # address on the target host the forward connects to
+    remote_port: int
+    scheme: str = "http"
+
+    @property
+    def local(self) -> str:
+        return f"{LOCAL_BIND}:{self.local_port}"
+
+    @property
+    def remote(self) -> str:
+        host = f"[{self.remote_host}]" if ":" in self.remote_host else self.remote_host
+        return f"{host}:{self.remote_port}"
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One SSH hop for the paramiko backend (the OpenSSH backend uses the rendered config)."""
+
+    name: str
+    address: str
+    port: int
+    user: str
+    identity_file: str | None
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """What the host said about a forwarded service."""
+
+    listening: bool | None = None  # None: unknown
+    token: str | None = None
+    base_url: str = "/"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the output table / JSON."""
+
+    service: str
+    url: str
+    local: str
+    remote: str
+    status: str
+    listening: bool | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"service": self.service, "url": self.url, "local": self.local,
+                "remote": self.remote, "status": self.status, "listening": self.listening}
+
+
+# --- what to forward -------------------------------------------------------------------
+
+def select_services(host: Host, names: Sequence[str]) -> tuple[Service, ...]:
+    """The host's tunnel services, or only those named. Raises TunnelError on bad names."""
+    tunnel = host.tunnel_services
+    if not names:
+        if not tunnel:
+            raise TunnelError(f"{host.name} has no service with expose: tunnel "
+                              f"(services: {', '.join(s.name for s in host.services) or 'none'})")
+        return tunnel
+    out: list[Service] = []
+    for name in names:
+        svc = host.service(name)
+        if svc is None:
+            known = ", ".join(s.name for s in tunnel) or "none"
+            raise TunnelError(f"{host.name} has no service '{name}' (tunnel services: {known})")
+        if svc.expose.kind != "tunnel":
+            raise TunnelError(f"{host.name}: service '{name}' has expose: {svc.expose.kind}, "
+                              f"not tunnel")
+        if svc not in out:
+            out.append(svc)
+    return tuple(out)
+
+
+def remote_target(service: Service) -> str:
+    """Where on the host the forward connects: the bind address, loopback for a wildcard."""
+    ip = ipaddress.ip_address(service.bind)
+    if ip.is_unspecified:
+        return "::1" if ip.version == 6 else "127.0.0.1"
+    return service.bind
+
+
+def pick_local_port(wanted: int, is_free: Callable[[int], bool], taken: Iterable[int] = (),
+                    search: int = PORT_SEARCH) -> int:
+    """The wanted port when free, else the nearest free one above it, then below it."""
+    used = set(taken)
+    candidates = [wanted] + [wanted + d for d in range(1, search + 1)] \
+        + [wanted - d for d in range(1, search + 1)]
+    for port in candidates:
+        if 1024 <= port <= 65535 and port not in used and is_free(port):
+            return port
+        if port == wanted and port < 1024 and port not in used and is_free(port):
+            return port
+    raise TunnelError(f"no free local port within {search} of {wanted}")
+
+
+def plan_forwards(services: Sequence[Service], is_free: Callable[[int], bool],
+                  requested: dict[str, int] | None = None) -> tuple[Forward, ...]:
+    """One forward per service, each on its own local port."""
+    out: list[Forward] = []
+    for s in services:
+        want = (requested or {}).get(s.name, s.port)
+        port = pick_local_port(want, is_free, taken=[f.local_port for f in out])
+        out.append(Forward(s.name, port, remote_target(s), s.port, s.scheme))
+    return tuple(out)
+
+
+# --- who logs in --------------------------------------------------------------------------
+
+def choose_login(inv: Inventory, requested: str | None, local_user: str | None) -> Login:
+    """--user NAME, else $USER when a team member, else each hop's inventory login user."""
+    team = {p.name: p for p in inv.team}
+    name = requested or (local_user if local_user in team else None)
+    if name is None:
+        return Login(None, None)
+    if name in team:
+        return Login(name, team[name].identity_file, team_member=True)
+    logins = {h.user for h in (*inv.bastions, *inv.hosts)} | {inv.default_user}
+    if name in logins:
+        return Login(name, None)
+    raise TunnelError(f"unknown user '{name}' (team: {', '.join(team) or 'none'}; "
+                      f"login users: {', '.join(sorted(logins))})")
+
+
+def hops(inv: Inventory, host: Host, login: Login) -> tuple[Hop, ...]:
+    """The jump chain and the host, outermost first, with the login for each."""
+    out = []
+    for h in (*inv.chain(host), host):
+        user = login.user or h.user
+        key = login.identity_file if login.team_member else h.identity_file
+        out.append(Hop(h.name, h.address, h.port, user, key))
+    return tuple(out)
+
+
+# --- URLs and tokens ----------------------------------------------------------------------
+
+def service_url(fwd: Forward, state: ServiceState) -> str:
+    scheme = fwd.scheme
+    base = state.base_url if state.base_url.startswith("/") else "/" + state.base_url
+    if not base.endswith("/"):
+        base += "/"
+    if scheme not in ("http", "https"):
+        return f"{scheme}://{fwd.local}"
+    url = f"{scheme}://{fwd.local}{base}"
+    if state.token:
+        url += f"?token={state.token}"
+    return url
+
+
+def is_jupyter(service: Service) -> bool:
+    command = service.command or ""
+    return service.name == "jupyter" or "jupyter server" in command or "jupyter-server" in command
+
+
+def jupyter_bin(service: Service) -> str:
+    return f"{service.venv.rstrip('/')}/bin/jupyter" if service.venv else "jupyter"
+
+
+def token_command(service: Service, login_user: str) -> str:
+    """Run on the host: list running Jupyter servers as the service's user (JSON lines)."""
+    listing = f"{shlex.quote(jupyter_bin(service))} server list --json"
+    if service.user != login_user:
+        listing = f"sudo -n -H -u {shlex.quote(service.user)} {listing}"
+    return listing
+
+
+PROBE_BEGIN = "--provision-probe--"
+
+
+def probe_command(services: Sequence[Service], login_user: str, check_listening: bool) -> str:
+    """One remote command: per service a listening check and, for Jupyter, the token list.
+
+    Prints `PROBE_BEGIN <service> <kind>` before each section; `listen` sections hold
+    `yes`/`no`, `jupyter` sections the output of `jupyter server list --json`.
+    """
+    parts = []
+    for s in services:
+        tag = shlex.quote(s.name)
+        if check_listening:
+            target = remote_target(s)
+            check = f"exec 3<>/dev/tcp/{target}/{s.port}"
+            parts.append(f"echo {PROBE_BEGIN} {tag} listen; "
+                         f"if timeout 5 bash -c {shlex.quote(check)} 2>/dev/null; "
+                         f"then echo yes; else echo no; fi")
+        if is_jupyter(s):
+            parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
+                         f"{token_command(s, login_user)} 2>&1 </dev/null")
+    return "bash -c " + shlex.quote("; ".join(parts) or "true")
+
+
+def parse_probe(output: str) -> dict[str, dict[str, str]]:
+    """Sections of the probe output: service -> kind -> text."""
+    out: dict[str, dict[str, str]] = {}
+    current: tuple[str, str] | None = None
+    for line in output.splitlines():
+        if line.startswith(PROBE_BEGIN + " "):
+            _, name, kind = ([*line.split(" ", 2), "", ""])[:3]
+            out.setdefault(name, {})[kind] = ""
+            current = (name, kind)
+        elif current is not None:
+            out[current[0]][current[1]] += line + "\n"
+    return out
+
+
+def parse_jupyter_list(text: str, port: int) -> ServiceState | None:
+    """The entry of `jupyter server list --json` serving on `port`, if any."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            info = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(info, dict) or int(info.get("port", -1)) != port:
+            continue
+        token = info.get("token") or None
+        return ServiceState(listening=None, token=token, base_url=str(info.get("base_url") or "/"))
+    return None
+
+
+def service_state(service: Service, sections: dict[str, str], login_user: str) -> ServiceState:
+    """Combine a service's probe sections into what we know about it."""
+    listen = sections.get("listen", "").strip()
+    listening = True if listen == "yes" else False if listen == "no" else None
+    if not is_jupyter(service):
+        return ServiceState(listening=listening)
+    text = sections.get("jupyter", "")
+    found = parse_jupyter_list(text, service.port)
+    if found is not None:
+        return ServiceState(listening=listening, token=found.token, base_url=found.base_url)
+    if "password is required" in text or "a password" in text:
+        note = f"token unknown: sudo to {service.user} needs a password"
+    elif "sudo" in text and service.user != login_user:
+        note = f"token unknown: cannot run as {service.user}"
+    elif "not found" in text:
+        note = f"token unknown: {jupyter_bin(service)} not found"
+    else:
+        note = "token unknown: no running server listed on that port"
+    return ServiceState(listening=listening, note=note)
+
+
+def nothing_listening(fwd: Forward, host: str) -> str:
+    return f"{fwd.service}: nothing listening on {fwd.remote} on {host}"
+
+
+def rows(forwards: Sequence[Forward], states: dict[str, ServiceState], host: str) -> list[Row]:
+    out = []
+    for f in forwards:
+        st = states.get(f.service, ServiceState())
+        if st.listening is False:
+            status = f"nothing listening on {f.remote} on {host}"
+        elif st.note:
+            status = st.note
+        else:
+            status = "ok" if st.listening else "forwarded"
+        out.append(Row(f.service, service_url(f, st), f.local, f"{host}:{f.remote}", status,
+                       st.listening))
+    return out
+
+
+# --- retries ------------------------------------------------------------------------------
+
+def backoff(attempt: int, base: float = 1.0, cap: float = 30.0) -> float:
+    """Seconds before reconnect attempt `attempt` (0-based): 1, 2, 4, … capped."""
+    return float(min(cap, base * (2 ** max(0, attempt))))
+
+
+def dead_after(keepalive: int, count: int = KEEPALIVE_COUNT) -> int:
+    """Seconds of silence after which a link is declared dead."""
+    return keepalive * count
+
+
+# --- OpenSSH argv ---------------------------------------------------------------------------
+
+def openssh_common(config: str, known_hosts: str | None, keepalive: int,
+                   control_path: str | None = None) -> list[str]:
+    opts = ["-F", config, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"ServerAliveInterval={keepalive}",
+            "-o", f"ServerAliveCountMax={KEEPALIVE_COUNT}",
+            "-o", "ConnectTimeout=10"]
+    if known_hosts:
+        opts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=none"]
+    if control_path:
+        opts += ["-o", f"ControlPath={control_path}"]
+    return opts
+
+
+def openssh_target(target: Hop, jumps: Sequence[str]) -> list[str]:
+    """Options and destination that reach the target host through the rendered config's jumps.
+
+    The destination is the address, not the inventory name: the rendered config's block for
+    the name carries LocalForwards for every tunnel service, which must not apply here (a
+    busy port would fail the whole tunnel, and unselected services would be forwarded too).
+    The jump hosts are resolved by name in the rendered config (the jump ssh gets `-F`).
+    """
+    argv = ["-p", str(target.port), "-l", target.user]
+    if jumps:
+        argv += ["-o", f"ProxyJump={','.join(jumps)}"]
+    if target.identity_file:
+        argv += ["-i", target.identity_file, "-o", "IdentitiesOnly=yes"]
+    return [*argv, target.address]
+
+
+def openssh_tunnel_argv(ssh: str, config: str, target: Hop, jumps: Sequence[str],
+                        forwards: Sequence[Forward], known_hosts: str | None, keepalive: int,
+                        control_path: str | None) -> list[str]:
+    """`ssh -N` with one 127.0.0.1-bound -L per forward; it exits when a forward cannot bind."""
+    argv = [ssh, *openssh_common(config, known_hosts, keepalive, control_path),
+            "-N", "-o", "ExitOnForwardFailure=yes", "-o", "GatewayPorts=no"]
+    if control_path:
+        argv += ["-o", "ControlMaster=yes", "-o", "ControlPersist=no"]
+    for f in forwards:
+        argv += ["-L", f"{LOCAL_BIND}:{f.local_port}:{f.remote_host}:{f.remote_port}"]
+    return argv + openssh_target(target, jumps)
+
+
+def openssh_exec_argv(ssh: str, config: str, target: Hop, jumps: Sequence[str], command: str,
+                      known_hosts: str | None, keepalive: int,
+                      control_path: str | None) -> list[str]:
+    """Run one command on the host, through the tunnel's master connection when there is one."""
+    argv = [ssh, *openssh_common(config, known_hosts, keepalive, control_path), "-T",
+            "-o", "ClearAllForwardings=yes"]
+    if control_path:
+        argv += ["-o", "ControlMaster=no"]
+    return [*argv, *openssh_target(target, jumps), "--", command]
+
+
+def ssh_argv(ssh: str, config: str, host: str, command: Sequence[str]) -> list[str]:
+    """Interactive ssh to an inventory name through the rendered config (no forwards)."""
+    argv = [ssh, "-F", config, "-o", "ClearAllForwardings=yes", host]
+    return [*argv, "--", *command] if command else argv
+
+
+def classify_ssh_error(stderr: str) -> str:
+    """A one-line reason from OpenSSH's stderr."""
+    text = stderr.strip()
+    low = text.lower()
+    if "remote host identification has changed" in low:
+        return "host key verification failed: REMOTE HOST IDENTIFICATION HAS CHANGED"
+    if "host key verification failed" in low or "no matching host key" in low \
+            or ("host key for" in low and "not known" in low):
+        return "host key verification failed (unknown host key; refusing to connect)"
+    if "permission denied" in low:
+        return "authentication failed (permission denied)"
+    if "address already in use" in low or "cannot listen to port" in low:
+        return "a local port is already in use"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "ssh exited"
+
+
+def is_host_key_failure(reason: str) -> bool:
+    return reason.startswith("host key verification failed")
+
+
+# --- rsync ----------------------------------------------------------------------------------
+
+def remote_side(spec: str, names: Iterable[str]) -> str | None:
+    """The inventory host named by an rsync spec `HOST:PATH` (or `USER@HOST:PATH`), if any."""
+    if ":" not in spec or spec.startswith(("/", "./", "../")):
+        return None
+    head = spec.split(":", 1)[0]
+    name = head.rsplit("@", 1)[-1]
+    return name if name in set(names) else None
+
+
+def rsync_argv(rsync: str, ssh: str, config: str, known_hosts: str | None, src: str, dst: str,
+               extra: Sequence[str] = ()) -> list[str]:
+    ssh_cmd = [ssh, "-F", config, "-o", "ClearAllForwardings=yes", "-o", "StrictHostKeyChecking=yes"]
+    if known_hosts:
+        ssh_cmd += ["-o", f"UserKnownHostsFile={known_hosts}"]
+    return [rsync, "-avhP", "-e", shlex.join(ssh_cmd), *extra, src, dst]

@@ -1,0 +1,421 @@
+"""The paramiko tunnel backend: an SSH chain over direct-tcpip channels, our own forwarder.
+
+sshtunnel binds 0.0.0.0, has no ProxyJump and no known_hosts check, and copies in small
+chunks (DESIGN §6), so the forwarder is written directly on paramiko: one Transport per hop,
+each carried by a `direct-tcpip` channel of the hop before it; host keys verified against
+known_hosts with nothing accepted on trust; listeners on 127.0.0.1 that outlive reconnects.
+Works where there is no `ssh` binary.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import paramiko
+
+from provision.tunnel import (
+    KEEPALIVE_COUNT,
+    LOCAL_BIND,
+    AuthError,
+    ConnectError,
+    Forward,
+    Hop,
+    HostKeyError,
+    nothing_listening,
+)
+
+WINDOW = 64 * 1024 * 1024  # per-channel window: a 2 MiB window caps throughput on a jump chain
+PACKET = 32 * 1024  # what OpenSSH's sshd sends at most per packet anyway
+CHUNK = 256 * 1024
+CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr")
+DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+
+Log = Callable[[str], None]
+
+# paramiko logs refused channel opens as warnings; we report them ourselves, once
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def known_names(hop: Hop) -> list[str]:
+    """How OpenSSH would have written this hop in known_hosts."""
+    names = [hop.address, hop.name]
+    if hop.port != 22:
+        names = [f"[{n}]:{hop.port}" for n in names]
+    return names
+
+
+class Link:
+    """An authenticated chain of transports; the last one reaches the target host."""
+
+    def __init__(self, hops: Sequence[Hop], known_hosts: str, timeout: float = 10.0):
+        self.hops = tuple(hops)
+        self.transports: list[paramiko.Transport] = []
+        self.sock: socket.socket | None = None
+        self.dead: str | None = None
+        keys = paramiko.HostKeys()
+        path = os.path.expanduser(known_hosts)
+        if os.path.exists(path):
+            keys.load(path)
+        try:
+            self._open(keys, path, timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def target(self) -> paramiko.Transport:
+        return self.transports[-1]
+
+    def _open(self, keys: paramiko.HostKeys, known_hosts: str, timeout: float) -> None:
+        first = self.hops[0]
+        try:
+            self.sock = socket.create_connection((first.address, first.port), timeout=timeout)
+        except OSError as e:
+            raise ConnectError(f"{first.name} ({first.address}:{first.port}): {e.strerror or e}") from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        carrier: socket.socket | paramiko.Channel = self.sock
+        for i, hop in enumerate(self.hops):
+            t = paramiko.Transport(carrier, default_window_size=WINDOW, default_max_packet_size=PACKET)
+            self.transports.append(t)
+            known = self._known_keys(keys, hop)
+            opts = t.get_security_options()
+            opts.ciphers = [c for c in CIPHERS if c in opts.ciphers]
+            preferred = [k for k in opts.key_types if _key_family(k) in {_key_family(n) for n in known}]
+            if preferred:
+                opts.key_types = preferred + [k for k in opts.key_types if k not in preferred]
+            where = f"{hop.name} ({hop.address}:{hop.port})"
+            try:
+                t.start_client(timeout=timeout)
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                raise ConnectError(f"{where}: SSH handshake failed: {e}") from None
+            self._verify(t.get_remote_server_key(), known, hop, known_hosts)
+            self._auth(t, hop, where)
+            if i + 1 < len(self.hops):
+                nxt = self.hops[i + 1]
+                try:
+                    carrier = t.open_channel("direct-tcpip", (nxt.address, nxt.port),
+                                             ("127.0.0.1", 0), timeout=timeout)
+                except (paramiko.SSHException, OSError) as e:
+                    raise ConnectError(f"{hop.name} cannot reach {nxt.name} ({nxt.address}:"
+                                       f"{nxt.port}): {e}") from None
+
+    @staticmethod
+    def _known_keys(keys: paramiko.HostKeys, hop: Hop) -> dict[str, paramiko.PKey]:
+        found: dict[str, paramiko.PKey] = {}
+        for name in known_names(hop):
+            entry = keys.lookup(name)
+            if entry:
+                for ktype in entry:
+                    found.setdefault(ktype, entry[ktype])
+        return found
+
+    @staticmethod
+    def _verify(key: paramiko.PKey, known: dict[str, paramiko.PKey], hop: Hop, path: str) -> None:
+        where = f"{hop.name} ({hop.address}:{hop.port})"
+        fp = f"{key.get_name()} {fingerprint(key)}"
+        if not known:
+            raise HostKeyError(f"{where}: host key not in {path} ({fp}); refusing to connect "
+                               f"(add it to known_hosts after checking the fingerprint)")
+        expected = known.get(key.get_name())
+        if expected is None or expected.asbytes() != key.asbytes():
+            raise HostKeyError(f"{where}: HOST KEY MISMATCH: the server offered {fp}, which is "
+                               f"not the key recorded in {path}; refusing to connect")
+
+    @staticmethod
+    def _auth(t: paramiko.Transport, hop: Hop, where: str) -> None:
+        tried: list[str] = []
+        candidates: list[tuple[str, paramiko.PKey]] = []
+        paths = [hop.identity_file] if hop.identity_file else list(DEFAULT_KEYS)
+        for p in paths:
+            full = os.path.expanduser(p)
+            if not os.path.exists(full):
+                if hop.identity_file:
+                    tried.append(f"{p} (missing)")
+                continue
+            try:
+                candidates.append((p, paramiko.PKey.from_path(full)))
+            except paramiko.PasswordRequiredException:
+                tried.append(f"{p} (encrypted: load it into ssh-agent)")
+            except (paramiko.SSHException, ValueError, OSError) as e:
+                tried.append(f"{p} ({e})")
+        with contextlib.suppress(Exception):
+            candidates += [("ssh-agent key", k) for k in paramiko.Agent().get_keys()]
+        for label, key in candidates:
+            try:
+                t.auth_publickey(hop.user, key)
+            except paramiko.AuthenticationException:
+                tried.append(label)
+                continue
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                raise ConnectError(f"{where}: authentication aborted: {e}") from None
+            if t.is_authenticated():
+                return
+        raise AuthError(f"{where}: authentication failed as {hop.user} "
+                        f"(tried: {', '.join(tried) or 'no keys found'})")
+
+    def keepalive(self, timeout: float) -> bool:
+        """One keepalive round trip through the whole chain, answered within `timeout`."""
+        t = self.target
+        done = threading.Event()
+
+        def ask() -> None:
+            with contextlib.suppress(Exception):
+                t.global_request("keepalive@openssh.com", wait=True)
+            done.set()
+
+        threading.Thread(target=ask, daemon=True, name="tunnel-keepalive").start()
+        return done.wait(timeout) and t.is_active()
+
+    def exec(self, command: str, timeout: float) -> tuple[int, str]:
+        ch = self.target.open_session(timeout=timeout)
+        try:
+            ch.settimeout(timeout)
+            ch.set_combine_stderr(True)
+            ch.exec_command(command)
+            chunks = []
+            while True:
+                data = ch.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+            return ch.recv_exit_status(), b"".join(chunks).decode(errors="replace")
+        finally:
+            ch.close()
+
+    def probe(self, host: str, port: int, timeout: float) -> bool:
+        """Is anything listening on host:port on the target? (a direct-tcpip open, like nc -z)"""
+        try:
+            ch = self.target.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0),
+                                          timeout=timeout)
+        except paramiko.ChannelException:
+            return False
+        ch.close()
+        return True
+
+    def close(self) -> None:
+        if self.sock is not None:
+            # shutdown wakes every thread blocked on the socket; close alone does not
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+        for t in reversed(self.transports):
+            with contextlib.suppress(Exception):
+                t.close()
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+
+
+def _key_family(name: str) -> str:
+    return "rsa" if "rsa" in name else name
+
+
+class ParamikoBackend:
+    """Listeners on 127.0.0.1 that stay bound across reconnects; a Link that comes and goes."""
+
+    name = "paramiko"
+
+    def __init__(self, hops: Sequence[Hop], forwards: Sequence[Forward], known_hosts: str,
+                 keepalive: int, log: Log, host: str):
+        self.hops = tuple(hops)
+        self.forwards = tuple(forwards)
+        self.known_hosts = known_hosts
+        self.keepalive_s = keepalive
+        self.log = log
+        self.host = host
+        self._link: Link | None = None
+        self._up = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._conns: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._listeners: list[tuple[Forward, socket.socket]] = []
+        self._reported: dict[str, float] = {}
+        try:
+            for f in self.forwards:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((LOCAL_BIND, f.local_port))
+                s.listen(64)
+                s.settimeout(0.5)
+                self._listeners.append((f, s))
+        except OSError as e:
+            self.close()
+            raise ConnectError(f"cannot listen on {LOCAL_BIND}: {e.strerror or e}") from None
+
+    # the Backend interface -----------------------------------------------------------
+    def connect(self, timeout: float = 10.0) -> None:
+        link = Link(self.hops, self.known_hosts, timeout)
+        with self._lock:
+            self._link = link
+        self._up.set()
+        monitor = threading.Thread(target=self._monitor, args=(link,), daemon=True,
+                                   name="tunnel-liveness")
+        monitor.start()
+        if not self._threads:
+            for f, s in self._listeners:
+                th = threading.Thread(target=self._accept, args=(f, s), daemon=True,
+                                      name=f"tunnel-accept-{f.local_port}")
+                th.start()
+                self._threads.append(th)
+
+    def alive(self) -> str | None:
+        link = self._link
+        if link is None:
+            return "not connected"
+        if link.dead:
+            return link.dead
+        if not link.target.is_active():
+            link.dead = "connection closed by the remote side"
+        return link.dead
+
+    def disconnect(self) -> None:
+        self._up.clear()
+        with self._lock:
+            link, self._link = self._link, None
+        if link is not None:
+            link.close()
+
+    def run(self, command: str, timeout: float = 20.0) -> tuple[int, str]:
+        link = self._link
+        if link is None:
+            raise ConnectError("not connected")
+        return link.exec(command, timeout)
+
+    def probe(self, fwd: Forward, timeout: float = 5.0) -> bool | None:
+        link = self._link
+        if link is None:
+            return None
+        try:
+            return link.probe(fwd.remote_host, fwd.remote_port, timeout)
+        except (paramiko.SSHException, OSError):
+            return None
+
+    def close(self) -> None:
+        self._stop.set()
+        self.disconnect()
+        self._up.set()  # wake clients waiting for a link: there will be none
+        for _, s in self._listeners:
+            with contextlib.suppress(OSError):
+                s.close()
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                c.close()
+        for th in self._threads:
+            th.join(timeout=2)
+
+    # internals -------------------------------------------------------------------------
+    def _monitor(self, link: Link) -> None:
+        """Our own liveness check: a keepalive round trip every interval, dead after 3 misses."""
+        misses = 0
+        while not self._stop.is_set() and self._link is link and not link.dead:
+            if self._stop.wait(self.keepalive_s):
+                return
+            if self._link is not link:
+                return
+            if not link.target.is_active():
+                link.dead = "connection closed by the remote side"
+                return
+            if link.keepalive(self.keepalive_s):
+                misses = 0
+                continue
+            misses += 1
+            if misses >= KEEPALIVE_COUNT:
+                link.dead = (f"no answer to keepalive for {misses * self.keepalive_s}s "
+                             f"({misses} × {self.keepalive_s}s)")
+                # unblock everything waiting on the dead socket now
+                link.close()
+                return
+
+    def _accept(self, fwd: Forward, listener: socket.socket) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, addr = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._serve, args=(fwd, conn, addr), daemon=True,
+                             name=f"tunnel-conn-{fwd.local_port}").start()
+
+    def _serve(self, fwd: Forward, conn: socket.socket, addr: tuple[str, int]) -> None:
+        with self._lock:
+            self._conns.add(conn)
+        try:
+            # a client arriving during a reconnect waits for the link instead of failing
+            if not self._up.wait(timeout=30) or self._stop.is_set():
+                return
+            link = self._link
+            if link is None:
+                return
+            try:
+                chan = link.target.open_channel("direct-tcpip", (fwd.remote_host, fwd.remote_port),
+                                                addr, timeout=10)
+            except paramiko.ChannelException:
+                self._report_once(fwd, nothing_listening(fwd, self.host))
+                return
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                self._report_once(fwd, f"{fwd.service}: forward failed: {e}")
+                return
+            _pump(conn, chan)
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def _report_once(self, fwd: Forward, message: str) -> None:
+        now = time.monotonic()
+        if now - self._reported.get(fwd.service, -1e9) > 10:
+            self._reported[fwd.service] = now
+            self.log(message)
+
+
+def _pump(conn: socket.socket, chan: paramiko.Channel) -> None:
+    """Copy both ways until both sides are done; big chunks, half-close aware."""
+
+    def up() -> None:  # local client -> remote service
+        try:
+            while True:
+                data = conn.recv(CHUNK)
+                if not data:
+                    break
+                chan.sendall(data)
+        except (OSError, paramiko.SSHException, EOFError):
+            pass
+        with contextlib.suppress(Exception):
+            chan.shutdown_write()
+
+    th = threading.Thread(target=up, daemon=True, name="tunnel-up")
+    th.start()
+    try:
+        while True:
+            data = chan.recv(CHUNK)
+            if not data:
+                break
+            conn.sendall(data)
+    except (OSError, paramiko.SSHException, EOFError):
+        pass
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_WR if not chan.closed else socket.SHUT_RDWR)
+    th.join(timeout=60)
+    with contextlib.suppress(Exception):
+        chan.close()
