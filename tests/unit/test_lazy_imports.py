@@ -11,10 +11,10 @@ FORBIDDEN = ("boto3", "botocore", "google", "fabric", "paramiko", "jinja2", "ssh
 
 
 def test_check_imports_nothing_heavy() -> None:
-    code = ("import sys; sys.argv=['provision','check','-i',%r]\n"
+    code = (f"import sys; sys.argv=['provision','check','-i',{str(EXAMPLE)!r}]\n"
             "from provision.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('\\n'.join(sorted(sys.modules)))") % str(EXAMPLE)
+            "print('\\n'.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = {m.split(".")[0] for m in out.split()}
     assert "provision" in loaded  # the probe really ran the command

@@ -21,9 +21,10 @@ def test_wheel_ships_templates_and_renders(tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     out = tmp_path / "out"
-    code = ("import provision, sys; assert provision.__file__.startswith(%r), provision.__file__;"
-            "from provision.cli import main; sys.argv=['provision','render','-i',%r,'--out',%r]; main()"
-            % (str(site), str(site / "provision/_inventories/example.yml"), str(out)))
+    example = str(site / "provision/_inventories/example.yml")
+    code = (f"import provision, sys; assert provision.__file__.startswith({str(site)!r}), provision.__file__;"
+            f"from provision.cli import main; sys.argv=['provision','render','-i',{example!r},'--out',{str(out)!r}];"
+            "main()")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                    env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert "ProxyJump jump" in (out / "ssh_config").read_text()
