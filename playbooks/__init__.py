@@ -1,0 +1,1 @@
+"""Playbooks shipped with provision (as provision._playbooks)."""

@@ -1,0 +1,220 @@
+"""`provision plan` and `provision apply`: converge hosts to the inventory over SSH.
+
+plan: connect, probe facts once per host, print the diff (coloured unified diffs of files,
+then the action list). apply: the same plan, a confirmation (Terraform-style; `--yes`
+skips it, no terminal and no `--yes` is a usage error), then one batched remote script
+per host that has changes, and a recap table (ok / changed / failed / unreachable).
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from typing import Any
+
+import click
+
+from .common import (
+    EXIT_CHANGES,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    emit_json,
+    fail_usage,
+    inventory_option,
+    json_option,
+    load,
+)
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
+                "failed": "bold red", "unreachable": "bold red"}
+
+
+def _common(f: Any) -> Any:
+    f = click.option("--accept-new", is_flag=True,
+                     help="record unknown host keys in known_hosts (like StrictHostKeyChecking="
+                          "accept-new); a changed key is always refused")(f)
+    f = click.option("--forks", type=click.IntRange(1, 1000), default=20, show_default=True,
+                     help="hosts worked on at once")(f)
+    f = click.option("--playbook", "playbook_name", default="bootstrap-gpu-server",
+                     show_default=True, metavar="NAME",
+                     help="a shipped playbook name or a path to a playbook .yml")(f)
+    f = json_option(f)
+    f = inventory_option(f)
+    return click.argument("hosts", nargs=-1)(f)
+
+
+def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    from provision.playbook import PlaybookError
+    from provision.playbook import load as load_playbook
+
+    inv = load(inventory_path)
+    try:
+        pb = load_playbook(playbook_name)
+    except PlaybookError as e:
+        fail_usage(str(e), prefix="")
+    try:
+        selected = pb.select(inv, hosts)
+    except KeyError as e:
+        known = ", ".join(h.name for h in inv.hosts)
+        fail_usage(f"no host matches {e.args[0]!r} (hosts: {known}; or all, role:NAME)")
+    selected = tuple(h for h in selected if not h.is_bastion) or selected
+    if not selected:
+        fail_usage(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
+    return inv, pb, selected
+
+
+def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
+                 quiet: bool) -> list[Any]:
+    from provision.hosts.converge import in_parallel, prepare
+
+    return _with_progress("gathering facts", selected, quiet,
+                          lambda cb: in_parallel(lambda h: prepare(inv, h, pb, accept_new),
+                                                 list(selected), forks, cb))
+
+
+def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
+    if quiet or not sys.stderr.isatty():
+        return work(None)  # type: ignore[no-any-return]
+    total, done = len(items), [0]
+    with console(stderr=True).status(f"{what}: 0/{total} hosts") as status:
+        def tick(run: Any) -> None:
+            done[0] += 1
+            status.update(f"{what}: {done[0]}/{total} hosts (last: {run.host.name} {run.status})")
+        return work(tick)  # type: ignore[no-any-return]
+
+
+# --- output ----------------------------------------------------------------------------
+
+def _file_diff(old: str | None, new: str, path: str) -> list[str]:
+    return list(difflib.unified_diff((old or "").splitlines(keepends=True),
+                                     new.splitlines(keepends=True),
+                                     fromfile="/dev/null" if old is None else f"a{path}",
+                                     tofile=f"b{path}"))
+
+
+def _print_plan(runs: list[Any]) -> None:
+    from rich.text import Text
+
+    from provision.tasks.actions import RemoveFile, WriteFile
+
+    out = console()
+    for r in runs:
+        style = STATUS_STYLE.get(r.status, "")
+        if r.status in ("failed", "unreachable"):
+            out.print(Text(f"{r.host.name}: {r.status}: {r.error}", style=style))
+            continue
+        if not r.actions:
+            out.print(Text(f"{r.host.name}: no changes", style="green"))
+            continue
+        out.print(Text(f"{r.host.name}: {len(r.actions)} change(s)", style="bold yellow"))
+        for _, a in r.actions:
+            lines: list[str] = []
+            if isinstance(a, WriteFile):
+                lines = _file_diff(a.old, a.content, a.path)
+            elif isinstance(a, RemoveFile) and a.old is not None:
+                lines = list(difflib.unified_diff(a.old.splitlines(keepends=True), [],
+                                                  fromfile=f"a{a.path}", tofile="/dev/null"))
+            for line in lines:
+                text = line.rstrip("\n")
+                if line.startswith(("+++", "---")):
+                    out.print(Text(text, style="bold"))
+                elif line.startswith("@@"):
+                    out.print(Text(text, style="cyan"))
+                elif line.startswith("+"):
+                    out.print(Text(text, style="green"))
+                elif line.startswith("-"):
+                    out.print(Text(text, style="red"))
+                else:
+                    out.print(Text(text))
+        for step, a in r.actions:
+            out.print(Text(f"  [{step}] ", style="dim") + Text(a.describe()))
+
+
+def _print_recap(runs: list[Any], title: str) -> None:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for col in ("host", "status", "changed", "remote execs", "seconds", "reason"):
+        t.add_column(col, justify="right" if col in ("changed", "remote execs", "seconds") else "left")
+    for r in runs:
+        t.add_row(r.host.name, f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
+                  str(r.done if r.status != "pending" else r.changes), str(r.remote_execs),
+                  f"{r.seconds:.2f}", r.error)
+    console().print(t)
+
+
+def _json(runs: list[Any], command: str, pb: Any) -> None:
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    emit_json({"command": command, "playbook": pb.name, "summary": counts,
+               "hosts": [r.to_json() for r in runs]})
+
+
+def _failed(runs: list[Any]) -> bool:
+    return any(r.status in ("failed", "unreachable") for r in runs)
+
+
+# --- commands ---------------------------------------------------------------------------
+
+@click.command("plan")
+@_common
+@click.option("--detailed-exitcode", is_flag=True,
+              help="exit 3 when changes are pending (0 none, 1 a host failed)")
+def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
+             playbook_name: str, forks: int, accept_new: bool, detailed_exitcode: bool) -> None:
+    """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
+    from provision.hosts.converge import close
+
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
+    for r in runs:
+        close(r)
+    if as_json:
+        _json(runs, "plan", pb)
+    else:
+        _print_plan(runs)
+        _print_recap(runs, f"plan: {pb.name}")
+    if _failed(runs):
+        sys.exit(EXIT_FAILED)
+    if detailed_exitcode and any(r.actions for r in runs):
+        sys.exit(EXIT_CHANGES)
+    sys.exit(EXIT_OK)
+
+
+@click.command("apply")
+@_common
+@click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
+def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
+              playbook_name: str, forks: int, accept_new: bool, yes: bool) -> None:
+    """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
+    from provision.hosts.converge import close, execute, in_parallel
+
+    if not yes and not sys.stdin.isatty():
+        click.echo("error: apply asks for confirmation, and stdin is not a terminal; "
+                   "review `provision plan`, then run apply with --yes", err=True)
+        sys.exit(EXIT_USAGE)
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
+    try:
+        pending = [r for r in runs if r.status == "pending"]
+        if pending and not as_json:
+            _print_plan(runs)
+        if pending and not yes and not click.confirm(
+                f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
+                default=False, err=True):
+            click.echo("apply cancelled; nothing changed", err=True)
+            sys.exit(EXIT_FAILED)
+        if pending:
+            runs = _with_progress("applying", pending, as_json,
+                                  lambda cb: in_parallel(execute, runs, forks, cb))
+    finally:
+        for r in runs:
+            close(r)
+    if as_json:
+        _json(runs, "apply", pb)
+    else:
+        _print_recap(runs, f"apply: {pb.name}")
+    sys.exit(EXIT_FAILED if _failed(runs) else EXIT_OK)

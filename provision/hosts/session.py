@@ -1,0 +1,70 @@
+"""Remote execution over an open connection: one exec per call, script on stdin, counted.
+
+Runs `sh -s -- ARGS` (behind `sudo -n` when the login user is not root) on a raw paramiko
+session channel of the Fabric connection: the script goes in over stdin, stdout and stderr
+come back whole. `execs` counts remote commands, so tests and --json can prove that a
+no-op converge costs exactly one.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from dataclasses import dataclass
+from shlex import quote
+
+from .connect import Chain
+
+
+class RemoteTimeout(Exception):
+    pass
+
+
+@dataclass
+class Output:
+    status: int
+    stdout: str
+    stderr: str
+
+
+class Remote:
+    def __init__(self, chain: Chain):
+        self.chain = chain
+        self.sudo = chain.host.user != "root"
+        self.execs = 0
+
+    def sh(self, script: str, args: list[str] | tuple[str, ...] = (),
+           timeout: float | None = None) -> Output:
+        argv = ["sh", "-s", "--", *args]
+        if self.sudo:
+            argv = ["sudo", "-n", "--", *argv]
+        command = " ".join(quote(a) for a in argv)
+        transport = self.chain.conn.transport
+        self.execs += 1
+        ch = transport.open_session(timeout=30)
+        try:
+            ch.exec_command(command)
+            ch.sendall(script.encode())
+            ch.shutdown_write()
+            out: list[bytes] = []
+            err: list[bytes] = []
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([ch], [], [], wait)
+                if not ready and deadline is not None and time.monotonic() >= deadline:
+                    raise RemoteTimeout(f"no answer within {timeout:g}s")
+                while ch.recv_ready():
+                    out.append(ch.recv(65536))
+                while ch.recv_stderr_ready():
+                    err.append(ch.recv_stderr(65536))
+                if (ch.exit_status_ready() and ch.eof_received and not ch.recv_ready()
+                        and not ch.recv_stderr_ready()):
+                    break
+                if ch.closed and not ch.recv_ready() and not ch.recv_stderr_ready():
+                    break
+            status = ch.recv_exit_status() if ch.exit_status_ready() else -1
+            return Output(status, b"".join(out).decode("utf-8", "replace"),
+                          b"".join(err).decode("utf-8", "replace"))
+        finally:
+            ch.close()

@@ -1,0 +1,133 @@
+"""What a converge does to a host, as plain data. The diff functions produce these; the
+executor in `provision.hosts.script` turns them into one shell script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    """Write `content` atomically (temp file in the same directory, then rename)."""
+
+    path: str
+    content: str
+    mode: int = 0o644
+    owner: str = "root"
+    group: str = "root"
+    validate: str | None = None  # "visudo": `visudo -cf` the temp file before the rename
+    old: str | None = None  # current content, for the plan's diff (None: absent)
+
+    def describe(self) -> str:
+        verb = "create" if self.old is None else "update"
+        return f"{verb} {self.path} ({self.mode:04o} {self.owner}:{self.group})"
+
+
+@dataclass(frozen=True)
+class SetAttrs:
+    path: str
+    mode: int
+    owner: str
+    group: str
+
+    def describe(self) -> str:
+        return f"set {self.path} to {self.mode:04o} {self.owner}:{self.group}"
+
+
+@dataclass(frozen=True)
+class RemoveFile:
+    path: str
+    old: str | None = None
+
+    def describe(self) -> str:
+        return f"remove {self.path}"
+
+
+@dataclass(frozen=True)
+class RemoveTemps:
+    """Leftover `.provision-tmp.*` files of an interrupted run."""
+
+    paths: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"clean {len(self.paths)} leftover temp file(s): {', '.join(self.paths)}"
+
+
+@dataclass(frozen=True)
+class Mkdir:
+    path: str
+    mode: int = 0o755
+    owner: str = "root"
+    group: str = "root"
+
+    def describe(self) -> str:
+        return f"directory {self.path} ({self.mode:04o} {self.owner}:{self.group})"
+
+
+@dataclass(frozen=True)
+class EnsureUser:
+    """Create the account, or fix its shell and lift a retirement (account expiry)."""
+
+    name: str
+    home: str
+    shell: str
+    create: bool
+
+    def describe(self) -> str:
+        if self.create:
+            return f"create user {self.name} (home {self.home}, shell {self.shell})"
+        return f"update user {self.name} (shell {self.shell}, account active)"
+
+
+@dataclass(frozen=True)
+class RetireUser:
+    """A user removed from the team: account expired and shell set to nologin. The home
+    directory is kept (their data), and their authorized_keys is emptied separately."""
+
+    name: str
+
+    def describe(self) -> str:
+        return f"retire user {self.name} (expire account, shell /usr/sbin/nologin)"
+
+
+@dataclass(frozen=True)
+class InstallPackages:
+    names: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"apt-get install {' '.join(self.names)}"
+
+
+@dataclass(frozen=True)
+class DaemonReload:
+    def describe(self) -> str:
+        return "systemctl daemon-reload"
+
+
+@dataclass(frozen=True)
+class EnableUnit:
+    unit: str
+
+    def describe(self) -> str:
+        return f"systemctl enable {self.unit}"
+
+
+@dataclass(frozen=True)
+class StartUnit:
+    unit: str
+
+    def describe(self) -> str:
+        return f"systemctl start {self.unit}"
+
+
+@dataclass(frozen=True)
+class RestartUnit:
+    unit: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")
+
+
+Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
+          | InstallPackages | DaemonReload | EnableUnit | StartUnit | RestartUnit)

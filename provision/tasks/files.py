@@ -1,0 +1,51 @@
+"""Managed files: desired content vs the file on the host -> write, fix attributes, or nothing.
+Also the clean-up of temp files an interrupted run left behind."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+from provision.hosts.facts import FileFact
+
+from .actions import Action, RemoveTemps, SetAttrs, WriteFile
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render one of our templates from the `provision._templates` data package."""
+    return _environment().get_template(name).render(**context)
+
+
+@cache
+def _environment() -> Any:
+    from importlib.resources import files
+
+    import jinja2
+
+    root = files("provision._templates")
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda n: (root / n).read_text()),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True, autoescape=False)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def diff_file(fact: FileFact, want: WriteFile) -> list[Action]:
+    """Write when absent or different; otherwise fix mode/owner/group when they drifted."""
+    if fact.kind != "file":
+        return [replace(want, old=None)]
+    if fact.sha256 != sha256(want.content):
+        return [replace(want, old=fact.content if fact.content is not None else "")]
+    if (fact.mode, fact.owner, fact.group) != (want.mode, want.owner, want.group):
+        return [SetAttrs(want.path, want.mode, want.owner, want.group)]
+    return []
+
+
+def cleanup(temps: tuple[str, ...]) -> list[Action]:
+    """Temp files of ours (`.provision-tmp.*`) found in managed directories."""
+    return [RemoveTemps(tuple(temps))] if temps else []

@@ -1,0 +1,77 @@
+"""Team accounts: user, home, shell, sudo drop-in, exact authorized_keys.
+
+Someone removed from the team keeps their account and home (their data), but their
+authorized_keys is emptied (our marker stays, so we still recognise it), their sudoers
+drop-in is removed, and the account is expired with shell /usr/sbin/nologin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from provision.hosts.facts import Facts, Request
+from provision.inventory.model import Host, Inventory
+
+from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
+from .files import diff_file, render_template
+
+SUDOERS_DIR = "/etc/sudoers.d"
+SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"
+NOLOGIN = "/usr/sbin/nologin"
+
+
+def sudoers_path(user: str) -> str:
+    return f"{SUDOERS_PREFIX}{user}"
+
+
+def authorized_keys(user: str, keys: tuple[str, ...]) -> str:
+    return render_template("authorized_keys.j2", user=user, keys=keys)
+
+
+@dataclass(frozen=True)
+class UsersStep:
+    inv: Inventory
+    host: Host
+    name: str = "users"
+
+    def request(self) -> Request:
+        return Request(users=tuple(p.name for p in self.inv.team), dirs=(SUDOERS_DIR,),
+                       prefixes=(SUDOERS_PREFIX,))
+
+    def diff(self, facts: Facts) -> list[Action]:
+        actions: list[Action] = []
+        team = {p.name: p for p in self.inv.team}
+        for p in self.inv.team:
+            u = facts.users.get(p.name)
+            if u is None:
+                home, group = f"/home/{p.name}", p.name
+                actions.append(EnsureUser(p.name, home, p.shell, create=True))
+            else:
+                home, group = u.home, u.group
+                if u.shell != p.shell or u.expired:
+                    actions.append(EnsureUser(p.name, home, p.shell, create=False))
+            ssh = f"{home}/.ssh"
+            d = facts.dir(ssh)
+            if u is None or (d.kind, d.mode, d.owner, d.group) != ("dir", 0o700, p.name, group):
+                actions.append(Mkdir(ssh, 0o700, p.name, group))
+            want = WriteFile(f"{ssh}/authorized_keys", authorized_keys(p.name, p.keys),
+                             0o600, p.name, group)
+            actions += diff_file(facts.file(want.path), want)
+            if p.sudo:
+                sudo = WriteFile(sudoers_path(p.name), render_template("sudoers.j2", user=p.name),
+                                 0o440, "root", "root", validate="visudo")
+                actions += diff_file(facts.file(sudo.path), sudo)
+        for name in facts.managed_users:
+            if name in team or name not in facts.users:
+                continue
+            u = facts.users[name]
+            want = WriteFile(f"{u.home}/.ssh/authorized_keys", authorized_keys(name, ()),
+                             0o600, name, u.group)
+            actions += diff_file(facts.file(want.path), want)
+            if not (u.expired and u.shell == NOLOGIN):
+                actions.append(RetireUser(name))
+        for f in facts.prefixed(SUDOERS_PREFIX):
+            user = f.path[len(SUDOERS_PREFIX):]
+            if not (user in team and team[user].sudo):
+                actions.append(RemoveFile(f.path, old=f.content))
+        return actions

@@ -1,0 +1,77 @@
+"""Managed files, leftover temp files, and the batch script the executor runs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from provision.hosts import script
+from provision.hosts.facts import FileFact
+from provision.tasks.actions import RemoveTemps, SetAttrs, WriteFile
+from provision.tasks.files import cleanup, diff_file, sha256
+
+WANT = WriteFile("/etc/x.conf", "a\nb\n", 0o640, "root", "adm")
+
+
+def test_absent_file_is_created() -> None:
+    assert diff_file(FileFact("/etc/x.conf", "absent"), WANT) == [WANT]
+
+
+def test_changed_content_is_rewritten_with_old_content_for_the_diff() -> None:
+    fact = FileFact("/etc/x.conf", "file", sha256("a\n"), 0o640, "root", "adm", 1, "a\n")
+    [w] = diff_file(fact, WANT)
+    assert isinstance(w, WriteFile) and w.old == "a\n" and w.content == "a\nb\n"
+
+
+def test_same_content_wrong_mode_only_fixes_attributes() -> None:
+    fact = FileFact("/etc/x.conf", "file", sha256("a\nb\n"), 0o644, "root", "root", 1, "a\nb\n")
+    assert diff_file(fact, WANT) == [SetAttrs("/etc/x.conf", 0o640, "root", "adm")]
+
+
+def test_identical_is_a_no_op() -> None:
+    fact = FileFact("/etc/x.conf", "file", sha256("a\nb\n"), 0o640, "root", "adm", 1, "a\nb\n")
+    assert diff_file(fact, WANT) == []
+
+
+def test_temp_files_are_cleaned() -> None:
+    assert cleanup(()) == []
+    assert cleanup(("/etc/.provision-tmp.abc",)) == [RemoveTemps(("/etc/.provision-tmp.abc",))]
+
+
+def test_script_writes_atomically_and_reports_progress(tmp_path: Path) -> None:
+    """Run the generated batch locally with a real sh (owner = the current user)."""
+    import grp
+    import os
+    import pwd
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    group = grp.getgrgid(os.getgid()).gr_name
+    target = tmp_path / "sub" / "it's a file.conf"
+    leftover = tmp_path / ".provision-tmp.old"
+    leftover.write_text("half")
+    acts = [RemoveTemps((str(leftover),)),
+            WriteFile(str(target), "x = 'y'\n$HOME `id`\n", 0o600, me, group)]
+    text = script.build(acts)
+    out = subprocess.run(["sh", "-s"], input=text, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert script.parse_progress(out.stdout) == (1, True)
+    assert target.read_text() == "x = 'y'\n$HOME `id`\n"
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["it's a file.conf", "sub"]
+
+
+def test_script_stops_at_the_failing_action(tmp_path: Path) -> None:
+    acts = [WriteFile(str(tmp_path / "ok"), "1\n", 0o644, "root", "root"),
+            SetAttrs(str(tmp_path / "missing"), 0o600, "root", "root"),
+            WriteFile(str(tmp_path / "never"), "2\n", 0o644, "root", "root")]
+    out = subprocess.run(["sh", "-s"], input=script.build(acts), capture_output=True, text=True)
+    assert out.returncode != 0
+    assert script.parse_progress(out.stdout) == (1, False)
+    assert not (tmp_path / "never").exists()
+
+
+def test_truncated_script_runs_nothing(tmp_path: Path) -> None:
+    text = script.build([WriteFile(str(tmp_path / "f"), "1\n", 0o644, "root", "root")])
+    cut = text[: text.index("mv -fT")]
+    out = subprocess.run(["sh", "-s"], input=cut, capture_output=True, text=True)
+    assert out.returncode != 0 and list(tmp_path.iterdir()) == []

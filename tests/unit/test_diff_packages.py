@@ -1,0 +1,28 @@
+"""packages step: only what is missing is installed."""
+
+from __future__ import annotations
+
+from converge_cases import facts, inventory
+from probe_records import answer
+
+from provision.hosts.facts import parse
+from provision.tasks.actions import InstallPackages
+from provision.tasks.packages import PackagesStep
+
+
+def test_missing_package_installed_once() -> None:
+    inv, host = inventory()
+    s = PackagesStep(inv, host)
+    assert s.request().args() == ["P:openssh-server", "P:htop"]
+    assert s.diff(facts("fresh.txt")) == [InstallPackages(("htop",))]
+
+
+def test_removed_but_configured_package_counts_as_missing() -> None:
+    inv, host = inventory()
+    assert PackagesStep(inv, host).diff(facts("drifted.txt")) == [InstallPackages(("htop",))]
+
+
+def test_all_installed_is_a_no_op() -> None:
+    inv, host = inventory()
+    text = answer("pkg\topenssh-server\tinstall ok installed\t1", "pkg\thtop\tinstall ok installed\t3")
+    assert PackagesStep(inv, host).diff(parse(text)) == []

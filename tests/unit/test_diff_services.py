@@ -1,0 +1,89 @@
+"""services step: unit files and configs from render_host, reload/enable/start/restart."""
+
+from __future__ import annotations
+
+from converge_cases import facts, inventory
+from probe_records import answer, file_rec, unit_block, user_rec
+
+from provision.hosts.facts import parse
+from provision.tasks.actions import (
+    DaemonReload,
+    EnableUnit,
+    Mkdir,
+    RestartUnit,
+    StartUnit,
+    WriteFile,
+)
+from provision.tasks.services import ServicesStep
+
+JUPYTER = "provision-jupyter.service"
+TB = "provision-tensorboard.service"
+
+
+def step() -> ServicesStep:
+    inv, host = inventory()
+    return ServicesStep.build(inv, host)
+
+
+def converged(since: int = 1700000100, mtime: int = 1700000000, **unit_kw: str) -> list[str]:
+    s = step()
+    recs: list[str] = [file_rec(a.path, a.content, f"{a.mode:o}", a.owner, a.group, mtime)
+                       for a in s.artifacts]
+    recs += ["dir\t/srv/runs\t755\troot\troot", user_rec("root", 0, "/root", group="root")]
+    for unit in (JUPYTER, TB):
+        recs += [unit_block(unit, since=since, **unit_kw)]  # type: ignore[list-item]
+    return recs  # type: ignore[return-value]
+
+
+def test_only_the_hosts_service_units_are_managed() -> None:
+    s = step()
+    assert {a.service for a in s.artifacts} == {JUPYTER, TB}  # not the firewall's unit
+    assert {a.kind for a in s.artifacts} == {"unit", "jupyter-config"}
+    assert f"S:{JUPYTER}" in s.request().args() and "D:/srv/runs" in s.request().args()
+
+
+def test_fresh_host() -> None:
+    acts = step().diff(facts("fresh.txt"))
+    writes = [a for a in acts if isinstance(a, WriteFile)]
+    assert len(writes) == 3
+    assert Mkdir("/srv/runs", 0o755, "root", "root") in acts
+    tail = acts[len(writes) + 1:]
+    assert tail == [DaemonReload(), EnableUnit(JUPYTER), StartUnit(JUPYTER),
+                    EnableUnit(TB), StartUnit(TB)]
+
+
+def test_converged_is_a_no_op() -> None:
+    assert step().diff(parse(answer(*converged()))) == []
+
+
+def test_config_change_restarts_only_that_service_without_daemon_reload() -> None:
+    recs = converged()
+    i = next(i for i, r in enumerate(recs) if "jupyter_server_config.py" in r)
+    recs[i] = file_rec("/etc/provision/jupyter/jupyter/jupyter_server_config.py", "old\n")
+    acts = step().diff(parse(answer(*recs)))
+    assert [type(a).__name__ for a in acts] == ["WriteFile", "RestartUnit"]
+    assert acts[1] == RestartUnit(JUPYTER, "unit or config changed")
+
+
+def test_unit_change_reloads_then_restarts_that_service() -> None:
+    recs = converged()
+    i = next(i for i, r in enumerate(recs) if TB in r and r.startswith("file"))
+    recs[i] = file_rec(f"/etc/systemd/system/{TB}", "[Service]\nExecStart=/bin/false\n")
+    acts = step().diff(parse(answer(*recs)))
+    assert acts[1:] == [DaemonReload(), RestartUnit(TB, "unit or config changed")]
+
+
+def test_stopped_and_disabled_service_is_started_and_enabled() -> None:
+    recs = converged()
+    recs = [r for r in recs if not (isinstance(r, list) and TB in r[0])]
+    recs.append(unit_block(TB, active="failed", enabled="disabled"))  # type: ignore[arg-type]
+    assert step().diff(parse(answer(*recs))) == [EnableUnit(TB), StartUnit(TB)]
+
+
+def test_interrupted_run_is_finished() -> None:
+    """Files already in place but newer than the process, or not reloaded: restart."""
+    acts = step().diff(parse(answer(*converged(since=1700000000, mtime=1700000050))))
+    assert acts == [RestartUnit(JUPYTER, "files newer than the running process"),
+                    RestartUnit(TB, "files newer than the running process")]
+    acts = step().diff(parse(answer(*converged(reload="yes"))))
+    assert acts[0] == DaemonReload() and RestartUnit(JUPYTER, "unit file changed on disk") in acts

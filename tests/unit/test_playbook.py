@@ -1,0 +1,50 @@
+"""Playbook loading and validation (file:line:col errors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from converge_cases import inventory
+
+from provision.playbook import PlaybookError, load, parse
+
+
+def test_shipped_bootstrap_playbook() -> None:
+    pb = load("bootstrap-gpu-server")
+    assert pb.steps == ("users", "packages", "services") and pb.hosts == ("all",)
+    inv, host = inventory()
+    assert pb.select(inv) == (host,)
+    assert [s.name for s in pb.build(inv, host)] == ["users", "packages", "services"]
+
+
+def test_select_narrows_to_patterns() -> None:
+    inv, _ = inventory()
+    pb = parse("hosts: role:gpu-server\nsteps: [users]\n", "x.yml")
+    assert pb.select(inv) == ()
+    with pytest.raises(KeyError):
+        parse("hosts: all\nsteps: [users]\n", "x.yml").select(inv, ("nope",))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("hosts: all\nsteps: [users, firewal]\n", "x.yml:2:16: steps[1]: unknown step 'firewal'"),
+    ("hosts: all\nstep: [users]\n", "x.yml:2:1: step: unknown key; did you mean 'steps'?"),
+    ("hosts: all\n", "x.yml:1:1: steps: required field is missing"),
+    ("hosts: all\nsteps: users\n", "x.yml:2:8: steps: a non-empty list of names"),
+    ("hosts: [all, 'a b']\nsteps: [users]\n", "x.yml:1:14: hosts[1]: 'a b' is not a host selector"),
+    ("hosts: all\nsteps: [users, users]\n", "steps: a step is listed twice"),
+    ("hosts: all\nsteps: [users\n", "x.yml:3:1: not valid YAML"),
+    ("- users\n", "x.yml:1:1: a playbook is a mapping"),
+])
+def test_bad_playbooks(text: str, message: str) -> None:
+    with pytest.raises(PlaybookError) as e:
+        parse(text, "x.yml")
+    assert message in str(e.value)
+
+
+def test_unknown_playbook_name_suggests(tmp_path: Path) -> None:
+    with pytest.raises(PlaybookError, match="did you mean 'bootstrap-gpu-server'"):
+        load("bootstrap-gpu")
+    p = tmp_path / "mine.yml"
+    p.write_text("hosts: gpu1\nsteps: [services]\n")
+    assert load(str(p)).name == "mine"
