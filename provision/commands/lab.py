@@ -1,0 +1,192 @@
+"""`provision lab up|down|status|exec`: a lab of real hosts on this machine (root)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from provision.commands.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    emit_json,
+    fail_usage,
+    json_option,
+)
+
+
+def lab_name() -> str:
+    from provision.lab.plan import PlanError, check_name
+
+    name = os.environ.get("PROVISION_LAB_NAME", "lab")
+    try:
+        return check_name(name)
+    except PlanError as e:
+        fail_usage(f"$PROVISION_LAB_NAME: {e}")
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        fail_usage("the lab needs root (network namespaces, overlay mounts, systemd-nspawn); "
+                   "run it with sudo")
+
+
+def _state_or_exit(name: str) -> dict[str, Any]:
+    from provision.lab.shell import read_state
+
+    state = read_state(name)
+    if state is None:
+        click.echo(f"lab {name!r} is not up (no state in /run/provision-lab/{name}/); "
+                   "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)", err=True)
+        sys.exit(EXIT_USAGE)
+    return state
+
+
+def _repo_root() -> str | None:
+    import provision
+
+    root = Path(provision.__file__).resolve().parents[1]
+    return str(root) if (root / "pyproject.toml").exists() else None
+
+
+@click.group("lab")
+def lab_group() -> None:
+    """A local lab of real hosts (bastion, GPU hosts, BIND, Unbound) in containers.
+
+    The lab name comes from $PROVISION_LAB_NAME (default `lab`); several labs with
+    different names run side by side.
+    """
+
+
+@lab_group.command("up")
+@click.option("--gpus", type=click.IntRange(1, 50), default=2, show_default=True,
+              help="number of GPU hosts")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="where keys, known_hosts, ssh_config and inventory.yml go "
+                   "(default /var/lib/provision-lab/NAME)")
+@json_option
+def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
+    """Build and boot the lab (a no-op when it is already up)."""
+    _require_root()
+    from provision.lab import plan as P
+    from provision.lab import shell
+
+    name = lab_name()
+    if directory is not None and (os.path.realpath(directory) + "/").startswith("/tmp/"):
+        fail_usage("--dir must not be under /tmp: the containers get a fresh /tmp")
+    extra = tuple(p for p in {sys.base_prefix} if p not in ("/usr", "/") and p != sys.prefix)
+    try:
+        plan = P.make_plan(name, gpus, os.path.abspath(directory) if directory else None,
+                           venv=sys.prefix, repo=_repo_root(), extra_binds=extra)
+    except P.PlanError as e:
+        fail_usage(str(e))
+    with shell.lab_lock(name):
+        state = shell.read_state(name)
+        if state is not None:
+            old = P.plan_from_state(state)
+            rows = shell.status(old, state.get("pids", {}), probe=True)
+            if state.get("status") == "up" and all(r["up"] for r in rows):
+                msg = f"lab {name} is already up (dir {old.dir})"
+                if as_json:
+                    emit_json({"name": name, "dir": old.dir, "already_up": True})
+                else:
+                    click.echo(msg)
+                return
+            click.echo(f"lab {name} is partly up; tearing it down first", err=True)
+            shell.teardown(old, state.get("pids", {}))
+        try:
+            timings = shell.up(plan)
+        except shell.LabError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+    if as_json:
+        emit_json({"name": name, "dir": plan.dir, "inventory": plan.paths["inventory"],
+                   "seconds": round(timings["total"], 2), "timings": timings})
+    else:
+        click.echo(f"lab {name} up in {timings['total']:.1f} s: "
+                   f"{', '.join(n.name for n in plan.containers)}")
+        click.echo(f"  inventory  {plan.paths['inventory']}")
+        click.echo(f"  ssh_config {plan.paths['ssh_config']}")
+        click.echo(f"  operator   provision lab exec -- ssh -F {plan.paths['ssh_config']} gpu1")
+
+
+@lab_group.command("down")
+@json_option
+def down_cmd(as_json: bool) -> None:
+    """Stop every container and remove namespaces, mounts and state."""
+    _require_root()
+    import time
+
+    from provision.lab import plan as P
+    from provision.lab import shell
+
+    name = lab_name()
+    t0 = time.monotonic()
+    with shell.lab_lock(name):
+        state = shell.read_state(name)
+        if state is None:
+            plan = P.make_plan(name, 1, None, venv=sys.prefix, repo=None)
+            if not shell._lab_netns(plan):
+                click.echo(f"lab {name} is not up")
+                return
+            shell.teardown(plan, {})  # leftovers without state: namespaces/mounts by name
+        else:
+            shell.teardown(P.plan_from_state(state), state.get("pids", {}))
+    secs = time.monotonic() - t0
+    if as_json:
+        emit_json({"name": name, "seconds": round(secs, 2)})
+    else:
+        click.echo(f"lab {name} down in {secs:.1f} s")
+
+
+@lab_group.command("status")
+@json_option
+def status_cmd(as_json: bool) -> None:
+    """Hosts, addresses and whether each is up (exit 1 when some host is down)."""
+    _require_root()
+    from provision.lab import plan as P
+    from provision.lab import shell
+
+    name = lab_name()
+    state = _state_or_exit(name)
+    plan = P.plan_from_state(state)
+    rows = shell.status(plan, state.get("pids", {}))
+    all_up = all(r["up"] for r in rows)
+    if as_json:
+        emit_json({"name": name, "dir": plan.dir, "status": state.get("status"),
+                   "inventory": plan.paths["inventory"], "ssh_config": plan.paths["ssh_config"],
+                   "up": all_up, "hosts": rows})
+    else:
+        from rich.table import Table
+
+        from provision.commands.common import console
+
+        t = Table(title=f"lab {name} ({plan.dir})")
+        for col in ("host", "addresses", "up", "memory"):
+            t.add_column(col)
+        for r in rows:
+            addrs = "\n".join(f"{seg}: {' '.join(a)}" for seg, a in r["addresses"].items())
+            mem = f"{r['memory_kib'] / 1024:.0f} MiB" if r.get("memory_kib") else ""
+            t.add_row(r["host"], addrs, "[green]up[/]" if r["up"] else "[red]down[/]", mem)
+        console().print(t)
+    sys.exit(EXIT_OK if all_up else EXIT_FAILED)
+
+
+@lab_group.command("exec", context_settings={"ignore_unknown_options": True})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_cmd(command: tuple[str, ...]) -> None:
+    """Run COMMAND in the operator namespace (exit code passed through).
+
+    Example: provision lab exec -- ssh -F /var/lib/provision-lab/lab/ssh_config gpu1
+    """
+    _require_root()
+    from provision.lab import plan as P
+
+    name = lab_name()
+    plan = P.plan_from_state(_state_or_exit(name))
+    sys.stdout.flush()
+    os.execvp("ip", ["ip", "netns", "exec", plan.operator.netns, *command])

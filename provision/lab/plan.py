@@ -1,0 +1,431 @@
+"""The lab as data: names, addresses and the contents of every file, decided without I/O.
+
+Everything is derived from the lab name so several labs run side by side:
+
+* network namespaces  ``plab-<name>-<host>`` (plus ``-sw`` for the switch and ``-op`` for
+  the operator);
+* bridges and the switch side of every veth live in the lab's own *switch* namespace, so
+  no interface of a lab ever appears in the machine's namespace and interface names
+  (``br-pub``, ``gpu1-prv``, at most 15 characters) cannot collide between labs;
+* subnets ``10.<octet>.<segment>.0/24`` and ``fdXX:XXXX:XXXX:<segment>::/64`` with
+  ``octet`` and the ULA global ID hashed from the name;
+* machine names ``<name>-<host>``, state dir ``/run/provision-lab/<name>``.
+
+Segments: **pub** (operator, bastion), **prv** (bastion, gpu1..N, resolver's second leg
+so the GPU hosts have a resolver without any routing), **dns** (operator, ns1, resolver).
+Nobody forwards: the operator reaches gpu hosts only by SSH through the bastion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+import jinja2
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
+ZONE = "lab.test"
+TSIG_KEY_NAME = "lab-tsig"
+STATE_ROOT = "/run/provision-lab"
+DATA_ROOT = "/var/lib/provision-lab"
+IFNAMSIZ = 15
+MAX_GPUS = 50
+
+SEGMENTS = {"pub": 1, "prv": 2, "dns": 3}
+
+# Units the machine has enabled (or might) that a lab host must not start; per-role
+# exceptions in `unmasked_for`. Masking = a /dev/null symlink in /etc/systemd/system.
+MASKED_UNITS = (
+    "postgresql.service", "postgresql@.service",
+    "named.service", "bind9.service", "named-resolvconf.service",
+    "unbound.service", "unbound-resolvconf.service",
+    "cron.service", "exim4.service", "ssh.socket", "rsyslog.service",
+    "apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",
+    "e2scrub_reap.service", "fstrim.timer", "dpkg-db-backup.timer",
+    "systemd-timesyncd.service", "systemd-pstore.service", "console-getty.service",
+    "getty@.service", "container-getty@.service", "machines.target",
+    "systemd-networkd.service", "systemd-networkd.socket", "systemd-resolved.service",
+    "networking.service",
+)
+UNMASKED_FOR = {
+    "ns1": ("named.service", "bind9.service"),
+    "resolver": ("unbound.service",),
+}
+
+
+class PlanError(ValueError):
+    """A request the lab cannot be built from (bad name, too many GPUs)."""
+
+
+@dataclass(frozen=True)
+class Iface:
+    segment: str          # pub | prv | dns
+    name: str             # inside the node's namespace (eth0, eth1)
+    switch_name: str      # the veth peer in the switch namespace
+    ipv4: str
+    ipv6: str
+
+
+@dataclass(frozen=True)
+class Node:
+    """A host of the lab (container) or the operator (a bare namespace)."""
+
+    name: str
+    kind: str             # operator | bastion | gpu | ns1 | resolver
+    netns: str
+    machine: str
+    ifaces: tuple[Iface, ...]
+
+    @property
+    def is_container(self) -> bool:
+        return self.kind != "operator"
+
+    def on(self, segment: str) -> Iface | None:
+        return next((i for i in self.ifaces if i.segment == segment), None)
+
+    @property
+    def primary(self) -> Iface:
+        return self.ifaces[0]
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    name: str
+    gpus: int
+    dir: str
+    state_dir: str
+    octet: int
+    ula: str              # fdXX:XXXX:XXXX (the /48)
+    switch_netns: str
+    nodes: tuple[Node, ...]
+    venv: str
+    repo: str | None
+    extra_binds: tuple[str, ...] = field(default=())
+
+    # --- lookups -----------------------------------------------------------------
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    @property
+    def operator(self) -> Node:
+        return self.node("operator")
+
+    @property
+    def containers(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.is_container)
+
+    @property
+    def gpu_hosts(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.kind == "gpu")
+
+    def subnet4(self, segment: str) -> str:
+        return f"10.{self.octet}.{SEGMENTS[segment]}.0/24"
+
+    def subnet6(self, segment: str) -> str:
+        return f"{self.ula}:{SEGMENTS[segment]}::/64"
+
+    @property
+    def supernet4(self) -> str:
+        return f"10.{self.octet}.0.0/16"
+
+    @property
+    def supernet6(self) -> str:
+        return f"{self.ula}::/48"
+
+    def address(self, node: str, segment: str | None = None, v6: bool = False) -> str:
+        n = self.node(node)
+        iface = n.on(segment) if segment else n.primary
+        if iface is None:
+            raise KeyError(f"{node} is not on segment {segment}")
+        return iface.ipv6 if v6 else iface.ipv4
+
+    @property
+    def paths(self) -> dict[str, str]:
+        d = self.dir
+        return {
+            "inventory": f"{d}/inventory.yml",
+            "identity": f"{d}/id_ed25519",
+            "known_hosts": f"{d}/known_hosts",
+            "ssh_config": f"{d}/ssh_config",
+            "tsig_key": f"{d}/tsig.key",
+            "team": f"{d}/team",
+            "hosts": f"{d}/hosts",
+            "state": f"{self.state_dir}/state.json",
+        }
+
+
+# --- derivation ---------------------------------------------------------------------
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise PlanError(f"invalid lab name {name!r} (lowercase letters, digits and '-', "
+                        "starting with a letter or digit, at most 24 characters)")
+    return name
+
+
+def _digest(name: str) -> bytes:
+    return hashlib.sha256(f"provision-lab:{name}".encode()).digest()
+
+
+def octet_for(name: str) -> int:
+    """Second octet of the lab's 10.x.0.0/16: 16..239, stable per name."""
+    return 16 + int.from_bytes(_digest(name)[:2], "big") % 224
+
+
+def ula_for(name: str) -> str:
+    """An RFC 4193 /48 (fd + 40-bit global ID) derived from the name."""
+    g = _digest(name)[2:7]
+    return f"fd{g[0]:02x}:{g[1]:02x}{g[2]:02x}:{g[3]:02x}{g[4]:02x}"
+
+
+# host part per (node, segment); gpuN gets 20+N on prv
+HOST_NUMBERS = {"operator": 100, "bastion": 10, "ns1": 53, "resolver": 54}
+LAYOUT = {  # segments per kind, primary first
+    "operator": ("pub", "dns"),
+    "bastion": ("pub", "prv"),
+    "gpu": ("prv",),
+    "ns1": ("dns",),
+    "resolver": ("dns", "prv"),
+}
+
+
+def _host_number(name: str) -> int:
+    if name.startswith("gpu"):
+        return 20 + int(name[3:])
+    return HOST_NUMBERS[name]
+
+
+def make_plan(name: str, gpus: int = 2, directory: str | None = None, *, venv: str,
+              repo: str | None, extra_binds: tuple[str, ...] = ()) -> LabPlan:
+    check_name(name)
+    if not 1 <= gpus <= MAX_GPUS:
+        raise PlanError(f"--gpus must be between 1 and {MAX_GPUS} (got {gpus})")
+    octet, ula = octet_for(name), ula_for(name)
+    prefix = f"plab-{name}"
+    nodes = []
+    names = [("operator", "operator"), ("bastion", "bastion"),
+             *[(f"gpu{i}", "gpu") for i in range(1, gpus + 1)],
+             ("ns1", "ns1"), ("resolver", "resolver")]
+    for hname, kind in names:
+        short = "op" if kind == "operator" else hname
+        ifaces = []
+        for idx, seg in enumerate(LAYOUT[kind]):
+            num = _host_number(hname)
+            ifaces.append(Iface(seg, f"eth{idx}", f"{short}-{seg}",
+                                f"10.{octet}.{SEGMENTS[seg]}.{num}",
+                                f"{ula}:{SEGMENTS[seg]}::{num}"))
+        nodes.append(Node(hname, kind, f"{prefix}-{short}", f"{name}-{hname}", tuple(ifaces)))
+    return LabPlan(name=name, gpus=gpus, dir=directory or f"{DATA_ROOT}/{name}",
+                   state_dir=f"{STATE_ROOT}/{name}", octet=octet, ula=ula,
+                   switch_netns=f"{prefix}-sw", nodes=tuple(nodes), venv=venv, repo=repo,
+                   extra_binds=extra_binds)
+
+
+def interface_names(plan: LabPlan) -> list[str]:
+    """Every interface name the lab creates (for the ≤ 15 characters check)."""
+    out = [f"br-{s}" for s in SEGMENTS]
+    for n in plan.nodes:
+        for i in n.ifaces:
+            out += [i.name, i.switch_name]
+    return out
+
+
+# --- network: `ip -batch` scripts per namespace -------------------------------------
+
+def switch_batch(plan: LabPlan) -> list[str]:
+    lines = []
+    for seg in SEGMENTS:
+        lines += [f"link add br-{seg} type bridge mcast_snooping 0",
+                  f"link set br-{seg} up"]
+    for n in plan.nodes:
+        for i in n.ifaces:
+            lines += [f"link add {i.switch_name} type veth peer name {i.name} netns {n.netns}",
+                      f"link set {i.switch_name} master br-{i.segment} up"]
+    return lines
+
+
+def node_batch(node: Node) -> list[str]:
+    lines = ["link set lo up"]
+    for i in node.ifaces:
+        lines += [f"addr add {i.ipv4}/24 dev {i.name}",
+                  f"addr add {i.ipv6}/64 dev {i.name} nodad",
+                  f"link set {i.name} up"]
+    return lines
+
+
+# sysctls per node namespace: nobody routes; no SLAAC/RA surprises.
+def node_sysctls(node: Node) -> dict[str, str]:
+    return {
+        "net/ipv4/ip_forward": "0",
+        "net/ipv6/conf/all/forwarding": "0",
+        "net/ipv6/conf/default/accept_ra": "0",
+        "net/ipv6/conf/all/accept_ra": "0",
+    }
+
+
+# --- container contents -------------------------------------------------------------
+
+def masked_units(node: Node) -> list[str]:
+    keep = UNMASKED_FOR.get(node.kind, ())
+    return [u for u in MASKED_UNITS if u not in keep]
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(
+            lambda name: files("provision._templates").joinpath("lab", name).read_text()),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+        lstrip_blocks=True, autoescape=False)
+
+
+def render(template: str, **ctx: Any) -> str:
+    return _env().get_template(template).render(**ctx)
+
+
+def zone_records(plan: LabPlan) -> list[tuple[str, str, str, int]]:
+    """(name, type, value, ttl) of the lab.test zone as it starts."""
+    recs: list[tuple[str, str, str, int]] = []
+    for n in plan.containers:
+        recs.append((n.name, "A", n.primary.ipv4, 300))
+        recs.append((n.name, "AAAA", n.primary.ipv6, 300))
+    recs.append(("app", "A", f"10.{plan.octet}.1.200", 300))
+    return recs
+
+
+def zone_file(plan: LabPlan, serial: int = 1) -> str:
+    return render("db.zone.j2", zone=ZONE, serial=serial, ns1=plan.address("ns1"),
+                  ns1_v6=plan.address("ns1", v6=True), records=zone_records(plan))
+
+
+def named_conf(plan: LabPlan) -> str:
+    ns1 = plan.node("ns1").primary
+    return render("named.conf.j2", zone=ZONE, key_name=TSIG_KEY_NAME,
+                  listen4=[ns1.ipv4, "127.0.0.1"], listen6=[ns1.ipv6, "::1"],
+                  key_file="/etc/bind/lab-tsig.key", zone_file=f"/var/lib/bind/db.{ZONE}")
+
+
+def unbound_conf(plan: LabPlan) -> str:
+    r = plan.node("resolver")
+    return render("unbound.conf.j2", zone=ZONE,
+                  interfaces=[*(i.ipv4 for i in r.ifaces), *(i.ipv6 for i in r.ifaces),
+                              "127.0.0.1", "::1"],
+                  allow=[plan.supernet4, plan.supernet6, "127.0.0.0/8", "::1/128"],
+                  stub_addrs=[plan.address("ns1"), plan.address("ns1", v6=True)])
+
+
+def resolv_conf(plan: LabPlan, node: Node) -> str:
+    """The resolver address this node can reach (dns segment, else the resolver's prv leg)."""
+    r = plan.node("resolver")
+    seg = "dns" if node.on("dns") else "prv"
+    iface = r.on(seg)
+    servers = [iface.ipv4] if iface and node.on(seg) else []
+    return render("resolv.conf.j2", servers=servers, zone=ZONE)
+
+
+def etc_hosts(plan: LabPlan, node: Node) -> str:
+    entries = [(n.primary.ipv4, n.name) for n in plan.containers if n.name != node.name]
+    return render("hosts.j2", name=node.name, zone=ZONE, entries=entries)
+
+
+def sshd_config() -> str:
+    return render("sshd_lab.conf.j2")
+
+
+def sudoers(user: str = "admin") -> str:
+    return render("sudoers.j2", user=user)
+
+
+def unit_dropins(node: Node) -> dict[str, str]:
+    """Drop-ins under /etc/systemd/system (path -> content)."""
+    if node.kind == "resolver":
+        # no root trust anchor update: it would try the Internet
+        return {"unbound.service.d/lab.conf": render("unbound-dropin.conf.j2")}
+    return {}
+
+
+# --- operator-side files ------------------------------------------------------------
+
+def known_hosts(plan: LabPlan, host_keys: dict[str, str]) -> str:
+    """Lines `name,addr4,addr6[,...] key` for every address the operator or a bastion uses."""
+    lines = []
+    for n in plan.containers:
+        key = host_keys[n.name].split()
+        addrs = [n.name]
+        for i in n.ifaces:
+            addrs += [i.ipv4, i.ipv6]
+        lines.append(f"{','.join(addrs)} {key[0]} {key[1]}")
+    return "\n".join(lines) + "\n"
+
+
+def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) -> dict[str, Any]:
+    p = plan.paths
+    b = plan.node("bastion")
+    prv = b.on("prv")
+    assert prv is not None
+    if jupyter:
+        jupyter_svc: dict[str, Any] = {"venv": plan.venv}  # catalog: {venv}jupyter server --config={config}
+    else:
+        jupyter_svc = {"command": "python3 -m http.server --bind {bind} {port}"}
+    records: dict[str, Any] = {
+        n.name: {"type": "A", "values": [n.primary.ipv4], "ttl": 300} for n in plan.gpu_hosts}
+    records["app"] = {"type": "A", "values": [f"10.{plan.octet}.1.200"], "ttl": 300}
+    return {
+        "version": 1,
+        "defaults": {"user": "admin", "identity_file": p["identity"],
+                     "known_hosts": p["known_hosts"]},
+        "team": {
+            "alice": {"keys": [team_keys["alice"]], "sudo": True,
+                      "identity_file": f"{p['team']}/alice"},
+            "bob": {"keys": [team_keys["bob"]], "identity_file": f"{p['team']}/bob"},
+        },
+        "bastions": {
+            "bastion": {"address": b.primary.ipv4,
+                        "egress": [f"{prv.ipv4}/32", f"{prv.ipv6}/128"]},
+        },
+        "roles": {
+            "gpu-server": {"services": {
+                "jupyter": jupyter_svc,
+                "tensorboard": {"logdir": "/srv/runs", "venv": plan.venv},
+            }},
+        },
+        "hosts": {n.name: {"address": n.primary.ipv4, "via": "bastion", "roles": ["gpu-server"]}
+                  for n in plan.gpu_hosts},
+        "dns": {
+            "resolvers": [plan.address("resolver")],
+            "zones": {ZONE: {"provider": "rfc2136", "server": plan.address("ns1"),
+                             "tsig_key_file": p["tsig_key"], "records": records}},
+        },
+    }
+
+
+def fallback_ssh_config(plan: LabPlan) -> str:
+    """Used only while provision.render is not available."""
+    return render("ssh_config.j2", plan=plan, identity=plan.paths["identity"],
+                  known_hosts=plan.paths["known_hosts"])
+
+
+# --- state --------------------------------------------------------------------------
+
+def state_doc(plan: LabPlan, pids: dict[str, int], status: str) -> dict[str, Any]:
+    return {
+        "name": plan.name, "gpus": plan.gpus, "dir": plan.dir, "status": status,
+        "venv": plan.venv, "repo": plan.repo, "extra_binds": list(plan.extra_binds),
+        "pids": pids,
+    }
+
+
+def plan_from_state(state: dict[str, Any]) -> LabPlan:
+    return make_plan(state["name"], state["gpus"], state["dir"], venv=state["venv"],
+                     repo=state["repo"], extra_binds=tuple(state.get("extra_binds", ())))
+
+
+def is_lab_address(plan: LabPlan, address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return any(ip in ipaddress.ip_network(n) for n in (plan.supernet4, plan.supernet6))

@@ -1,0 +1,534 @@
+"""The lab's imperative shell: namespaces, overlays, keys, containers. Decides nothing.
+
+Every decision (names, addresses, file contents) comes from `plan.py`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from . import plan as P
+from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
+
+BOOT_TIMEOUT = 90.0
+STOP_GRACE = 3.5
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(args: list[str], *, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(args, input=input, check=check, capture_output=True, text=True)
+    except subprocess.CalledProcessError as e:
+        raise LabError(f"{' '.join(args)} failed ({e.returncode}): {e.stderr.strip()}") from None
+
+
+def parallel(fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run callables in threads; raise the first error after all finished."""
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+
+    def wrap(key: str, fn: Callable[[], Any]) -> None:
+        try:
+            results[key] = fn()
+        except BaseException as e:
+            errors[key] = e
+
+    threads = [threading.Thread(target=wrap, args=(k, f), daemon=True) for k, f in fns.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        key, err = next(iter(errors.items()))
+        raise LabError(f"{key}: {err}") from err
+    return results
+
+
+# --- state ------------------------------------------------------------------------
+
+def state_path(name: str) -> Path:
+    return Path(P.STATE_ROOT) / name / "state.json"
+
+
+def read_state(name: str) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(state_path(name).read_text())
+        return data
+    except FileNotFoundError:
+        return None
+
+
+def write_state(plan: P.LabPlan, pids: dict[str, int], status: str) -> None:
+    p = state_path(plan.name)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(P.state_doc(plan, pids, status), indent=2))
+    tmp.replace(p)
+
+
+@contextmanager
+def lab_lock(name: str) -> Iterator[None]:
+    Path(P.STATE_ROOT).mkdir(parents=True, exist_ok=True)
+    with open(lock_path(name), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def lock_path(name: str) -> str:
+    return f"{P.STATE_ROOT}/.{name}.lock"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def is_nspawn(pid: int, machine: str) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(cmd) and cmd[0].endswith(b"systemd-nspawn") and f"--machine={machine}".encode() in cmd
+
+
+# --- keys -------------------------------------------------------------------------
+
+def ensure_keypair(path: str, comment: str) -> str:
+    if not os.path.exists(path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path])
+    return Path(path + ".pub").read_text().strip()
+
+
+def ensure_tsig(path: str) -> None:
+    if not os.path.exists(path):
+        out = run(["tsig-keygen", "-a", "hmac-sha256", P.TSIG_KEY_NAME]).stdout
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(out)
+
+
+# --- network ----------------------------------------------------------------------
+
+def netns_list() -> list[str]:
+    try:
+        return sorted(os.listdir(NETNS_RUN_DIR))
+    except FileNotFoundError:
+        return []
+
+
+def build_network(plan: P.LabPlan) -> None:
+    for ns in [plan.switch_netns, *(n.netns for n in plan.nodes)]:
+        run(["ip", "netns", "add", ns])
+    run(["ip", "-n", plan.switch_netns, "-batch", "-"], input="\n".join(P.switch_batch(plan)) + "\n")
+    # the switch carries frames only: no addresses, no IPv6 autoconf on its ports
+    run(["ip", "netns", "exec", plan.switch_netns, "sysctl", "-q", "-w",
+         "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+
+    def setup(node: P.Node) -> None:
+        run(["ip", "netns", "exec", node.netns, "sysctl", "-q", "-w",
+             *(f"{k.replace('/', '.')}={v}" for k, v in P.node_sysctls(node).items())])
+        run(["ip", "-n", node.netns, "-batch", "-"], input="\n".join(P.node_batch(node)) + "\n")
+
+    parallel({n.name: (lambda n=n: setup(n)) for n in plan.nodes})
+    op = Path("/etc/netns") / plan.operator.netns
+    op.mkdir(parents=True, exist_ok=True)
+    (op / "resolv.conf").write_text(P.resolv_conf(plan, plan.operator))
+
+
+# --- container roots ----------------------------------------------------------------
+
+def host_dir(plan: P.LabPlan, node: P.Node) -> Path:
+    return Path(plan.paths["hosts"]) / node.name
+
+
+def mounted_under(prefix: str) -> list[str]:
+    """Mount points at or below `prefix`, deepest first."""
+    prefix = prefix.rstrip("/") + "/"
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if (mp + "/").startswith(prefix):
+                out.append(mp)
+    return sorted(set(out), key=len, reverse=True)
+
+
+def mount_overlay(plan: P.LabPlan, node: P.Node) -> Path:
+    d = host_dir(plan, node)
+    for sub in ("upper", "work", "root"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    root = d / "root"
+    run(["mount", "-t", "overlay", "overlay", "-o",
+         f"lowerdir=/,upperdir={d / 'upper'},workdir={d / 'work'}", str(root)])
+    return root
+
+
+def _write(root: Path, rel: str, content: str, mode: int = 0o644,
+           owner: tuple[int, int] | None = None) -> None:
+    p = root / rel.lstrip("/")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.is_symlink() or p.exists():
+        p.unlink()
+    p.write_text(content)
+    os.chmod(p, mode)
+    if owner:
+        os.chown(p, *owner)
+
+
+def _ids(root: Path, user: str) -> tuple[int, int]:
+    for line in (root / "etc/passwd").read_text().splitlines():
+        f = line.split(":")
+        if f[0] == user:
+            return int(f[2]), int(f[3])
+    raise LabError(f"no user {user} in {root}/etc/passwd")
+
+
+def _group_id(root: Path, group: str) -> int:
+    for line in (root / "etc/group").read_text().splitlines():
+        f = line.split(":")
+        if f[0] == group:
+            return int(f[2])
+    raise LabError(f"no group {group} in {root}/etc/group")
+
+
+def _make_traversable(root: Path, path: str) -> None:
+    """Let services running as other users reach a bound path (e.g. a venv whose python
+    lives under root's 0700 home): add o+x on its ancestors, inside the container only."""
+    parts = Path(path).parts[1:-1]
+    for i in range(1, len(parts) + 1):
+        d = root.joinpath(*parts[:i])
+        if d.is_dir() and not d.is_symlink():
+            mode = d.stat().st_mode & 0o7777
+            if not mode & 0o001:
+                os.chmod(d, mode | 0o001)
+
+
+def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> str:
+    """Make the overlay look like a fresh cloud image for `node`; returns its host public key."""
+    (root / "etc/machine-id").unlink(missing_ok=True)
+    _write(root, "etc/hostname", node.name + "\n")
+    _write(root, "etc/hosts", P.etc_hosts(plan, node))
+    _write(root, "etc/resolv.conf", P.resolv_conf(plan, node))
+    _write(root, "etc/fstab", "# lab container: nothing to mount\n")
+    units = root / "etc/systemd/system"
+    for unit in P.masked_units(node):
+        link = units / unit
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to("/dev/null")
+    for rel, content in P.unit_dropins(node).items():
+        _write(units, rel, content)
+    # sshd: one fresh ed25519 host key, key-only logins
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    keyfile = root / "etc/ssh/ssh_host_ed25519_key"
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{node.name}", "-f", str(keyfile)])
+    _write(root, "etc/ssh/sshd_config.d/00-provision-lab.conf", P.sshd_config())
+    _write(root, "root/.ssh/authorized_keys", lab_pubkey + "\n", 0o600)
+    os.chmod(root / "root/.ssh", 0o700)
+    try:
+        _ids(root, "admin")
+    except LabError:
+        run(["useradd", "--root", str(root), "-m", "-s", "/bin/bash", "-p", "*", "admin"])
+    uid, gid = _ids(root, "admin")
+    ssh_dir = root / "home/admin/.ssh"
+    ssh_dir.mkdir(parents=True, exist_ok=True)
+    os.chown(ssh_dir, uid, gid)
+    os.chmod(ssh_dir, 0o700)
+    _write(root, "home/admin/.ssh/authorized_keys", lab_pubkey + "\n", 0o600, (uid, gid))
+    _write(root, "etc/sudoers.d/90-provision-lab-admin", P.sudoers("admin"), 0o440)
+    for path in (plan.venv, *([plan.repo] if plan.repo else []), *plan.extra_binds):
+        _make_traversable(root, path)
+    if node.kind == "ns1":
+        bind_gid = _group_id(root, "bind")
+        bind_uid = _ids(root, "bind")[0]
+        _write(root, "etc/bind/named.conf", P.named_conf(plan))
+        _write(root, "etc/bind/lab-tsig.key", Path(plan.paths["tsig_key"]).read_text(), 0o640, (0, bind_gid))
+        for old in (root / "var/lib/bind").glob(f"db.{P.ZONE}*"):
+            old.unlink()
+        _write(root, f"var/lib/bind/db.{P.ZONE}", P.zone_file(plan), 0o644, (bind_uid, bind_gid))
+    if node.kind == "resolver":
+        _write(root, "etc/unbound/unbound.conf", P.unbound_conf(plan))
+    return (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().strip()
+
+
+def remove_host_dirs(plan: P.LabPlan) -> None:
+    """Delete overlay upper/work dirs — never while anything is mounted below them."""
+    hosts = Path(plan.paths["hosts"])
+    if not hosts.exists():
+        return
+    still = mounted_under(str(hosts))
+    if still:
+        raise LabError(f"refusing to delete {hosts}: still mounted: {', '.join(still)}")
+    for d in hosts.iterdir():
+        for sub in ("upper", "work"):
+            if (d / sub).exists():
+                shutil.rmtree(d / sub)
+        for rest in d.iterdir():
+            if rest.is_dir() and not rest.is_symlink():
+                rest.rmdir()  # the (unmounted, empty) mount point; fails loudly otherwise
+            else:
+                rest.unlink()
+        d.rmdir()
+    hosts.rmdir()
+
+
+# --- containers -------------------------------------------------------------------
+
+def nspawn_command(plan: P.LabPlan, node: P.Node, root: Path) -> list[str]:
+    binds = [plan.venv, *([plan.repo] if plan.repo else []), *plan.extra_binds]
+    return [
+        "systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit",
+        "--capability=CAP_NET_ADMIN,CAP_NET_RAW",
+        f"--network-namespace-path=/run/netns/{node.netns}",
+        "--boot", f"--machine={node.machine}", f"--hostname={node.name}",
+        "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
+        *(f"--bind-ro={b}" for b in dict.fromkeys(binds)),
+    ]
+
+
+def start_container(plan: P.LabPlan, node: P.Node, root: Path) -> int:
+    logf = open(host_dir(plan, node) / "console.log", "wb")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(nspawn_command(plan, node, root), stdin=subprocess.DEVNULL,
+                            stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+    logf.close()
+    return proc.pid
+
+
+def _banner(address: str, port: int = 22) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1.0) as s:
+            s.settimeout(2.0)
+            return s.recv(64).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _dns_ok(address: str, qname: str) -> bool:
+    import dns.message
+    import dns.query
+    import dns.rcode
+
+    try:
+        r = dns.query.udp(dns.message.make_query(qname, "A"), address, timeout=0.5)
+    except Exception:
+        return False
+    return r.rcode() == dns.rcode.NOERROR and bool(r.answer)
+
+
+def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
+    """Poll until sshd answers (and DNS, on ns1/resolver). Returns seconds waited."""
+    start = time.monotonic()
+    addr = node.primary.ipv4
+    checks: list[Callable[[], bool]] = [lambda: _banner(addr)]
+    if node.kind == "ns1":
+        checks.append(lambda: _dns_ok(addr, f"ns1.{P.ZONE}"))
+    if node.kind == "resolver":
+        checks.append(lambda: _dns_ok(addr, f"ns1.{P.ZONE}"))
+    with in_netns(node.netns):
+        pending = list(checks)
+        while pending:
+            if not pid_alive(pid):
+                raise LabError(f"{node.name}: systemd-nspawn exited; see {host_dir(plan, node)}/console.log")
+            if time.monotonic() > deadline:
+                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s; see "
+                               f"{host_dir(plan, node)}/console.log")
+            pending = [c for c in pending if not c()]
+            if pending:
+                time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def container_leader(nspawn_pid: int) -> int | None:
+    """The container's PID 1 (systemd) as seen from the machine."""
+    try:
+        for task in os.listdir(f"/proc/{nspawn_pid}/task"):
+            kids = Path(f"/proc/{nspawn_pid}/task/{task}/children").read_text().split()
+            if kids:
+                return int(kids[0])
+    except OSError:
+        return None
+    return None
+
+
+def memory_kib(node: P.Node) -> int | None:
+    """PSS of every process inside the node's network namespace, in KiB."""
+    ino = netns_inode(node.netns)
+    if ino is None:
+        return None
+    total = 0
+    for pid in pids_in_netns({ino}):
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+# --- tear-down --------------------------------------------------------------------
+
+def _lab_netns(plan: P.LabPlan) -> list[str]:
+    import re
+
+    pat = re.compile(rf"^plab-{re.escape(plan.name)}-(sw|op|bastion|ns1|resolver|gpu\d+)$")
+    return [ns for ns in netns_list() if pat.match(ns)]
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = [p for p in pids if pid_alive(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if pid_alive(p)]
+    return alive
+
+
+def teardown(plan: P.LabPlan, pids: dict[str, int]) -> None:
+    """Stop containers, unmount, delete namespaces and state. Safe on a half-built lab."""
+    nspawns = [pid for host, pid in pids.items()
+               if host in {n.name for n in plan.containers} and is_nspawn(pid, plan.node(host).machine)]
+    for pid in nspawns:
+        os.kill(pid, signal.SIGTERM)
+    alive = _wait_gone(nspawns, STOP_GRACE)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    _wait_gone(alive, 2.0)
+    namespaces = _lab_netns(plan)
+    inodes = {ino for ns in namespaces if (ino := netns_inode(ns)) is not None}
+    stray = pids_in_netns(inodes)  # anything still running inside the lab (ip netns exec …)
+    for pid in stray:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    _wait_gone(list(stray), 2.0)
+    for mp in mounted_under(plan.paths["hosts"]):
+        if run(["umount", mp], check=False).returncode != 0:
+            run(["umount", "-l", mp], check=False)
+    for ns in namespaces:
+        run(["ip", "netns", "del", ns], check=False)
+    shutil.rmtree(Path("/etc/netns") / plan.operator.netns, ignore_errors=True)
+    remove_host_dirs(plan)
+    shutil.rmtree(plan.state_dir, ignore_errors=True)
+    Path(lock_path(plan.name)).unlink(missing_ok=True)  # we hold it; a waiter re-reads the state
+
+
+# --- up ---------------------------------------------------------------------------
+
+def write_operator_files(plan: P.LabPlan, host_keys: dict[str, str], team_keys: dict[str, str]) -> None:
+    import importlib.util
+
+    import yaml
+
+    from provision.inventory import load_inventory
+
+    paths = plan.paths
+    Path(paths["known_hosts"]).write_text(P.known_hosts(plan, host_keys))
+    jupyter = importlib.util.find_spec("jupyter_server") is not None
+    doc = P.inventory_doc(plan, team_keys, jupyter=jupyter)
+    Path(paths["inventory"]).write_text(
+        f"# lab {plan.name}: written by `provision lab up`\n" + yaml.safe_dump(doc, sort_keys=False))
+    inv = load_inventory(paths["inventory"])
+    text = None
+    if importlib.util.find_spec("provision.render") is not None:
+        try:
+            from provision.render import render_ssh_config  # type: ignore[attr-defined]
+
+            text = render_ssh_config(inv)
+        except ImportError:
+            text = None
+    Path(paths["ssh_config"]).write_text(text if text is not None else P.fallback_ssh_config(plan))
+
+
+def up(plan: P.LabPlan) -> dict[str, float]:
+    """Build and boot the lab; returns timings. Tears down what it built on failure."""
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+    pids: dict[str, int] = {}
+    Path(plan.dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(plan.dir, 0o700)
+    write_state(plan, pids, "starting")
+    try:
+        lab_pub = ensure_keypair(plan.paths["identity"], f"provision-lab-{plan.name}")
+        team = {p: ensure_keypair(f"{plan.paths['team']}/{p}", f"{p}@provision-lab-{plan.name}")
+                for p in ("alice", "bob")}
+        ensure_tsig(plan.paths["tsig_key"])
+        if Path(plan.paths["hosts"]).exists():
+            remove_host_dirs(plan)  # leftovers of an earlier run: start from a fresh image
+        build_network(plan)
+        timings["network"] = time.monotonic() - t0
+
+        def prepare(node: P.Node) -> str:
+            return prepare_root(plan, node, mount_overlay(plan, node), lab_pub)
+
+        host_keys = parallel({n.name: (lambda n=n: prepare(n)) for n in plan.containers})
+        timings["roots"] = time.monotonic() - t0
+        for node in plan.containers:
+            pids[node.name] = start_container(plan, node, host_dir(plan, node) / "root")
+        write_state(plan, pids, "booting")
+        write_operator_files(plan, host_keys, team)
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        waited = parallel({n.name: (lambda n=n: wait_ready(plan, n, pids[n.name], deadline))
+                           for n in plan.containers})
+        timings.update({f"ready:{k}": v for k, v in waited.items()})
+        write_state(plan, pids, "up")
+    except BaseException:
+        log("lab up failed; tearing down what was built")
+        teardown(plan, pids)
+        raise
+    timings["total"] = time.monotonic() - t0
+    return timings
+
+
+def status(plan: P.LabPlan, pids: dict[str, int], *, probe: bool = True) -> list[dict[str, Any]]:
+    rows = []
+    for node in plan.nodes:
+        row: dict[str, Any] = {
+            "host": node.name, "kind": node.kind, "netns": node.netns,
+            "addresses": {i.segment: [i.ipv4, i.ipv6] for i in node.ifaces},
+        }
+        if node.is_container:
+            pid = pids.get(node.name)
+            running = bool(pid) and is_nspawn(pid, node.machine) and pid_alive(pid)  # type: ignore[arg-type]
+            row.update(machine=node.machine, pid=pid, running=running)
+            ssh = False
+            if running and probe and netns_inode(node.netns) is not None:
+                with in_netns(node.netns):
+                    ssh = _banner(node.primary.ipv4)
+            row["ssh"] = ssh
+            row["up"] = running and ssh
+            row["memory_kib"] = memory_kib(node) if running else None
+        else:
+            row["up"] = netns_inode(node.netns) is not None
+        rows.append(row)
+    return rows
+
+
+def current_user_is_root() -> bool:
+    return os.geteuid() == 0
+

@@ -1,0 +1,173 @@
+"""The lab of real hosts for tests: one per session, torn down at the end.
+
+`lab` brings up a lab named `pytest-<random>` (or reuses `$PROVISION_TEST_LAB`, which it
+then leaves running). Without root or systemd-nspawn & co. the lab tests are skipped with
+the reason; with CI=true a missing prerequisite fails them instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provision.lab import plan as P
+from provision.lab.netns import in_netns
+
+_SCRIPT = Path(sys.executable).with_name("provision")
+PROVISION = [str(_SCRIPT)] if _SCRIPT.exists() else [
+    sys.executable, "-c", "import sys; from provision.cli import main; sys.exit(main())"]
+PROGRAMS = ("systemd-nspawn", "ip", "nsenter", "ssh", "ssh-keygen", "tsig-keygen", "iptables",
+            "ip6tables", "mount", "useradd")
+SBIN = ("/usr/sbin/sshd", "/usr/sbin/named", "/usr/sbin/unbound", "/usr/bin/sudo")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.lab)
+
+
+def missing_prerequisites() -> list[str]:
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("not root (the lab needs network namespaces, mounts, systemd-nspawn)")
+    missing += [f"{p} not found (apt: see Makefile LAB_DEBS)" for p in PROGRAMS if not shutil.which(p)]
+    missing += [f"{p} not found (apt: see Makefile LAB_DEBS)" for p in SBIN if not os.path.exists(p)]
+    return missing
+
+
+def require_lab_prerequisites() -> None:
+    missing = missing_prerequisites()
+    if not missing:
+        return
+    reason = "lab prerequisites missing: " + "; ".join(missing)
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + " (CI=true: a missing prerequisite is a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
+def provision(*args: str, name: str, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PROVISION_LAB_NAME": name}
+    r = subprocess.run([*PROVISION, "lab", *args], env=env, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"provision {' '.join(args)} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+@dataclass
+class Lab:
+    name: str
+    plan: P.LabPlan
+    state: dict[str, Any]
+
+    @property
+    def dir(self) -> Path:
+        return Path(self.plan.dir)
+
+    @property
+    def inventory(self) -> Path:
+        return Path(self.plan.paths["inventory"])
+
+    @property
+    def ssh_config(self) -> Path:
+        return Path(self.plan.paths["ssh_config"])
+
+    @property
+    def known_hosts(self) -> Path:
+        return Path(self.plan.paths["known_hosts"])
+
+    @property
+    def tsig_key_file(self) -> Path:
+        return Path(self.plan.paths["tsig_key"])
+
+    def addr(self, host: str, segment: str | None = None, v6: bool = False) -> str:
+        return self.plan.address(host, segment, v6)
+
+    # --- running things ---------------------------------------------------------
+    def op(self, *cmd: str, check: bool = True, timeout: float = 60,
+           input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run a command in the operator namespace (`ip netns exec`)."""
+        r = subprocess.run(["ip", "netns", "exec", self.plan.operator.netns, *cmd],
+                           capture_output=True, text=True, timeout=timeout, input=input)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{cmd} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def operator_netns(self) -> AbstractContextManager[None]:
+        """`with lab.operator_netns():` sockets opened in the body live in the operator namespace."""
+        return in_netns(self.plan.operator.netns)
+
+    def leader(self, host: str) -> int:
+        from provision.lab.shell import container_leader
+
+        pid = container_leader(self.state["pids"][host])
+        assert pid, f"{host}: container not running"
+        return pid
+
+    def host(self, host: str, *cmd: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run a command as root inside a container (all its namespaces, via nsenter)."""
+        r = subprocess.run(["nsenter", "-t", str(self.leader(host)), "-a", "--", *cmd],
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{host}: {cmd} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def ssh(self, host: str, *cmd: str, known_hosts: Path | None = None, check: bool = True,
+            extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+        """Real OpenSSH from the operator namespace, host keys verified; `cmd` is quoted."""
+        return self.op("ssh", "-F", str(self.ssh_config),
+                       "-o", f"UserKnownHostsFile={known_hosts or self.known_hosts}",
+                       "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                       "-o", "ClearAllForwardings=yes", "-o", "ConnectTimeout=5",
+                       *extra, host, shlex.join(cmd), check=check)
+
+    def tsig_keyring(self) -> Any:
+        import dns.tsigkeyring
+
+        text = self.tsig_key_file.read_text()
+        name = re.search(r'key\s+"([^"]+)"', text)
+        secret = re.search(r'secret\s+"([^"]+)"', text)
+        assert name and secret, "unexpected TSIG key file format"
+        return dns.tsigkeyring.from_text({name.group(1): ("hmac-sha256", secret.group(1))})
+
+
+def _load(name: str) -> Lab:
+    from provision.lab.shell import read_state
+
+    state = read_state(name)
+    assert state is not None, f"lab {name} has no state"
+    return Lab(name, P.plan_from_state(state), state)
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[Lab]:
+    require_lab_prerequisites()
+    reuse = os.environ.get("PROVISION_TEST_LAB")
+    if reuse:
+        r = provision("status", "--json", name=reuse, check=False)
+        assert r.returncode == 0 and json.loads(r.stdout)["up"], \
+            f"$PROVISION_TEST_LAB={reuse} is not up:\n{r.stdout}{r.stderr}"
+        yield _load(reuse)
+        return
+    name = f"pytest-{secrets.token_hex(3)}"
+    try:
+        provision("up", name=name)
+        yield _load(name)
+    finally:
+        provision("down", name=name, check=False)
+        shutil.rmtree(f"{P.DATA_ROOT}/{name}", ignore_errors=True)
+

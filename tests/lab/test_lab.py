@@ -1,0 +1,277 @@
+"""The lab itself: real sshd through a bastion, isolation, BIND with TSIG, Unbound caching."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from provision.inventory import load_inventory
+from provision.lab import plan as P
+
+from .conftest import Lab, provision
+
+pytestmark = pytest.mark.lab
+
+
+def _connect(address: str, port: int = 22, timeout: float = 2.0) -> bool:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect((address, port))
+            return True
+    except OSError:
+        return False
+
+
+# --- inventory and ssh -------------------------------------------------------------
+
+def test_inventory_is_valid_and_describes_the_lab(lab: Lab) -> None:
+    inv = load_inventory(lab.inventory)
+    assert [b.name for b in inv.bastions] == ["bastion"]
+    gpus = [h for h in inv.hosts if h.name.startswith("gpu")]
+    assert len(gpus) == lab.plan.gpus
+    assert all(h.jump_chain == ("bastion",) for h in gpus)
+    assert inv.node("bastion").egress == (f"{lab.addr('bastion', 'prv')}/32",
+                                          f"{lab.addr('bastion', 'prv', v6=True)}/128")
+    assert {p.name: p.sudo for p in inv.team} == {"alice": True, "bob": False}
+    for person in inv.team:
+        assert person.identity_file and Path(person.identity_file).exists()
+        assert Path(person.identity_file + ".pub").read_text().split()[:2] == person.keys[0].split()[:2]
+    assert inv.dns and inv.dns.resolvers == (lab.addr("resolver"),)
+    assert {s.name for s in gpus[0].services} == {"jupyter", "tensorboard"}
+
+
+def test_ssh_through_the_bastion_reaches_gpu1(lab: Lab) -> None:
+    r = lab.ssh("gpu1", "hostname")
+    assert r.stdout.strip() == "gpu1"
+
+
+def test_admin_has_passwordless_sudo_and_root_logs_in_by_key_only(lab: Lab) -> None:
+    assert lab.ssh("gpu1", "sudo", "-n", "id", "-u").stdout.strip() == "0"
+    sshd = lab.host("gpu2", "sshd", "-T").stdout
+    assert "permitrootlogin without-password" in sshd
+    assert "passwordauthentication no" in sshd
+    keys = lab.host("gpu2", "ls", "/etc/ssh").stdout.split()
+    assert [k for k in keys if k.startswith("ssh_host_")] == [
+        "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"]
+
+
+def test_the_project_venv_runs_inside_gpu_hosts_as_admin(lab: Lab) -> None:
+    python = f"{lab.plan.venv}/bin/python"
+    r = lab.ssh("gpu1", python, "-c", "import sys, provision; print(sys.prefix)")
+    assert r.stdout.strip() == lab.plan.venv
+
+
+def test_a_wrong_known_hosts_makes_ssh_fail(lab: Lab, tmp_path: Path) -> None:
+    lines = lab.known_hosts.read_text().splitlines()
+    bastion_line = next(line for line in lines if line.startswith("bastion,"))
+    gpu1_line = next(line for line in lines if line.startswith("gpu1,"))
+    other_key = " ".join(next(line for line in lines if line.startswith("gpu2,")).split()[1:])
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"{bastion_line}\n{gpu1_line.split()[0]} {other_key}\n")
+    r = lab.ssh("gpu1", "hostname", known_hosts=wrong, check=False)
+    assert r.returncode == 255
+    assert "verification failed" in r.stderr or "HOST IDENTIFICATION HAS CHANGED" in r.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    r = lab.ssh("gpu1", "hostname", known_hosts=empty, check=False)
+    assert r.returncode == 255 and "gpu1" not in r.stdout
+
+
+# --- topology ----------------------------------------------------------------------
+
+def test_gpu_hosts_are_not_reachable_from_the_operator(lab: Lab) -> None:
+    with lab.operator_netns():
+        assert _connect(lab.addr("bastion"))  # the bastion is (control)
+        assert _connect(lab.addr("bastion", v6=True))
+        assert not _connect(lab.addr("gpu1"))
+        assert not _connect(lab.addr("gpu1", v6=True))
+        assert not _connect(lab.addr("bastion", "prv"))
+    routes = lab.op("ip", "route", "show").stdout + lab.op("ip", "-6", "route", "show").stdout
+    assert "default" not in routes
+
+
+def test_the_bastion_does_not_route_between_segments(lab: Lab) -> None:
+    prv4 = lab.plan.subnet4("prv")
+    lab.op("ip", "route", "add", prv4, "via", lab.addr("bastion"))
+    try:
+        with lab.operator_netns():
+            assert _connect(lab.addr("bastion"))
+            assert not _connect(lab.addr("gpu1"))
+    finally:
+        lab.op("ip", "route", "del", prv4, "via", lab.addr("bastion"))
+    assert lab.host("bastion", "cat", "/proc/sys/net/ipv4/ip_forward").stdout.strip() == "0"
+
+
+def test_iptables_in_one_container_affects_no_other_nor_the_machine(lab: Lab) -> None:
+    marker = f"lab-test-{secrets.token_hex(3)}"
+    rule = ["INPUT", "-p", "tcp", "--dport", "22", "-m", "comment", "--comment", marker, "-j", "REJECT"]
+    for tool in ("iptables", "ip6tables"):
+        lab.host("ns1", tool, "-I", *rule)
+    try:
+        for tool in ("iptables", "ip6tables"):
+            assert marker in lab.host("ns1", tool, "-S").stdout
+            assert marker not in lab.host("resolver", tool, "-S").stdout
+            assert marker not in lab.host("gpu1", tool, "-S").stdout
+            assert marker not in subprocess.run([tool, "-S"], capture_output=True, text=True,
+                                                check=True).stdout
+        with lab.operator_netns():
+            assert not _connect(lab.addr("ns1"))
+            assert not _connect(lab.addr("ns1", v6=True))
+            assert _connect(lab.addr("resolver"))
+            assert _connect(lab.addr("resolver", v6=True))
+    finally:
+        for tool in ("iptables", "ip6tables"):
+            lab.host("ns1", tool, "-D", *rule)
+    with lab.operator_netns():
+        assert _connect(lab.addr("ns1"))
+
+
+# --- DNS ---------------------------------------------------------------------------
+
+def _query(server: str, name: str, rdtype: str = "A", rd: bool = True) -> tuple[list[str], int]:
+    import dns.flags
+    import dns.message
+    import dns.query
+
+    q = dns.message.make_query(name, rdtype)
+    if not rd:
+        q.flags &= ~dns.flags.RD
+    r = dns.query.udp(q, server, timeout=2)
+    values = sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+    ttl = min((rrset.ttl for rrset in r.answer), default=-1)
+    return values, ttl
+
+
+def _update(lab: Lab, name: str, address: str, ttl: int, signed: bool = True) -> int:
+    """Replace the A record `name` (relative to the zone) on ns1; returns the rcode."""
+    import dns.query
+    import dns.update
+
+    upd = dns.update.Update(P.ZONE, keyring=lab.tsig_keyring() if signed else None)
+    upd.replace(name, ttl, "A", address)
+    r = dns.query.tcp(upd, lab.addr("ns1"), timeout=5)
+    return r.rcode()
+
+
+def test_rfc2136_updates_need_the_tsig_key(lab: Lab) -> None:
+    import dns.rcode
+
+    name = f"upd-{secrets.token_hex(3)}"
+    ip = f"10.{lab.plan.octet}.1.77"
+    with lab.operator_netns():
+        assert _update(lab, name, ip, 60, signed=False) == dns.rcode.REFUSED
+        assert _query(lab.addr("ns1"), f"{name}.{P.ZONE}", rd=False)[0] == []
+        assert _update(lab, name, ip, 60, signed=True) == dns.rcode.NOERROR
+        assert _query(lab.addr("ns1"), f"{name}.{P.ZONE}", rd=False)[0] == [ip]
+
+
+def test_the_resolver_answers_the_zone_and_nothing_else(lab: Lab) -> None:
+    import dns.message
+    import dns.query
+    import dns.rcode
+
+    with lab.operator_netns():
+        assert _query(lab.addr("resolver"), f"gpu1.{P.ZONE}")[0] == [lab.addr("gpu1")]
+        assert _query(lab.addr("resolver", v6=True), f"gpu1.{P.ZONE}", "AAAA")[0] == [
+            lab.addr("gpu1", v6=True)]
+        r = dns.query.udp(dns.message.make_query("example.com", "A"), lab.addr("resolver"), timeout=2)
+        assert r.rcode() == dns.rcode.REFUSED
+    # the gpu hosts have a resolver too (its leg on the private segment)
+    out = lab.host("gpu1", "getent", "ahostsv4", f"ns1.{P.ZONE}").stdout
+    assert lab.addr("ns1") in out
+
+
+def test_the_resolver_caches_until_the_ttl_runs_out(lab: Lab) -> None:
+    ttl = 6
+    label = f"cache-{secrets.token_hex(3)}"
+    name = f"{label}.{P.ZONE}"
+    old, new = f"10.{lab.plan.octet}.1.201", f"10.{lab.plan.octet}.1.202"
+    resolver, ns1 = lab.addr("resolver"), lab.addr("ns1")
+    with lab.operator_netns():
+        assert _update(lab, label, old, ttl) == 0
+        assert _query(resolver, name)[0] == [old]  # now cached for `ttl` seconds
+        assert _update(lab, label, new, ttl) == 0
+        assert _query(ns1, name, rd=False)[0] == [new]
+        cached, remaining = _query(resolver, name)
+        assert cached == [old] and 0 <= remaining <= ttl
+        deadline = time.monotonic() + ttl + 10
+        answer = cached
+        while answer == [old] and time.monotonic() < deadline:
+            time.sleep(0.25)
+            answer = _query(resolver, name)[0]
+        assert answer == [new]
+
+
+# --- the CLI -----------------------------------------------------------------------
+
+def test_lab_exec_runs_in_the_operator_namespace_with_its_exit_code(lab: Lab) -> None:
+    r = provision("exec", "--", "sh", "-c", "ip -o addr show; exit 7", name=lab.name, check=False)
+    assert r.returncode == 7
+    assert lab.addr("operator") in r.stdout
+
+
+def test_lab_status_json(lab: Lab) -> None:
+    data = json.loads(provision("status", "--json", name=lab.name).stdout)
+    assert data["up"] is True
+    hosts = {h["host"]: h for h in data["hosts"]}
+    assert {"operator", "bastion", "gpu1", "ns1", "resolver"} <= set(hosts)
+    assert hosts["gpu1"]["addresses"]["prv"] == [lab.addr("gpu1"), lab.addr("gpu1", v6=True)]
+    assert hosts["gpu1"]["memory_kib"] > 0
+
+
+def _root_links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab) -> None:
+    name = f"{lab.name}-b"[:24]
+    data_dir = Path(P.DATA_ROOT) / name
+    links_before = _root_links()
+    try:
+        provision("up", "--gpus", "1", name=name)
+        status = json.loads(provision("status", "--json", name=name).stdout)
+        assert status["up"] is True and [h["host"] for h in status["hosts"]] == [
+            "operator", "bastion", "gpu1", "ns1", "resolver"]
+        # a different lab: different subnets and namespaces than the session lab
+        other = P.plan_from_state(json.loads(Path(f"{P.STATE_ROOT}/{name}/state.json").read_text()))
+        assert {n.netns for n in other.nodes}.isdisjoint({n.netns for n in lab.plan.nodes})
+        again = provision("up", "--gpus", "1", name=name)
+        assert "already up" in again.stdout
+        assert json.loads(provision("status", "--json", name=name).stdout)["up"] is True
+    finally:
+        provision("down", name=name)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert not re.search(rf"^plab-{re.escape(name)}-", netns, re.M)
+    assert str(data_dir) not in Path("/proc/self/mountinfo").read_text()
+    assert _processes_mentioning(f"--machine={name}-") == []
+    assert _root_links() - links_before == set()
+    assert not Path(f"{P.STATE_ROOT}/{name}").exists()
+    assert not Path(f"/etc/netns/plab-{name}-op").exists()
+    assert not (data_dir / "hosts").exists()
+    # the session lab is untouched
+    assert lab.ssh("gpu1", "hostname").stdout.strip() == "gpu1"
+    import shutil
+
+    shutil.rmtree(data_dir, ignore_errors=True)
