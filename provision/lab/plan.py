@@ -185,7 +185,7 @@ def ula_for(name: str) -> str:
     return f"fd{g[0]:02x}:{g[1]:02x}{g[2]:02x}:{g[3]:02x}{g[4]:02x}"
 
 
-# host part per (node, segment); gpuN gets 20+N on prv
+# host part per node (same on each of its segments); gpuN gets 100+N on prv
 HOST_NUMBERS = {"operator": 100, "bastion": 10, "ns1": 53, "resolver": 54}
 LAYOUT = {  # segments per kind, primary first
     "operator": ("pub", "dns"),
@@ -198,7 +198,7 @@ LAYOUT = {  # segments per kind, primary first
 
 def _host_number(name: str) -> int:
     if name.startswith("gpu"):
-        return 20 + int(name[3:])
+        return 100 + int(name[3:])
     return HOST_NUMBERS[name]
 
 
