@@ -241,9 +241,8 @@ def _firewall(host: Host, fw: HostFirewall) -> list[Artifact]:
 
 
 def is_jupyter(service: Service) -> bool:
-    """The catalog's jupyter, or a custom service that runs jupyter with `{config}`."""
-    command = service.command or ""
-    return service.name == "jupyter" or ("jupyter" in command and "{config}" in command)
+    """Services that get a rendered jupyter_server_config.py."""
+    return service.is_jupyter
 
 
 def jupyter_config_path(service: Service) -> str:

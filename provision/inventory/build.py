@@ -267,6 +267,12 @@ class _Resolver:
         logdir = s.logdir or (DEFAULT_LOGDIR if name == "tensorboard" else None)
         if command and "{logdir}" in command and logdir is None:
             self.fail((*path, "command"), "the command uses {logdir} but the service has no 'logdir'")
+        if command and "{config}" in command and not (name == "jupyter" or "jupyter" in command):
+            self.fail((*path, "command"), "{config} is the rendered Jupyter config; only Jupyter "
+                      "services can use it")
+        if name == "firewall":
+            self.fail(path, "the service name 'firewall' is reserved (provision-firewall.service "
+                      "loads the host firewall)")
         if command and "{notebook_dir}" in command and s.notebook_dir is None:
             self.fail((*path, "command"), "the command uses {notebook_dir} but the service has no 'notebook_dir'")
         if isinstance(s.expose, ExposeFrom):

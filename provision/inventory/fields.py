@@ -169,8 +169,11 @@ def check_command(value: str) -> str:
         if field not in PLACEHOLDERS:
             raise ValueError(f"unknown placeholder {{{field}}} in command "
                              f"(allowed: {', '.join('{' + p + '}' for p in sorted(PLACEHOLDERS))})")
-    if "%" in value:
-        raise ValueError("'%' is special in systemd unit files; write '%%' is not supported, remove it")
+    for char, why in (("%", "systemd expands %-specifiers"), ("$", "systemd expands $VARIABLES"),
+                      ("\\", "systemd interprets backslash escapes")):
+        if char in value:
+            raise ValueError(f"'{char}' is not allowed in a command ({why} in unit files; "
+                             "put complex command lines in a script and run that)")
     return value
 
 

@@ -34,6 +34,12 @@ class Service:
         return f"provision-{self.name}.service"
 
     @property
+    def is_jupyter(self) -> bool:
+        """The catalog's jupyter, or a custom service that runs jupyter with `{config}`."""
+        command = self.command or ""
+        return self.name == "jupyter" or ("jupyter" in command and "{config}" in command)
+
+    @property
     def is_wildcard(self) -> bool:
         return ipaddress.ip_address(self.bind).is_unspecified
 

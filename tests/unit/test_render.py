@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from provision.cli import main
 from provision.commands.render import INCLUDE_LINE, has_include, install, with_include
-from provision.inventory import load_inventory
+from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.render import (
     Artifact,
@@ -218,9 +218,9 @@ def test_config_placeholder_outside_jupyter_is_refused(tmp_path: Path) -> None:
     doc = tmp_path / "inv.yml"
     doc.write_text("version: 1\nhosts:\n  box:\n    address: 10.0.0.5\n    ssh_from: [10.0.0.0/8]\n"
                    "    services:\n      api: {port: 8000, command: '/opt/api --conf {config}'}\n")
-    inv = load_inventory(doc)
-    with pytest.raises(RenderError, match=r"\{config\}"):
-        render_host(inv, inv.node("box"))
+    # Refused when the inventory is loaded, before anything renders.
+    with pytest.raises(InventoryError, match=r"\{config\} is the rendered Jupyter config"):
+        load_inventory(doc)
 
 
 def _load_jupyter_config(content: str, path: str) -> SimpleNamespace:
@@ -251,7 +251,7 @@ def test_hostile_values_render_one_line_each() -> None:
 
     unit = arts["/etc/systemd/system/provision-s_9.x-.service"].content.splitlines()
     assert [ln for ln in unit if ln.startswith("ExecStart=")] == [
-        "ExecStart=/o/v=1,2:@+/bin/srv --x='a b' \"q\" ;&|`$(id)` :: 65535 _svc #c"]
+        "ExecStart=/o/v=1,2:@+/bin/srv --x='a b' \"q\" ;&|`(id)` :: 65535 _svc #c"]
     assert [ln for ln in unit if ln.startswith("User=")] == ["User=_svc"]
 
     jup = arts["/etc/provision/jupyter/jupyter/jupyter_server_config.py"].content.splitlines()
