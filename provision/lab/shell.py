@@ -24,6 +24,7 @@ from . import plan as P
 from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
 
 BOOT_TIMEOUT = 90.0
+NSPAWN_RUN = "/run/systemd/nspawn"
 STOP_GRACE = 3.5
 
 
@@ -60,6 +61,8 @@ def parallel(fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
         t.join()
     if errors:
         key, err = next(iter(errors.items()))
+        if isinstance(err, LabError):
+            raise err
         raise LabError(f"{key}: {err}") from err
     return results
 
@@ -341,6 +344,14 @@ def _dns_ok(address: str, qname: str) -> bool:
     return r.rcode() == dns.rcode.NOERROR and bool(r.answer)
 
 
+def console_tail(plan: P.LabPlan, node: P.Node, lines: int = 15) -> str:
+    try:
+        text = (host_dir(plan, node) / "console.log").read_text(errors="replace")
+    except OSError:
+        return "  (no console log)"
+    return "\n".join("  " + line for line in text.splitlines()[-lines:])
+
+
 def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
     """Poll until sshd answers (and DNS, on ns1/resolver). Returns seconds waited."""
     start = time.monotonic()
@@ -354,10 +365,11 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
         pending = list(checks)
         while pending:
             if not pid_alive(pid):
-                raise LabError(f"{node.name}: systemd-nspawn exited; see {host_dir(plan, node)}/console.log")
+                raise LabError(f"{node.name}: systemd-nspawn exited; its console said:\n"
+                               + console_tail(plan, node))
             if time.monotonic() > deadline:
-                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s; see "
-                               f"{host_dir(plan, node)}/console.log")
+                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s; its console said:\n"
+                               + console_tail(plan, node))
             pending = [c for c in pending if not c()]
             if pending:
                 time.sleep(0.1)
@@ -427,6 +439,15 @@ def teardown(plan: P.LabPlan, pids: dict[str, int]) -> None:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     _wait_gone(list(stray), 2.0)
+    # what systemd-nspawn leaves in /run when it is killed rather than stopped
+    for node in plan.containers:
+        root = host_dir(plan, node) / "root"
+        if os.path.ismount(root):
+            st = os.stat(root)
+            Path(f"{NSPAWN_RUN}/locks/inode-{st.st_dev}:{st.st_ino}").unlink(missing_ok=True)
+        propagate = Path(f"{NSPAWN_RUN}/propagate/{node.machine}")
+        if propagate.is_dir() and not os.path.ismount(propagate):
+            shutil.rmtree(propagate, ignore_errors=True)
     for mp in mounted_under(plan.paths["hosts"]):
         if run(["umount", mp], check=False).returncode != 0:
             run(["umount", "-l", mp], check=False)

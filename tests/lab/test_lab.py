@@ -270,6 +270,9 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
     assert not Path(f"{P.STATE_ROOT}/{name}").exists()
     assert not Path(f"/etc/netns/plab-{name}-op").exists()
     assert not (data_dir / "hosts").exists()
+    propagate = Path("/run/systemd/nspawn/propagate")
+    if propagate.exists():
+        assert [d for d in os.listdir(propagate) if d.startswith(f"{name}-")] == []
     # the session lab is untouched
     assert lab.ssh("gpu1", "hostname").stdout.strip() == "gpu1"
     import shutil
