@@ -317,10 +317,6 @@ class _Resolver:
             for rname, r in z.records.items():
                 rpath = (*zpath, "records", rname)
                 records.append(self._record(rpath, rname, r))
-            names_with_cname = {r.name for r in records if r.type == "CNAME"}
-            for r in records:
-                if r.name in names_with_cname and r.type != "CNAME":
-                    self.fail((*zpath, "records", r.name), "a CNAME cannot coexist with other records of the same name")
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 hosted_zone_id=z.hosted_zone_id, project=z.project,
                                 managed_zone=z.managed_zone, endpoint=z.endpoint, server=z.server,

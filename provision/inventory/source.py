@@ -109,24 +109,22 @@ class _Converter:
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in
                ("str", "int", "float", "bool", "null", "seq", "map", "merge")}
 
-_constructor = yaml.SafeLoader(  # type: ignore[no-untyped-call]
-    ""
-)
+_constructor = yaml.SafeLoader("")
 
 
 def _scalar(node: yaml.Node) -> Any:
     if isinstance(node, yaml.ScalarNode):
-        return _constructor.construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+        return _constructor.construct_object(node, deep=True)
     return node.value
 
 
 def load_yaml_text(text: str, file: str) -> SourceDoc:
     """Parse one YAML document with positions. Raises InventoryError."""
     problems: list[Problem] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        stripped = line.lstrip(" ")
+    for lineno, text_line in enumerate(text.splitlines(), 1):
+        stripped = text_line.lstrip(" ")
         if stripped.startswith("\t"):
-            problems.append(Problem(file, lineno, len(line) - len(stripped) + 1, "",
+            problems.append(Problem(file, lineno, len(text_line) - len(stripped) + 1, "",
                                     "tab used for indentation (YAML allows spaces only)"))
     if problems:
         raise InventoryError(problems)
