@@ -39,7 +39,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
                f"{len(inv.team)} people, {services} services")
     if not found:
-        out.print(f"[green]ok[/green] {summary}; no findings")
+        out.print(f"[green]ok[/green] {summary}; no findings", soft_wrap=True)
         sys.exit(status)
     table = Table(show_header=True, header_style="bold", expand=False)
     for col in ("severity", "where", "finding", "fix"):
@@ -47,7 +47,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     for f in found:
         table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f"{f.subject}\n[dim]{_location(inv, f.field)}[/]",
                       f.message, f.fix)
-    out.print(summary)
+    out.print(summary, soft_wrap=True)
     out.print(table)
     counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
     out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
