@@ -30,17 +30,17 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
                    "hosts": len(inv.hosts), "bastions": len(inv.bastions),
                    "findings": [{**f.__dict__, "location": _location(inv, f.field)} for f in found]})
         sys.exit(status)
+    services = sum(len(h.services) for h in inv.hosts)
+    summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
+               f"{len(inv.team)} people, {services} services")
+    if not found:  # the common case stays fast: no rich import
+        click.echo(f"{click.style('ok', fg='green')} {summary}; no findings")
+        sys.exit(status)
     from rich.table import Table
 
     from .common import console
 
     out = console()
-    services = sum(len(h.services) for h in inv.hosts)
-    summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
-               f"{len(inv.team)} people, {services} services")
-    if not found:
-        out.print(f"[green]ok[/green] {summary}; no findings", soft_wrap=True)
-        sys.exit(status)
     table = Table(show_header=True, header_style="bold", expand=False)
     for col in ("severity", "where", "finding", "fix"):
         table.add_column(col, overflow="fold")
