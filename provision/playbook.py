@@ -48,10 +48,22 @@ def _services(inv: Inventory, host: Host) -> Step:
     return ServicesStep.build(inv, host)
 
 
+def _sshd(inv: Inventory, host: Host) -> Step:
+    from provision.tasks.sshd import step
+    return step(inv, host)
+
+
+def _firewall(inv: Inventory, host: Host) -> Step:
+    from provision.tasks.firewall import step
+    return step(inv, host)
+
+
 STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": _users,
     "packages": _packages,
     "services": _services,
+    "sshd": _sshd,  # commit-confirmed (provision.hosts.confirm)
+    "firewall": _firewall,  # commit-confirmed (provision.hosts.confirm)
 }
 KEYS = ("name", "description", "hosts", "steps")
 

@@ -98,6 +98,7 @@ def _print_plan(runs: list[Any]) -> None:
     from rich.text import Text
 
     from provision.tasks.actions import RemoveFile, WriteFile
+    from provision.tasks.commit import CommitConfirmed
 
     out = console()
     for r in runs:
@@ -113,6 +114,8 @@ def _print_plan(runs: list[Any]) -> None:
             lines: list[str] = []
             if isinstance(a, WriteFile):
                 lines = _file_diff(a.old, a.content, a.path)
+            elif isinstance(a, CommitConfirmed):
+                lines = [x for w in a.writes for x in _file_diff(w.old, w.content, w.path)]
             elif isinstance(a, RemoveFile) and a.old is not None:
                 lines = list(difflib.unified_diff(a.old.splitlines(keepends=True), [],
                                                   fromfile=f"a{a.path}", tofile="/dev/null"))
@@ -187,16 +190,23 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
 @click.command("apply")
 @_common
 @click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
+@click.option("--confirm-timeout", type=click.IntRange(1, 3600), default=None, metavar="SECONDS",
+              help="firewall/sshd changes roll back on the host unless confirmed over a new "
+                   "connection within this time (default: the inventory's "
+                   "defaults.confirm_timeout, 30)")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-              playbook_name: str, forks: int, accept_new: bool, yes: bool) -> None:
+              playbook_name: str, forks: int, accept_new: bool, yes: bool,
+              confirm_timeout: int | None) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
-    from provision.hosts.converge import close, execute, in_parallel
+    from provision.hosts.confirm import execute_guarded
+    from provision.hosts.converge import close, in_parallel
 
     if not yes and not sys.stdin.isatty():
         click.echo("error: apply asks for confirmation, and stdin is not a terminal; "
                    "review `provision plan`, then run apply with --yes", err=True)
         sys.exit(EXIT_USAGE)
     inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
+    timeout = confirm_timeout or inv.confirm_timeout
     runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
     try:
         pending = [r for r in runs if r.status == "pending"]
@@ -209,7 +219,9 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
             sys.exit(EXIT_FAILED)
         if pending:
             runs = _with_progress("applying", pending, as_json,
-                                  lambda cb: in_parallel(execute, runs, forks, cb))
+                                  lambda cb: in_parallel(
+                                      lambda r: execute_guarded(inv, r, accept_new, timeout),
+                                      runs, forks, cb))
     finally:
         for r in runs:
             close(r)

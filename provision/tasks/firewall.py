@@ -1,0 +1,80 @@
+"""Host firewall: the rendered chains, loader and boot unit vs the host -> one commit-confirmed
+change.
+
+Pure. Files come from `provision.render` (our own chains only, loaded with
+`iptables-restore --noflush` by `provision-firewall`, restored at boot by
+`provision-firewall.service`). Docker's drop-in (hooking PROVISION-DOCKER into DOCKER-USER
+after Docker starts) is installed only when the facts say Docker is there. A host whose
+files match and whose loader unit is enabled and active needs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from provision.hosts.facts import Facts, Request
+from provision.inventory.model import Host, Inventory
+
+from .actions import Action, WriteFile
+from .commit import CommitConfirmed, Staged
+from .files import sha256
+
+KINDS = ("iptables-v4", "iptables-v6", "iptables-docker-v4", "iptables-docker-v6",
+         "firewall-script", "unit", "unit-dropin")
+
+
+def _wanted(a: Any) -> bool:
+    from provision.render import FIREWALL_UNIT
+
+    return a.kind in KINDS and (a.kind != "unit" or a.service == FIREWALL_UNIT)
+
+
+@dataclass(frozen=True)
+class FirewallStep:
+    inv: Inventory
+    host: Host
+    name: str = "firewall"
+    artifacts: tuple[Any, ...] = field(default=(), compare=False)
+    unit: str = "provision-firewall.service"
+    script: str = "/usr/local/sbin/provision-firewall"
+
+    @classmethod
+    def build(cls, inv: Inventory, host: Host, *, allow_lockout: bool = False) -> FirewallStep:
+        from provision.render import FIREWALL_SCRIPT, FIREWALL_UNIT, render_host
+
+        arts = tuple(a for a in render_host(inv, host, allow_lockout=allow_lockout) if _wanted(a))
+        return cls(inv, host, artifacts=arts, unit=FIREWALL_UNIT, script=FIREWALL_SCRIPT)
+
+    def request(self) -> Request:
+        return Request(files=tuple(a.path for a in self.artifacts), units=(self.unit,))
+
+    def selected(self, facts: Facts) -> tuple[Any, ...]:
+        """The artifacts this host gets: Docker's drop-in only where Docker is."""
+        return tuple(a for a in self.artifacts if a.kind != "unit-dropin" or facts.docker)
+
+    def diff(self, facts: Facts) -> list[Action]:
+        staged: list[Staged] = []
+        reasons: list[str] = []
+        for a in self.selected(facts):
+            fact = facts.file(a.path)
+            want = WriteFile(a.path, a.content, a.mode, a.owner, a.group,
+                             old=fact.content if fact.kind == "file" else None)
+            changed = (fact.kind != "file" or fact.sha256 != sha256(a.content)
+                       or (fact.mode, fact.owner, fact.group) != (a.mode, a.owner, a.group))
+            staged.append(Staged(want, a.kind, changed))
+        if any(s.changed for s in staged):
+            reasons.append("files differ")
+        unit = facts.units.get(self.unit)
+        if unit is None or not unit.enabled:
+            reasons.append(f"{self.unit} not enabled")
+        if unit is None or not unit.active:
+            reasons.append(f"{self.unit} not active (rules not loaded)")
+        if not reasons:
+            return []
+        return [CommitConfirmed("firewall", self.host.name, tuple(staged), self.unit,
+                                script=self.script, reasons=tuple(reasons))]
+
+
+def step(inv: Inventory, host: Host) -> FirewallStep:
+    return FirewallStep.build(inv, host)
