@@ -1,0 +1,289 @@
+"""plan/apply against the lab's real hosts, through the bastion, as a non-root login user
+(so every remote command goes through `sudo -n`).
+
+The module works on a copy of the lab's inventory: the team gets a third member (carol),
+and the GPU hosts run a Jupyter stand-in (`python3 -m http.server` on 127.0.0.1:8888)
+instead of the role's real Jupyter, which is stopped while this module runs and restarted
+afterwards if it was running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import PROVISION, Lab
+
+pytestmark = pytest.mark.lab
+
+GPUS = ("gpu1", "gpu2")
+STANDIN = "notebook"
+STANDIN_UNIT = f"provision-{STANDIN}.service"
+
+
+@pytest.fixture(scope="module")
+def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    d = tmp_path_factory.mktemp("converge")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "carol@lab",
+                    "-f", str(d / "carol")], check=True)
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc["team"]["carol"] = {"keys": [(d / "carol.pub").read_text().strip()],
+                            "identity_file": str(d / "carol")}
+    doc["hosts"] = {name: {"address": doc["hosts"][name]["address"], "via": "bastion",
+                           "packages": ["openssh-server"],  # installed: no network in the lab
+                           "services": {STANDIN: {
+                               "port": 8888,
+                               "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}}}
+                    for name in GPUS}
+    doc.pop("roles", None)
+    doc.pop("dns", None)
+    was_active = {}
+    for h in GPUS:
+        r = lab.host(h, "systemctl", "is-active", "provision-jupyter.service", check=False)
+        was_active[h] = r.stdout.strip() == "active"
+        if was_active[h]:
+            lab.host(h, "systemctl", "stop", "provision-jupyter.service")
+    yield {"dir": d, "doc": doc, "inventory": write_inventory(d / "inventory.yml", doc)}
+    for h in GPUS:
+        lab.host(h, "systemctl", "disable", "--now", STANDIN_UNIT, check=False)
+        if was_active[h]:
+            lab.host(h, "systemctl", "start", "provision-jupyter.service", check=False)
+
+
+def write_inventory(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def run(lab: Lab, *args: str, inventory: Path, env: dict[str, str] | None = None,
+        timeout: float = 240) -> tuple[int, dict[str, Any], str]:
+    """provision ARGS --json in the operator namespace: (exit code, JSON, stderr)."""
+    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, *args, "-i", str(inventory),
+           "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    try:
+        data = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        data = {}
+    return r.returncode, data, r.stderr
+
+
+def by_host(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {h["host"]: h for h in data["hosts"]}
+
+
+def login(lab: Lab, user: str, host: str, key: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
+    return lab.ssh(host, *cmd, check=False,
+                   extra=("-l", user, "-i", str(key), "-o", "IdentitiesOnly=yes"))
+
+
+def team_key(lab: Lab, world: dict[str, Any], user: str) -> Path:
+    return world["dir"] / "carol" if user == "carol" else lab.dir / "team" / user
+
+
+# --- the tests, in order --------------------------------------------------------------
+
+def test_bootstrap_through_the_bastion(lab: Lab, world: dict[str, Any]) -> None:
+    code, data, err = run(lab, "apply", "--yes", inventory=world["inventory"])
+    assert code == 0, err + json.dumps(data, indent=1)
+    hosts = by_host(data)
+    assert set(hosts) == set(GPUS)
+    for h in GPUS:
+        assert hosts[h]["status"] in ("changed", "ok"), hosts[h]
+        assert hosts[h]["remote_execs"] <= 2  # one probe, at most one batch
+    code, data, err = run(lab, "plan", "--detailed-exitcode", inventory=world["inventory"])
+    assert code == 0, err + json.dumps(data, indent=1)
+
+
+def test_each_member_logs_in_with_their_own_key_and_sudo_as_declared(
+        lab: Lab, world: dict[str, Any]) -> None:
+    for h in GPUS:
+        for user in ("alice", "bob", "carol"):
+            r = login(lab, user, h, team_key(lab, world, user), "id", "-un")
+            assert r.returncode == 0 and r.stdout.strip() == user, (h, user, r.stderr)
+        assert login(lab, "alice", h, team_key(lab, world, "alice"), "sudo", "-n", "true").returncode == 0
+        assert login(lab, "bob", h, team_key(lab, world, "bob"), "sudo", "-n", "true").returncode != 0
+        # someone else's key does not open an account
+        assert login(lab, "bob", h, team_key(lab, world, "alice"), "true").returncode != 0
+        lab.host(h, "visudo", "-c")
+
+
+def _listening(lab: Lab, host: str, port: int) -> list[str]:
+    for _ in range(50):  # systemd starts the unit asynchronously: wait for the socket
+        lines = [ln for ln in lab.host(host, "ss", "-Htlnp").stdout.splitlines()
+                 if f":{port} " in ln]
+        if lines:
+            return lines
+        time.sleep(0.2)
+    return []
+
+
+def test_standin_listens_on_loopback_only(lab: Lab, world: dict[str, Any]) -> None:
+    for h in GPUS:
+        lines = _listening(lab, h, 8888)
+        assert lines and all("127.0.0.1:8888 " in ln for ln in lines), lines
+        assert "python3" in lines[0]
+        addr = lab.addr(h, "prv")
+        probe = ("import socket,sys\ns=socket.socket()\ns.settimeout(3)\n"
+                 f"sys.exit(s.connect_ex(({addr!r}, 8888)) == 0)\n")
+        r = lab.host("bastion", "python3", "-c", probe, check=False)
+        assert r.returncode == 0, f"{h}:8888 is reachable from the bastion"
+
+
+def test_second_apply_changes_nothing_in_one_remote_exec(lab: Lab, world: dict[str, Any]) -> None:
+    code, data, err = run(lab, "apply", "--yes", inventory=world["inventory"])
+    assert code == 0, err
+    for h, r in by_host(data).items():
+        assert (r["status"], r["changed"], r["changes"], r["remote_execs"]) == ("ok", 0, 0, 1), (h, r)
+    assert data["summary"] == {"ok": len(GPUS)}
+
+
+def test_apply_without_terminal_or_yes_is_refused(lab: Lab, world: dict[str, Any]) -> None:
+    r = subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply",
+                        "-i", str(world["inventory"])], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    assert r.returncode == 2 and "--yes" in r.stderr
+
+
+def test_sigkill_halfway_then_apply_converges_without_temp_files(
+        lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    extra = world["dir"] / "bob2"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(extra)], check=True)
+    doc["team"]["bob"]["keys"].append((extra.with_suffix(".pub")).read_text().strip())
+    inv = write_inventory(world["dir"] / "inventory-bob2.yml", doc)
+    target = "/home/bob/.ssh/authorized_keys"
+    before = {h: lab.host(h, "cat", target).stdout for h in GPUS}
+    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes", "-i",
+           str(inv), "--json", "gpu1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PROVISION_TEST_PAUSE_AFTER_TEMP": "8"})
+    seen: list[str] = []
+    try:
+        for _ in range(150):  # until the first temp file lands on gpu1 (or the run ends)
+            seen = [n for n in lab.host("gpu1", "ls", "-A", "/home/bob/.ssh").stdout.split()
+                    if n.startswith(".provision-tmp.")]
+            if seen or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert seen, "the apply never reached its first write"
+    now = lab.host("gpu1", "cat", target).stdout
+    assert now == before["gpu1"], "the target changed although the run was killed before rename"
+    code, data, err = run(lab, "apply", "--yes", inventory=inv)
+    assert code == 0, err
+    assert by_host(data)["gpu1"]["status"] == "changed"
+    for h in GPUS:
+        left = lab.host(h, "find", "/home", "/etc/systemd/system", "/etc/sudoers.d", "/etc/provision",
+                        "-name", ".provision-tmp.*").stdout.split()
+        assert left == [], (h, left)
+        assert "bob2" not in before[h]
+        assert extra.with_suffix(".pub").read_text().split()[1] in lab.host(h, "cat", target).stdout
+    code, data, _ = run(lab, "apply", "--yes", inventory=inv)
+    assert code == 0 and data["summary"] == {"ok": len(GPUS)}
+    assert run(lab, "apply", "--yes", inventory=world["inventory"])[0] == 0  # back to the module's
+
+
+def test_removed_member_loses_access_on_next_apply(lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    del doc["team"]["carol"]
+    inv = write_inventory(world["dir"] / "inventory-nocarol.yml", doc)
+    code, data, err = run(lab, "apply", "--yes", inventory=inv)
+    assert code == 0, err
+    for h in GPUS:
+        r = by_host(data)[h]
+        assert any("retire user carol" in a["description"] for a in r["actions"]), r
+        keys = lab.host(h, "cat", "/home/carol/.ssh/authorized_keys").stdout
+        assert "ssh-ed25519" not in keys and keys.startswith("# Managed by provision")
+        assert login(lab, "carol", h, team_key(lab, world, "carol"), "true").returncode != 0
+        assert login(lab, "alice", h, team_key(lab, world, "alice"), "true").returncode == 0
+    code, data, _ = run(lab, "apply", "--yes", inventory=inv)
+    assert code == 0 and data["summary"] == {"ok": len(GPUS)}
+    # carol comes back: her account is reactivated and her key works again
+    code, data, err = run(lab, "apply", "--yes", inventory=world["inventory"])
+    assert code == 0, err
+    assert login(lab, "carol", "gpu1", team_key(lab, world, "carol"), "true").returncode == 0
+
+
+def test_unreachable_host_does_not_stop_the_others(lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    good = lab.addr("gpu2", "prv")
+    doc["hosts"]["gpu2"]["address"] = good.rsplit(".", 1)[0] + ".249"  # nobody there
+    inv = write_inventory(world["dir"] / "inventory-lost.yml", doc)
+    code, data, _ = run(lab, "apply", "--yes", inventory=inv)
+    assert code == 1
+    hosts = by_host(data)
+    assert hosts["gpu1"]["status"] == "ok"
+    assert hosts["gpu2"]["status"] == "unreachable" and hosts["gpu2"]["error"]
+    assert data["summary"] == {"ok": 1, "unreachable": 1}
+
+
+def _known_hosts(lab: Lab, path: Path, drop: str = "", replace: str = "") -> Path:
+    lines = []
+    for line in lab.known_hosts.read_text().splitlines():
+        names = line.split(" ", 1)[0].split(",")
+        if drop and drop in names:
+            continue
+        if replace and replace in names:
+            other = next(x for x in lab.known_hosts.read_text().splitlines()
+                         if "ns1" in x.split(" ", 1)[0].split(","))
+            line = line.split(" ", 1)[0] + " " + other.split(" ", 1)[1]  # ns1's key: wrong
+        lines.append(line)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_unknown_host_key_is_refused_then_accepted_with_accept_new(
+        lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    kh = _known_hosts(lab, world["dir"] / "known_hosts.nogpu1", drop="gpu1")
+    doc["defaults"]["known_hosts"] = str(kh)
+    inv = write_inventory(world["dir"] / "inventory-nogpu1.yml", doc)
+    code, data, _ = run(lab, "plan", inventory=inv)
+    hosts = by_host(data)
+    assert code == 1 and hosts["gpu2"]["status"] == "ok"
+    assert hosts["gpu1"]["status"] == "unreachable"
+    assert "unknown host key" in hosts["gpu1"]["error"] and "--accept-new" in hosts["gpu1"]["error"]
+    assert kh.read_text().count("\n") == len(lab.known_hosts.read_text().splitlines()) - 1
+    code, data, err = run(lab, "plan", "--accept-new", inventory=inv)
+    assert code == 0, err
+    added = kh.read_text().splitlines()[-1].split()
+    real = next(x for x in lab.known_hosts.read_text().splitlines() if "gpu1" in x.split(" ")[0])
+    assert added[0] == lab.addr("gpu1", "prv") and added[1:] == real.split()[1:3]
+    assert run(lab, "plan", inventory=inv)[0] == 0  # now known
+
+
+def test_unknown_bastion_key_is_refused(lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    doc["defaults"]["known_hosts"] = str(_known_hosts(lab, world["dir"] / "kh.nobastion",
+                                                      drop="bastion"))
+    code, data, _ = run(lab, "plan", inventory=write_inventory(world["dir"] / "inv-nob.yml", doc))
+    assert code == 1
+    for r in data["hosts"]:
+        assert r["status"] == "unreachable" and "bastion: unknown host key" in r["error"], r
+
+
+def test_changed_host_key_is_refused_even_with_accept_new(lab: Lab, world: dict[str, Any]) -> None:
+    doc = json.loads(json.dumps(world["doc"]))
+    kh = _known_hosts(lab, world["dir"] / "known_hosts.changed", replace="gpu1")
+    doc["defaults"]["known_hosts"] = str(kh)
+    inv = write_inventory(world["dir"] / "inventory-changed.yml", doc)
+    before = kh.read_text()
+    code, data, _ = run(lab, "apply", "--yes", "--accept-new", inventory=inv)
+    hosts = by_host(data)
+    assert code == 1 and hosts["gpu2"]["status"] == "ok"
+    assert hosts["gpu1"]["status"] == "unreachable" and "CHANGED" in hosts["gpu1"]["error"]
+    assert hosts["gpu1"]["remote_execs"] == 0
+    assert kh.read_text() == before
