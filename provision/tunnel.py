@@ -305,7 +305,7 @@ def rows(forwards: Sequence[Forward], states: dict[str, ServiceState], host: str
     for f in forwards:
         st = states.get(f.service, ServiceState())
         if st.listening is False:
-            status = f"nothing listening on {f.remote} on {host}"
+            status = "nothing listening"
         elif st.note:
             status = st.note
         else:
@@ -396,7 +396,10 @@ def classify_ssh_error(stderr: str) -> str:
         return "host key verification failed: REMOTE HOST IDENTIFICATION HAS CHANGED"
     if "host key verification failed" in low or "no matching host key" in low \
             or ("host key for" in low and "not known" in low):
-        return "host key verification failed (unknown host key; refusing to connect)"
+        which = next((ln.strip().rstrip(".") for ln in text.splitlines()
+                      if "host key is known for" in ln), "")
+        detail = f": {which[0].lower()}{which[1:]}" if which else " (unknown host key)"
+        return f"host key verification failed{detail}; refusing to connect"
     if "permission denied" in low:
         return "authentication failed (permission denied)"
     if "address already in use" in low or "cannot listen to port" in low:

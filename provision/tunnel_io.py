@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -131,7 +132,8 @@ class OpenSSHBackend:
                  keepalive: int, log: Log, ssh: str | None = None):
         self.ssh = ssh or find_ssh() or "ssh"
         self.host = host
-        self.target = hops(inv, host, login)[-1]
+        self.chain = hops(inv, host, login)
+        self.target = self.chain[-1]
         self.jumps = [b.name for b in inv.chain(host)]
         self.forwards = tuple(forwards)
         self.keepalive = keepalive
@@ -163,17 +165,24 @@ class OpenSSHBackend:
         while pending:
             if proc.poll() is not None:
                 self._reader.join(timeout=2)
-                reason = classify_ssh_error("".join(self._stderr))
+                reason = self._name_hops(classify_ssh_error("".join(self._stderr)))
                 self.proc = None
                 if is_host_key_failure(reason):
-                    raise HostKeyError(f"{self.host.name}: {reason}")
-                raise ConnectError(f"{self.host.name}: {reason}")
+                    raise HostKeyError(reason)
+                raise ConnectError(reason)
             if time.monotonic() > deadline:
                 self.disconnect()
                 raise ConnectError(f"{self.host.name}: forwards not ready after {timeout:.0f}s")
             pending = [p for p in pending if not _listening(p)]
             if pending:
                 time.sleep(0.01)
+
+    def _name_hops(self, reason: str) -> str:
+        """`… known for 10.0.1.21 …` → `… known for 10.0.1.21 (gpu1) …`."""
+        for hop in self.chain:
+            reason = re.sub(rf"(?<![\w.:]){re.escape(hop.address)}(?![\w.:])",
+                            f"{hop.address} ({hop.name})", reason, count=1)
+        return reason
 
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None

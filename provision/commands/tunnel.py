@@ -100,7 +100,7 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     err = console(stderr=True)
 
     def log(message: str) -> None:
-        err.print(f"[dim]tunnel:[/] {message}")
+        err.print(f"[dim]tunnel:[/] {message}", soft_wrap=True)
 
     try:
         chosen = select_services(node, services)
@@ -204,7 +204,10 @@ def _print_table(host: str, backend: str, table: Any) -> None:
         style = "red" if r.listening is False else ("yellow" if r.status not in ("ok", "forwarded")
                                                     else "green")
         t.add_row(r.service, r.url, r.remote, f"[{style}]{r.status}[/]")
-    console().print(t)
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 200)  # a pipe or a log: never cut a URL
+    out.print(t)
 
 
 def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) -> int:

@@ -207,7 +207,7 @@ def test_probe_roundtrip(inv: Inventory) -> None:
     fws = plan_forwards(services, lambda p: True)
     table = rows(fws, {"jupyter": jup, "tensorboard": tb}, "gpu1")
     assert table[0].url == "http://127.0.0.1:8888/lab/?token=abc123" and table[0].status == "ok"
-    assert table[1].status == "nothing listening on 127.0.0.1:6006 on gpu1"
+    assert table[1].status == "nothing listening" and table[1].remote == "gpu1:127.0.0.1:6006"
 
 
 def test_token_failure_is_explained(inv: Inventory) -> None:
@@ -282,6 +282,7 @@ def test_remote_side() -> None:
 def test_classify_ssh_errors() -> None:
     unknown = "No ED25519 host key is known for 10.0.1.21 and you have requested strict checking.\r\nHost key verification failed.\r\n"
     assert is_host_key_failure(classify_ssh_error(unknown))
+    assert "no ED25519 host key is known for 10.0.1.21" in classify_ssh_error(unknown)
     changed = "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.\n"
     assert "CHANGED" in classify_ssh_error(changed)
     assert classify_ssh_error("alice@10.0.1.21: Permission denied (publickey).") == \
