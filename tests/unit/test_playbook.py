@@ -12,10 +12,10 @@ from provision.playbook import PlaybookError, load, parse
 
 def test_shipped_bootstrap_playbook() -> None:
     pb = load("bootstrap-gpu-server")
-    assert pb.steps == ("users", "packages", "services") and pb.hosts == ("all",)
+    assert pb.steps == ("users", "packages", "services", "sshd", "firewall") and pb.hosts == ("all",)
     inv, host = inventory()
     assert pb.select(inv) == (host,)
-    assert [s.name for s in pb.build(inv, host)] == ["users", "packages", "services"]
+    assert [s.name for s in pb.build(inv, host)] == ["users", "packages", "services", "sshd", "firewall"]
 
 
 def test_select_narrows_to_patterns() -> None:
