@@ -1,13 +1,16 @@
 """Commit-confirmed execution over SSH (shell layer: decides nothing).
 
-For each `CommitConfirmed` action of a host run: send the apply script over the existing
-session (validate, back up, arm the host-side rollback timer, install, apply), then open a
-NEW connection through the whole jump chain (`connect()`, the operator's key, host keys
-verified) and send the confirm script over it. No confirmation before the timeout: the host
-rolls back by itself; we read its status (over the old session, which the rollback leaves
-alone) and report a failure with the reason.
+One host run with commit-confirmed actions (sshd, firewall) costs, after the fact probe:
 
-Other actions of the same run go first, in one batch, through `provision.hosts.converge.execute`.
+1. one exec over the existing session: the plain actions' batch (users, packages, ...),
+   then each commit's apply script (validate on the host, back up, arm the host-side
+   rollback timer, install, apply), stopping at the first failure;
+2. one exec over a NEW connection through the whole jump chain (`connect()`: the operator's
+   key, host keys verified) that confirms every armed commit. Its arrival is the proof that
+   the changed sshd and firewall still let the operator in;
+3. no confirmation before the timeout: the host rolls back by itself; we read what it did
+   (over the old session, which a rollback leaves alone, else a fresh connection) and report
+   a failure with the reason.
 """
 
 from __future__ import annotations
@@ -16,34 +19,26 @@ import os
 import secrets
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from provision.inventory.model import Inventory
 from provision.tasks import commit as C
 
-from .converge import HostRun, _reason, execute
+from . import script as batch
+from .converge import PAUSE_ENV, HostRun, _reason, execute
 
-# Tests only: seconds to sleep after the change is applied and before confirming (to cut
+# Tests only: seconds to sleep after the changes are applied and before confirming (to cut
 # the operator side off in the middle of a commit-confirmed apply).
 SLEEP_ENV = "PROVISION_TEST_SLEEP_BEFORE_CONFIRM"
-APPLY_TIMEOUT = 120.0
+APPLY_TIMEOUT = 300.0
 RETRY_PAUSE = 0.5
 STATUS_GRACE = 15.0
 
 
-@dataclass
-class Outcome:
-    ok: bool
-    error: str = ""
-    rolled_back: bool = False
-    rollback_seconds: float | None = None
-    confirm_seconds: float | None = None
-
-
 def _bounded(fn: Any, timeout: float) -> tuple[bool, Any, BaseException | None]:
-    """Run fn() in a daemon thread; (finished, result, error). A connection attempt that
-    hangs (SYN dropped by the new rules) is abandoned, never waited on past `timeout`."""
+    """Run fn() in a daemon thread: (finished, result, error). A connection attempt that
+    hangs (its SYN dropped by the new rules) is abandoned, never waited on past `timeout`."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -60,124 +55,159 @@ def _bounded(fn: Any, timeout: float) -> tuple[bool, Any, BaseException | None]:
     return True, box.get("result"), box.get("error")
 
 
-def _confirm_once(inv: Inventory, run: HostRun, accept_new: bool, script: str,
-                  timeout: float) -> str:
+def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
+                timeout: float) -> str:
+    """A new connection through the jump chain, one exec, closed."""
     from .connect import connect
     from .session import Remote
 
     chain = connect(inv, run.host, accept_new=accept_new)
     try:
-        out = Remote(chain).sh(script, timeout=timeout)
-        return out.stdout
+        return Remote(chain).sh(script, timeout=timeout).stdout
     finally:
         chain.close()
 
 
-def confirm(inv: Inventory, run: HostRun, accept_new: bool, action: C.CommitConfirmed,
-            commit_id: str, deadline: float) -> tuple[bool | None, str]:
-    """Try fresh connections until one confirms or `deadline` (monotonic) passes.
-    (True, "") confirmed; (False, why) the host was already rolling back; (None, why) no
-    new connection got through in time."""
-    script = C.confirm_script(action, commit_id)
-    last = "no attempt"
-    attempts = 0
+@dataclass
+class Confirmation:
+    answers: list[bool | None]  # per commit: True confirmed, False host already rolling back
+    cause: str = ""
+    seconds: float = 0.0
+
+
+def confirm(inv: Inventory, run: HostRun, accept_new: bool, script: str, n: int,
+            deadline: float) -> Confirmation:
+    """Fresh connections until one runs the confirm script, or `deadline` (monotonic)."""
+    t0 = time.monotonic()
+    last, attempts = "no attempt", 0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None, f"{attempts} attempt(s), last: {last}"
+            return Confirmation([None] * n, f"{attempts} attempt(s), last: {last}",
+                                time.monotonic() - t0)
         attempts += 1
         done, stdout, err = _bounded(
-            lambda left=left: _confirm_once(inv, run, accept_new, script, left), left)
+            lambda left=left: _fresh_exec(inv, run, accept_new, script, left), left)
         if not done:
-            return None, f"{attempts} attempt(s), last: new connection still not through"
+            cut = "the last one still not through at the deadline"
+            return Confirmation([None] * n, f"{attempts} attempt(s), {cut}"
+                                + (f"; before it: {last}" if attempts > 1 else ""),
+                                time.monotonic() - t0)
         if err is not None:
             last = _reason(err)
             time.sleep(min(RETRY_PAUSE, max(0.0, deadline - time.monotonic())))
             continue
-        answer = C.confirmed(stdout or "")
-        if answer is True:
-            return True, ""
-        if answer is False:
-            return False, "the host was already rolling back"
-        last = "no answer from the confirm script"
+        _, parts = C.split_sections(stdout or "")
+        answers = [C.confirmed(p) for p in parts] + [None] * (n - len(parts))
+        return Confirmation(answers[:n], "" if all(answers) else "confirm script: no answer",
+                            time.monotonic() - t0)
 
 
-def _status(inv: Inventory, run: HostRun, accept_new: bool, action: C.CommitConfirmed,
-            commit_id: str) -> C.Status:
-    script = C.status_script(action, commit_id, wait=STATUS_GRACE)
-    done, out, err = _bounded(lambda: run.remote.sh(script, timeout=STATUS_GRACE + 10),
-                              STATUS_GRACE + 12)
+def _status(inv: Inventory, run: HostRun, accept_new: bool, script: str, n: int) -> list[C.Status]:
+    def parse(stdout: str) -> list[C.Status]:
+        _, parts = C.split_sections(stdout)
+        got = [C.parse_status(p) for p in parts]
+        return got + [C.Status("unknown")] * (n - len(got))
+
+    done, out, err = _bounded(lambda: run.remote.sh(script, timeout=STATUS_GRACE * n + 10),
+                              STATUS_GRACE * n + 12)
     if done and err is None and out is not None and out.status == 0:
-        return C.parse_status(out.stdout)
+        return parse(out.stdout)
     done, stdout, err = _bounded(
-        lambda: _confirm_once(inv, run, accept_new, script, STATUS_GRACE + 10), STATUS_GRACE + 25)
+        lambda: _fresh_exec(inv, run, accept_new, script, STATUS_GRACE * n + 10),
+        STATUS_GRACE * n + 25)
     if done and err is None:
-        return C.parse_status(stdout or "")
-    return C.Status("unknown")
+        return parse(stdout or "")
+    return [C.Status("unknown")] * n
 
 
-def run_commit(inv: Inventory, run: HostRun, action: C.CommitConfirmed, accept_new: bool,
-               timeout: int) -> Outcome:
-    commit_id = f"{action.kind}-{secrets.token_hex(4)}"
-    started = time.monotonic()
-    out = run.remote.sh(C.apply_script(action, commit_id, timeout), timeout=APPLY_TIMEOUT)
-    res = C.parse_apply(out.stdout)
-    if res.invalid:
-        return Outcome(False, f"{action.kind}: rejected on the host, nothing changed: {res.message}")
-    if not res.armed:
-        tail = " / ".join(out.stderr.strip().splitlines()[-3:])
-        return Outcome(False, f"{action.kind}: could not arm the rollback, nothing changed "
-                              f"(exit {out.status}){': ' + tail if tail else ''}")
-    if res.failed or not res.applied:
-        tail = res.message or " / ".join(out.stderr.strip().splitlines()[-3:])
-        return Outcome(False, f"{action.kind}: apply failed, previous state restored at once: "
-                              f"{tail}", rolled_back=True)
-    pause = float(os.environ.get(SLEEP_ENV, "0") or 0)
-    if pause:
-        time.sleep(pause)
-    t_confirm = time.monotonic()
-    ok, cause = confirm(inv, run, accept_new, action, commit_id, started + timeout)
-    if ok:
-        return Outcome(True, confirm_seconds=time.monotonic() - t_confirm)
-    status = _status(inv, run, accept_new, action, commit_id)
-    return Outcome(False, C.rollback_reason(action.kind, timeout, status, cause),
-                   rolled_back=status.result == "rolled-back",
-                   rollback_seconds=status.rollback_seconds)
+def _tail(stderr: str) -> str:
+    return " / ".join(stderr.strip().splitlines()[-3:])
 
 
 def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int) -> HostRun:
-    """`execute` for runs whose actions include commit-confirmed ones: the plain actions in
-    one batch first, then each commit-confirmed change in playbook order; the first failure
-    stops the host."""
+    """`execute` for runs with commit-confirmed actions (falls back to it without them)."""
     if run.status != "pending":
         return run
-    guarded = [(i, a) for i, (_, a) in enumerate(run.actions) if isinstance(a, C.CommitConfirmed)]
+    guarded = [a for _, a in run.actions if isinstance(a, C.CommitConfirmed)]
     if not guarded:
         return execute(run)
-    plain = [(s, a) for s, a in run.actions if not isinstance(a, C.CommitConfirmed)]
-    done = 0
-    if plain:
-        sub = execute(replace(run, actions=plain))
-        run.remote_execs, run.seconds = sub.remote_execs, sub.seconds
-        if sub.status != "changed":
-            run.status, run.error, run.failed_action = sub.status, sub.error, sub.failed_action
-            run.done = sub.done
-            return run
-        done = len(plain)
+    plain = [a for _, a in run.actions if not isinstance(a, C.CommitConfirmed)]
+    ids = [f"{a.kind}-{secrets.token_hex(4)}" for a in guarded]
     started = time.monotonic()
+    fresh = [0]  # execs over new connections (the confirmation), counted with the session's
     try:
-        for _, action in guarded:
-            outcome = run_commit(inv, run, action, accept_new, timeout)
-            if not outcome.ok:
-                run.status, run.error = "failed", outcome.error
-                run.failed_action = action.describe()
-                run.done = done
-                return run
-            done += 1
-        run.status, run.done = "changed", done
+        _run(inv, run, accept_new, timeout, plain, guarded, ids, started, fresh)
     except Exception as e:
-        run.status, run.error, run.done = "failed", f"apply: {_reason(e)}", done
+        run.status, run.error = "failed", f"apply: {_reason(e)}"
     finally:
-        run.remote_execs = run.remote.execs
+        run.remote_execs = run.remote.execs + fresh[0]
         run.seconds += time.monotonic() - started
     return run
+
+
+def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Any],
+         guarded: list[C.CommitConfirmed], ids: list[str], started: float,
+         fresh: list[int]) -> None:
+    pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
+    script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
+                        batch=batch.build(plain, pause=pause) if plain else None,
+                        stop_on_error=True, what="apply")
+    out = run.remote.sh(script, timeout=APPLY_TIMEOUT)
+    head, sections = C.split_sections(out.stdout)
+    run.done = 0
+    if plain:
+        last, finished = batch.parse_progress(head)
+        if not finished:
+            run.done = max(last, 0)
+            run.status = "failed"
+            if 0 <= last < len(plain):
+                run.failed_action = plain[last].describe()
+            tail = _tail(out.stderr)
+            run.error = (f"{run.failed_action or 'batch'} failed (exit {out.status})"
+                         + (": " + tail if tail else ""))
+            return
+        run.done = len(plain)
+    results = [C.parse_apply(s) for s in sections]
+    armed = [k for k, r in enumerate(results) if r.armed and r.applied and not r.failed]
+    problems: list[str] = []
+    for k, a in enumerate(guarded):
+        r = results[k] if k < len(results) else None
+        if r is None:
+            if not problems:
+                problems.append(f"{a.kind}: not applied (the run stopped before it, exit "
+                                f"{out.status}{': ' + _tail(out.stderr) if out.stderr.strip() else ''})")
+            break
+        if r.invalid:
+            problems.append(f"{a.kind}: rejected on the host, nothing changed: {r.message}")
+        elif not r.armed:
+            problems.append(f"{a.kind}: could not arm the rollback, nothing changed (exit "
+                            f"{out.status}): {r.message or _tail(out.stderr)}")
+        elif r.failed or not r.applied:
+            problems.append(f"{a.kind}: apply failed, previous state restored at once: "
+                            f"{r.message or _tail(out.stderr)}")
+        if problems:
+            run.failed_action = a.describe()
+            break
+    if armed:
+        sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
+        if sleep:
+            time.sleep(sleep)
+        confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
+                                    stop_on_error=False, what="confirm")
+        conf = confirm(inv, run, accept_new, confirm_script, len(armed), started + timeout)
+        fresh[0] += 1
+        missed = [k for k, ok in zip(armed, conf.answers, strict=True) if not ok]
+        run.done += len(armed) - len(missed)
+        if missed:
+            status_script = C.combined([C.status_script(guarded[k], ids[k], STATUS_GRACE)
+                                        for k in missed], stop_on_error=False, what="status")
+            statuses = _status(inv, run, accept_new, status_script, len(missed))
+            reasons = [C.rollback_reason(guarded[k].kind, timeout, st, conf.cause)
+                       for k, st in zip(missed, statuses, strict=True)]
+            problems = reasons + problems
+            run.failed_action = guarded[missed[0]].describe()
+    if problems:
+        run.status, run.error = "failed", "; ".join(problems)
+    else:
+        run.status = "changed"

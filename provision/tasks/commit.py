@@ -144,6 +144,27 @@ def status_script(action: CommitConfirmed, commit_id: str, wait: float = 10.0) -
                    **_context(action, commit_id))
 
 
+def combined(parts: list[str], *, batch: str | None = None, stop_on_error: bool,
+             what: str) -> str:
+    """Several scripts as one exec (see templates/commit-confirmed-all.sh.j2)."""
+    return _render("commit-confirmed-all.sh.j2", parts=parts, batch=batch,
+                   stop_on_error=stop_on_error, what=what)
+
+
+def split_sections(stdout: str) -> tuple[str, list[str]]:
+    """(what came before the first `@commit` line, then each part's output in order)."""
+    head: list[str] = []
+    parts: list[list[str]] = []
+    for line in stdout.splitlines():
+        if line.startswith("@commit\t"):
+            parts.append([])
+        elif parts:
+            parts[-1].append(line)
+        else:
+            head.append(line)
+    return "\n".join(head), ["\n".join(p) for p in parts]
+
+
 # --- parsing the scripts' answers ---------------------------------------------------------
 
 @dataclass(frozen=True)
