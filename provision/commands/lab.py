@@ -90,7 +90,9 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
             old = P.plan_from_state(state)
             rows = shell.status(old, state.get("pids", {}), probe=True)
             if state.get("status") == "up" and all(r["up"] for r in rows):
-                msg = f"lab {name} is already up (dir {old.dir})"
+                msg = f"lab {name} is already up ({old.gpus} GPU hosts, dir {old.dir})"
+                if (old.gpus, old.dir) != (plan.gpus, plan.dir):
+                    msg += "; run `provision lab down` first to change it"
                 if as_json:
                     emit_json({"name": name, "dir": old.dir, "already_up": True})
                 else:

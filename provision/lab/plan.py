@@ -260,6 +260,16 @@ def node_batch(node: Node) -> list[str]:
     return lines
 
 
+# Machine-wide minimums: every booted container's systemd, journald & co. take inotify
+# instances, all counted against root; the default 128 runs out at ~3 labs and boots stall.
+HOST_MINIMUMS = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
+
+
+def raise_to_minimums(current: dict[str, int]) -> dict[str, int]:
+    """The machine sysctls to raise (never lowered)."""
+    return {k: v for k, v in HOST_MINIMUMS.items() if current.get(k, 0) < v}
+
+
 # sysctls per node namespace: nobody routes; no SLAAC/RA surprises.
 def node_sysctls(node: Node) -> dict[str, str]:
     return {
@@ -348,6 +358,20 @@ def unit_dropins(node: Node) -> dict[str, str]:
         # no root trust anchor update: it would try the Internet
         return {"unbound.service.d/lab.conf": render("unbound-dropin.conf.j2")}
     return {}
+
+
+def nspawn_command(plan: LabPlan, node: Node, root: str) -> list[str]:
+    """The container: booted, in the node's namespace, the venv and checkout bound read-only
+    at the same paths (also under /tmp, where the container has its own tmpfs)."""
+    binds = [plan.venv, *([plan.repo] if plan.repo else []), *plan.extra_binds]
+    return [
+        "systemd-nspawn", "-q", "-D", root, "--register=no", "--keep-unit",
+        "--capability=CAP_NET_ADMIN,CAP_NET_RAW",
+        f"--network-namespace-path=/run/netns/{node.netns}",
+        "--boot", f"--machine={node.machine}", f"--hostname={node.name}",
+        "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
+        *(f"--bind-ro={b}" for b in dict.fromkeys(binds)),
+    ]
 
 
 # --- operator-side files ------------------------------------------------------------

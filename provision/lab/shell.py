@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,13 @@ def netns_list() -> list[str]:
         return []
 
 
+def ensure_host_limits() -> None:
+    current = {k: int(Path(f"/proc/sys/{k}").read_text()) for k in P.HOST_MINIMUMS}
+    for key, value in P.raise_to_minimums(current).items():
+        Path(f"/proc/sys/{key}").write_text(f"{value}\n")
+        log(f"raised {key.replace('/', '.')} from {current[key]} to {value} (many containers)")
+
+
 def build_network(plan: P.LabPlan) -> None:
     for ns in [plan.switch_netns, *(n.netns for n in plan.nodes)]:
         run(["ip", "netns", "add", ns])
@@ -157,7 +165,7 @@ def build_network(plan: P.LabPlan) -> None:
              *(f"{k.replace('/', '.')}={v}" for k, v in P.node_sysctls(node).items())])
         run(["ip", "-n", node.netns, "-batch", "-"], input="\n".join(P.node_batch(node)) + "\n")
 
-    parallel({n.name: (lambda n=n: setup(n)) for n in plan.nodes})
+    parallel({n.name: partial(setup, n) for n in plan.nodes})
     op = Path("/etc/netns") / plan.operator.netns
     op.mkdir(parents=True, exist_ok=True)
     (op / "resolv.conf").write_text(P.resolv_conf(plan, plan.operator))
@@ -303,21 +311,9 @@ def remove_host_dirs(plan: P.LabPlan) -> None:
 
 # --- containers -------------------------------------------------------------------
 
-def nspawn_command(plan: P.LabPlan, node: P.Node, root: Path) -> list[str]:
-    binds = [plan.venv, *([plan.repo] if plan.repo else []), *plan.extra_binds]
-    return [
-        "systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit",
-        "--capability=CAP_NET_ADMIN,CAP_NET_RAW",
-        f"--network-namespace-path=/run/netns/{node.netns}",
-        "--boot", f"--machine={node.machine}", f"--hostname={node.name}",
-        "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only",
-        *(f"--bind-ro={b}" for b in dict.fromkeys(binds)),
-    ]
-
-
 def start_container(plan: P.LabPlan, node: P.Node, root: Path) -> int:
     logf = open(host_dir(plan, node) / "console.log", "wb")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(nspawn_command(plan, node, root), stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(P.nspawn_command(plan, node, str(root)), stdin=subprocess.DEVNULL,
                             stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
     logf.close()
     return proc.pid
@@ -478,7 +474,7 @@ def write_operator_files(plan: P.LabPlan, host_keys: dict[str, str], team_keys: 
     text = None
     if importlib.util.find_spec("provision.render") is not None:
         try:
-            from provision.render import render_ssh_config  # type: ignore[attr-defined]
+            from provision.render import render_ssh_config
 
             text = render_ssh_config(inv)
         except ImportError:
@@ -499,6 +495,7 @@ def up(plan: P.LabPlan) -> dict[str, float]:
         team = {p: ensure_keypair(f"{plan.paths['team']}/{p}", f"{p}@provision-lab-{plan.name}")
                 for p in ("alice", "bob")}
         ensure_tsig(plan.paths["tsig_key"])
+        ensure_host_limits()
         if Path(plan.paths["hosts"]).exists():
             remove_host_dirs(plan)  # leftovers of an earlier run: start from a fresh image
         build_network(plan)
@@ -507,14 +504,14 @@ def up(plan: P.LabPlan) -> dict[str, float]:
         def prepare(node: P.Node) -> str:
             return prepare_root(plan, node, mount_overlay(plan, node), lab_pub)
 
-        host_keys = parallel({n.name: (lambda n=n: prepare(n)) for n in plan.containers})
+        host_keys = parallel({n.name: partial(prepare, n) for n in plan.containers})
         timings["roots"] = time.monotonic() - t0
         for node in plan.containers:
             pids[node.name] = start_container(plan, node, host_dir(plan, node) / "root")
         write_state(plan, pids, "booting")
         write_operator_files(plan, host_keys, team)
         deadline = time.monotonic() + BOOT_TIMEOUT
-        waited = parallel({n.name: (lambda n=n: wait_ready(plan, n, pids[n.name], deadline))
+        waited = parallel({n.name: partial(wait_ready, plan, n, pids[n.name], deadline)
                            for n in plan.containers})
         timings.update({f"ready:{k}": v for k, v in waited.items()})
         write_state(plan, pids, "up")

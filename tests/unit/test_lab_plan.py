@@ -163,6 +163,19 @@ def test_sshd_is_key_only() -> None:
     assert P.sudoers("admin").strip() == "admin ALL=(ALL) NOPASSWD:ALL"
 
 
+def test_nspawn_boots_the_node_with_the_project_bound_read_only() -> None:
+    plan = P.make_plan("labdev", 2, venv="/tmp/ci/.venv", repo="/tmp/ci", extra_binds=("/opt/py",))
+    cmd = P.nspawn_command(plan, plan.node("gpu1"), "/var/lib/x/root")
+    assert cmd[:4] == ["systemd-nspawn", "-q", "-D", "/var/lib/x/root"]
+    for flag in ("--register=no", "--keep-unit", "--boot", "--capability=CAP_NET_ADMIN,CAP_NET_RAW",
+                 f"--network-namespace-path=/run/netns/{plan.node('gpu1').netns}",
+                 "--machine=labdev-gpu1", "--hostname=gpu1",
+                 "--bind-ro=/tmp/ci/.venv", "--bind-ro=/tmp/ci", "--bind-ro=/opt/py"):
+        assert flag in cmd
+    same = P.make_plan("labdev", 2, venv="/v", repo="/v")
+    assert P.nspawn_command(same, same.node("gpu1"), "/r").count("--bind-ro=/v") == 1
+
+
 # --- operator side -----------------------------------------------------------------
 
 def test_known_hosts_lists_every_address_a_client_uses() -> None:
@@ -218,3 +231,9 @@ def test_state_round_trip() -> None:
     plan = P.make_plan("x1", 3, "/srv/lab", venv="/v", repo=None, extra_binds=("/py",))
     doc = P.state_doc(plan, {"gpu1": 42}, "up")
     assert P.plan_from_state(doc) == plan
+
+
+def test_machine_limits_are_only_ever_raised() -> None:
+    low = {"fs/inotify/max_user_instances": 128, "fs/inotify/max_user_watches": 10**7}
+    assert P.raise_to_minimums(low) == {"fs/inotify/max_user_instances": 8192}
+    assert P.raise_to_minimums({k: v + 1 for k, v in P.HOST_MINIMUMS.items()}) == {}
