@@ -39,10 +39,15 @@ probe_main() {
   }
   user_fact() {
     line=$(getent passwd "$1") || { printf 'nouser\t%s\n' "$1"; return 0; }
-    home=$(printf '%s' "$line" | cut -d: -f6)
-    shell=$(printf '%s' "$line" | cut -d: -f7)
-    uid=$(printf '%s' "$line" | cut -d: -f3)
-    exp=$(getent shadow "$1" 2>/dev/null | cut -d: -f8)
+    IFS=: read -r _ _ uid _ _ home shell <<PROBE_EOF
+$line
+PROBE_EOF
+    exp=-
+    if sline=$(getent shadow "$1" 2>/dev/null); then
+      IFS=: read -r _ _ _ _ _ _ _ exp _ <<PROBE_EOF
+$sline
+PROBE_EOF
+    fi
     printf 'user\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$uid" "$(id -gn "$1")" "$home" "$shell" \
       "${exp:--}" "$(id -Gn "$1" | tr ' ' ,)"
     dir_fact "$home/.ssh"
@@ -51,14 +56,15 @@ probe_main() {
   }
 
   units=''
+  seen=' '
   pkgs=''
   for a in "$@"; do
     v=${a#??}
     case $a in
-      F:*) file_fact "$v"; tmp_scan "$(dirname -- "$v")" ;;
+      F:*) file_fact "$v"; tmp_scan "${v%/*}" ;;
       D:*) dir_fact "$v"; tmp_scan "$v" ;;
       L:*) for f in "$v"*; do [ -e "$f" ] && file_fact "$f"; done ;;
-      U:*) user_fact "$v" ;;
+      U:*) user_fact "$v"; seen="$seen $v " ;;
       S:*) units="$units $v" ;;
       P:*) pkgs="$pkgs $v" ;;
     esac
@@ -67,9 +73,11 @@ probe_main() {
   # accounts whose authorized_keys we wrote (our marker on the first line)
   getent passwd | while IFS=: read -r n _ uid _ _ home _; do
     [ "$uid" -ge 1000 ] 2>/dev/null && [ "$uid" -ne 65534 ] || continue
-    if [ -f "$home/.ssh/authorized_keys" ] && [ "$(head -n1 "$home/.ssh/authorized_keys")" = "$MARK" ]; then
+    first=
+    [ -f "$home/.ssh/authorized_keys" ] && IFS= read -r first < "$home/.ssh/authorized_keys"
+    if [ "$first" = "$MARK" ]; then
       printf 'managed\t%s\n' "$n"
-      user_fact "$n"
+      case $seen in *" $n "*) ;; *) user_fact "$n" ;; esac
     fi
   done
 
