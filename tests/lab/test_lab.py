@@ -6,9 +6,11 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -262,6 +264,7 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
         assert json.loads(provision("status", "--json", name=name).stdout)["up"] is True
     finally:
         provision("down", name=name)
+        keys_only = [p.name for p in data_dir.iterdir()] if data_dir.exists() else []
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert not re.search(rf"^plab-{re.escape(name)}-", netns, re.M)
     assert str(data_dir) not in Path("/proc/self/mountinfo").read_text()
@@ -273,8 +276,12 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
     propagate = Path("/run/systemd/nspawn/propagate")
     if propagate.exists():
         assert [d for d in os.listdir(propagate) if d.startswith(f"{name}-")] == []
+    assert "hosts" not in keys_only
     # the session lab is untouched
     assert lab.ssh("gpu1", "hostname").stdout.strip() == "gpu1"
-    import shutil
 
-    shutil.rmtree(data_dir, ignore_errors=True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _remove_second_lab_dirs(lab: Lab) -> Iterator[None]:
+    yield
+    shutil.rmtree(Path(P.DATA_ROOT) / f"{lab.name}-b"[:24], ignore_errors=True)
