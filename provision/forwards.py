@@ -1,26 +1,53 @@
-"""Which local ports the rendered ssh_config forwards, per host (pure)."""
+"""Local port forwards to a host's tunnel services (pure).
+
+One definition serves the rendered ssh_config (LocalForward lines), `check` (local
+port collisions) and `provision tunnel` (which may move a forward to a free port).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ipaddress
+from dataclasses import dataclass, replace
 
-from .inventory.model import Host
+from .inventory.model import Host, Service
+
+LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (DESIGN §1.7)
 
 
 @dataclass(frozen=True)
 class Forward:
     service: str
     local_port: int
-    remote_host: str  # as seen from the target host
+    remote_host: str  # address on the target host the forward connects to
     remote_port: int
+    scheme: str = "http"
+
+    @property
+    def local(self) -> str:
+        return f"{LOCAL_BIND}:{self.local_port}"
+
+    @property
+    def remote(self) -> str:
+        host = f"[{self.remote_host}]" if ":" in self.remote_host else self.remote_host
+        return f"{host}:{self.remote_port}"
+
+    def on_port(self, local_port: int) -> Forward:
+        return replace(self, local_port=local_port)
+
+
+def remote_target(service: Service) -> str:
+    """Where on the host the forward connects: the bind address, loopback for a wildcard."""
+    ip = ipaddress.ip_address(service.bind)
+    if ip.is_unspecified:
+        return "::1" if ip.version == 6 else "127.0.0.1"
+    return service.bind
+
+
+def forward_for(service: Service) -> Forward:
+    """The forward for one service, on the same local port as the remote one."""
+    return Forward(service.name, service.port, remote_target(service), service.port, service.scheme)
 
 
 def local_forwards(host: Host) -> tuple[Forward, ...]:
-    """One LocalForward per tunnel service; the local port is the remote port."""
-    out = []
-    for s in host.tunnel_services:
-        target = s.bind
-        if s.is_wildcard:  # a wildcard listener answers on loopback too
-            target = "::1" if ":" in s.bind else "127.0.0.1"
-        out.append(Forward(s.name, s.port, target, s.port))
-    return tuple(out)
+    """The ssh_config's LocalForwards for `host`: one per tunnel service, ordered by port."""
+    return tuple(forward_for(s) for s in sorted(host.tunnel_services, key=lambda s: (s.port, s.name)))

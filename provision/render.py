@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import ipaddress
 import os
 import re
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from provision.firewall_rules import (
     Ruleset,
     host_firewall,
 )
+from provision.forwards import local_forwards
 from provision.inventory.model import Host, Inventory, Service
 
 __all__ = [
@@ -140,14 +140,6 @@ def _render(template: str, **data: Any) -> str:
 
 # --- ssh_config (the operator's machine) -------------------------------------------------
 
-def _forward_host(bind: str) -> str:
-    """The address a forward connects to on the remote side of a tunnel."""
-    ip = ipaddress.ip_address(bind)
-    if ip.is_unspecified:
-        ip = ipaddress.ip_address("::1" if ip.version == 6 else "127.0.0.1")
-    return f"[{ip}]" if ip.version == 6 else str(ip)
-
-
 def render_ssh_config(inv: Inventory, *, user: str | None = None, identity_file: str | None = None,
                       known_hosts: str | None = None) -> str:
     """The ssh_config for the whole inventory: a block per bastion and host, defaults last.
@@ -162,11 +154,7 @@ def render_ssh_config(inv: Inventory, *, user: str | None = None, identity_file:
     nodes = (*sorted(inv.bastions, key=lambda h: h.name), *sorted(inv.hosts, key=lambda h: h.name))
     blocks = []
     for node in nodes:
-        forwards = [
-            {"service": s.name, "local_port": s.port, "remote_host": _forward_host(s.bind),
-             "remote_port": s.port}
-            for s in sorted(node.tunnel_services, key=lambda s: (s.port, s.name))
-        ]
+        forwards = local_forwards(node)
         blocks.append({
             "name": node.name,
             "hostname": node.address,

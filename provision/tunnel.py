@@ -9,16 +9,15 @@ how to read its answer. The I/O lives in `provision.tunnel_io` (session, OpenSSH
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from provision.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 from provision.inventory.model import Host, Inventory, Service
 
 BACKENDS = ("openssh", "paramiko")
-LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (DESIGN §1.7)
 PORT_SEARCH = 100  # how far from the wanted port we look for a free one
 KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget
 
@@ -46,24 +45,6 @@ class Login:
     user: str | None  # None: each hop's own inventory user
     identity_file: str | None  # None: each hop's own key (or the ssh defaults)
     team_member: bool = False
-
-
-@dataclass(frozen=True)
-class Forward:
-    service: str
-    local_port: int
-    remote_host: str  # address on the target host the forward connects to
-    remote_port: int
-    scheme: str = "http"
-
-    @property
-    def local(self) -> str:
-        return f"{LOCAL_BIND}:{self.local_port}"
-
-    @property
-    def remote(self) -> str:
-        host = f"[{self.remote_host}]" if ":" in self.remote_host else self.remote_host
-        return f"{host}:{self.remote_port}"
 
 
 @dataclass(frozen=True)
@@ -128,14 +109,6 @@ def select_services(host: Host, names: Sequence[str]) -> tuple[Service, ...]:
     return tuple(out)
 
 
-def remote_target(service: Service) -> str:
-    """Where on the host the forward connects: the bind address, loopback for a wildcard."""
-    ip = ipaddress.ip_address(service.bind)
-    if ip.is_unspecified:
-        return "::1" if ip.version == 6 else "127.0.0.1"
-    return service.bind
-
-
 def pick_local_port(wanted: int, is_free: Callable[[int], bool], taken: Iterable[int] = (),
                     search: int = PORT_SEARCH) -> int:
     """The wanted port when free, else the nearest free one above it, then below it."""
@@ -157,7 +130,7 @@ def plan_forwards(services: Sequence[Service], is_free: Callable[[int], bool],
     for s in services:
         want = (requested or {}).get(s.name, s.port)
         port = pick_local_port(want, is_free, taken=[f.local_port for f in out])
-        out.append(Forward(s.name, port, remote_target(s), s.port, s.scheme))
+        out.append(forward_for(s).on_port(port))
     return tuple(out)
 
 
