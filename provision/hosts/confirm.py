@@ -31,7 +31,7 @@ from .converge import PAUSE_ENV, HostRun, _reason, execute
 # Tests only: seconds to sleep after the changes are applied and before confirming (to cut
 # the operator side off in the middle of a commit-confirmed apply).
 SLEEP_ENV = "PROVISION_TEST_SLEEP_BEFORE_CONFIRM"
-APPLY_TIMEOUT = 300.0
+APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
 RETRY_PAUSE = 0.5
 STATUS_GRACE = 15.0
 
@@ -137,9 +137,11 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
     started = time.monotonic()
     fresh = [0]  # execs over new connections (the confirmation), counted with the session's
     try:
-        _run(inv, run, accept_new, timeout, plain, guarded, ids, started, fresh)
+        _run(inv, run, accept_new, timeout, plain, guarded, ids, fresh)
     except Exception as e:
-        run.status, run.error = "failed", f"apply: {_reason(e)}"
+        run.status = "failed"
+        run.error = (f"apply: {_reason(e)}; a firewall/sshd change armed before this rolls back "
+                     "on the host by itself")
     finally:
         run.remote_execs = run.remote.execs + fresh[0]
         run.seconds += time.monotonic() - started
@@ -147,13 +149,13 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
 
 
 def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Any],
-         guarded: list[C.CommitConfirmed], ids: list[str], started: float,
-         fresh: list[int]) -> None:
+         guarded: list[C.CommitConfirmed], ids: list[str], fresh: list[int]) -> None:
     pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
     script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
                         batch=batch.build(plain, pause=pause) if plain else None,
                         stop_on_error=True, what="apply")
-    out = run.remote.sh(script, timeout=APPLY_TIMEOUT)
+    out = run.remote.sh(script, timeout=None if plain else APPLY_TIMEOUT)
+    returned = time.monotonic()
     head, sections = C.split_sections(out.stdout)
     run.done = 0
     if plain:
@@ -195,7 +197,8 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
             time.sleep(sleep)
         confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
                                     stop_on_error=False, what="confirm")
-        conf = confirm(inv, run, accept_new, confirm_script, len(armed), started + timeout)
+        window = C.confirm_window(timeout, [results[k] for k in armed])
+        conf = confirm(inv, run, accept_new, confirm_script, len(armed), returned + window)
         fresh[0] += 1
         missed = [k for k, ok in zip(armed, conf.answers, strict=True) if not ok]
         run.done += len(armed) - len(missed)

@@ -175,11 +175,23 @@ class ApplyResult:
     failed: bool = False
     armed_at: float | None = None
     message: str = ""
+    applied_at: float | None = None
+
+
+def confirm_window(timeout: float, results: list[ApplyResult]) -> float:
+    """Seconds left for the confirmation when the apply exec returns: the timeout less what
+    the host's own clock says passed between the first arming and the end of the last apply
+    (a long batch before the commits does not eat into it; one between them does)."""
+    armed = [r.armed_at for r in results if r.armed_at is not None]
+    done = [r.applied_at for r in results if r.applied_at is not None]
+    spent = max(done) - min(armed) if armed and done else 0.0
+    return max(0.0, timeout - max(0.0, spent))
 
 
 def parse_apply(stdout: str) -> ApplyResult:
     invalid = armed = applied = failed = False
     armed_at: float | None = None
+    applied_at: float | None = None
     message: list[str] = []
     for line in stdout.splitlines():
         if line == "@invalid":
@@ -190,11 +202,13 @@ def parse_apply(stdout: str) -> ApplyResult:
             armed_at = _float(line.split(" ", 1)[1])
         elif line == "@applied":
             applied = True
+        elif line.startswith("@applied-at "):
+            applied_at = _float(line.split(" ", 1)[1])
         elif line == "@apply-failed":
             failed = True
         elif line.strip():
             message.append(line.strip())
-    return ApplyResult(invalid, armed, applied, failed, armed_at, " / ".join(message))
+    return ApplyResult(invalid, armed, applied, failed, armed_at, " / ".join(message), applied_at)
 
 
 def _float(text: str) -> float | None:

@@ -4,7 +4,7 @@ applied commit-confirmed, and every way of locking the operator out rolled back 
 Works on gpu1 only, with a copy of the lab's inventory in which gpu1 also serves a public
 model API (port 8000) to the bastion alone. A listener on 0.0.0.0/[::]:8888 and :8000 stands
 in for services that would be exposed without a firewall. The module restores gpu1 to the
-lab's unhardened state when it ends (rules, files, sshd drop-in, stand-ins).
+lab's unhardened state when it starts and when it ends (rules, files, sshd drop-in, stand-ins).
 
 Figures (rollback durations, ssh-audit summary) are printed: run with `-s` to see them.
 """
@@ -63,6 +63,7 @@ def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     # a harmless change (one more API source, a documentation range) for the killed run
     wider = json.loads(json.dumps(doc))
     wider["hosts"][HOST]["services"]["model-api"]["expose"]["from"].append("192.0.2.0/24")
+    _unharden(lab)  # start from the lab's stock host, whatever earlier modules applied
     for unit, port in STANDINS.items():
         lab.host(HOST, "systemd-run", f"--unit={unit}", "/usr/bin/python3", "-m", "http.server",
                  "--bind", "::", str(port))

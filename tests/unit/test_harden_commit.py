@@ -131,3 +131,13 @@ def test_rollback_reason_is_the_recap_text() -> None:
     assert "6.5 s after arming" in text
     assert "previous sshd config restored" in C.rollback_reason("sshd", 8, st, "")
     assert "could not read its status" in C.rollback_reason("sshd", 8, C.Status("unknown"), "x")
+
+
+def test_confirm_window_counts_host_time_between_arming_and_the_end() -> None:
+    first = C.ApplyResult(armed=True, applied=True, armed_at=100.0, applied_at=101.0)
+    second = C.ApplyResult(armed=True, applied=True, armed_at=101.5, applied_at=103.0)
+    assert C.confirm_window(30, [first, second]) == pytest.approx(27.0)
+    assert C.confirm_window(2, [first, second]) == 0.0
+    assert C.confirm_window(30, []) == 30
+    parsed = C.parse_apply("@armed\n@armed-at 5.0\n@applied\n@applied-at 5.5\n")
+    assert parsed.applied_at == 5.5 and parsed.message == ""
