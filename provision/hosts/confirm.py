@@ -129,7 +129,8 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
     """`execute` for runs with commit-confirmed actions (falls back to it without them)."""
     if run.status != "pending":
         return run
-    guarded = [a for _, a in run.actions if isinstance(a, C.CommitConfirmed)]
+    guarded: list[C.CommitConfirmed] = [
+        a for _, a in run.actions if isinstance(a, C.CommitConfirmed)]
     if not guarded:
         return execute(run)
     plain = [a for _, a in run.actions if not isinstance(a, C.CommitConfirmed)]

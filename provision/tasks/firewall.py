@@ -11,7 +11,7 @@ files match and whose loader unit is enabled and active needs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from provision.hosts.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
@@ -72,8 +72,9 @@ class FirewallStep:
             reasons.append(f"{self.unit} not active (rules not loaded)")
         if not reasons:
             return []
-        return [CommitConfirmed("firewall", self.host.name, tuple(staged), self.unit,
-                                script=self.script, reasons=tuple(reasons))]
+        # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch
+        return [cast(Action, CommitConfirmed("firewall", self.host.name, tuple(staged), self.unit,
+                                script=self.script, reasons=tuple(reasons)))]
 
 
 def step(inv: Inventory, host: Host) -> FirewallStep:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from provision.hosts.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
@@ -65,8 +65,9 @@ class SshdStep:
             reasons.append("drop-in mode/owner differs")
         if not reasons:
             return []
-        return [CommitConfirmed("sshd", self.host.name, (Staged(want, "sshd"),), a.service,
-                                reasons=tuple(reasons))]
+        # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch
+        return [cast(Action, CommitConfirmed("sshd", self.host.name, (Staged(want, "sshd"),), a.service,
+                                reasons=tuple(reasons)))]
 
 
 def step(inv: Inventory, host: Host) -> SshdStep:
