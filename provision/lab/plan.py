@@ -182,7 +182,9 @@ def octet_for(name: str) -> int:
 def ula_for(name: str) -> str:
     """An RFC 4193 /48 (fd + 40-bit global ID) derived from the name."""
     g = _digest(name)[2:7]
-    return f"fd{g[0]:02x}:{g[1]:02x}{g[2]:02x}:{g[3]:02x}{g[4]:02x}"
+    # canonical groups (no leading zeros): addresses must compare equal to what
+    # ipaddress (and so the inventory model) prints
+    return f"fd{g[0]:02x}:{g[1] << 8 | g[2]:x}:{g[3] << 8 | g[4]:x}"
 
 
 # host part per node (same on each of its segments); gpuN gets 100+N on prv

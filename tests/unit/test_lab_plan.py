@@ -237,3 +237,16 @@ def test_machine_limits_are_only_ever_raised() -> None:
     low = {"fs/inotify/max_user_instances": 128, "fs/inotify/max_user_watches": 10**7}
     assert P.raise_to_minimums(low) == {"fs/inotify/max_user_instances": 8192}
     assert P.raise_to_minimums({k: v + 1 for k, v in P.HOST_MINIMUMS.items()}) == {}
+
+
+def test_ula_prefix_is_canonical_for_every_name() -> None:
+    """Addresses are compared with what ipaddress prints (the inventory model normalises);
+    a /48 like fdf2:0bf1:... once broke lab tests for some lab names."""
+    import ipaddress
+
+    from provision.lab.plan import ula_for
+
+    for i in range(2000):
+        prefix = ula_for(f"pytest-{i:06x}")
+        address = f"{prefix}:2::101"
+        assert str(ipaddress.ip_address(address)) == address

@@ -372,3 +372,14 @@ def test_ssh_config_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert installed == render_ssh_config(load_inventory(FIXTURE))
     r = runner.invoke(main, ["ssh-config", "-i", str(FIXTURE), "--user", "Bad User"])
     assert r.exit_code == 2
+
+
+def test_service_units_share_tmp_with_the_host(inv: Inventory) -> None:
+    """No PrivateTmp: a venv or data under /tmp must stay visible to the service (a clone
+    under /tmp once made every lab unit fail with 203/EXEC)."""
+    units = [a for h in inv.hosts for a in render_host(inv, h)
+             if a.kind == "unit" and a.path.endswith(tuple(s.unit_name for s in h.services))]
+    assert len(units) == sum(len(h.services) for h in inv.hosts)
+    for unit in units:
+        assert "\nPrivateTmp=" not in unit.content, unit.path
+        assert "NoNewPrivileges=yes" in unit.content
