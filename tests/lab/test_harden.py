@@ -287,7 +287,8 @@ def test_operator_killed_mid_apply_host_rolls_back(lab: Lab, world: dict[str, An
     commit = ""
     try:
         for _ in range(300):  # until the wider rules are in and the rollback is armed
-            v4 = lab.host(HOST, "iptables", "-w", "-S", "PROVISION-INPUT").stdout
+            # check=False: the chain may not exist yet, or be mid-update (nft says "incompatible")
+            v4 = lab.host(HOST, "iptables", "-w", "-S", "PROVISION-INPUT", check=False).stdout
             ls = lab.host(HOST, "sh", "-c", f"ls {COMMIT_DIR}/*/armed", check=False).stdout
             if "192.0.2.0/24" in v4 and ls.strip():
                 applied, commit = True, ls.strip().split("/")[-2]
