@@ -214,7 +214,7 @@ def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) 
     """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
     from provision.tunnel_io import http_answers, port_accepts
 
-    results = {}
+    results: dict[str, str | None] = {}
     for f, r in zip(session.forwards, table, strict=True):
         if r.listening is False:
             results[f.service] = None
