@@ -74,7 +74,7 @@ t_run() {  # seconds for one command (in the operator namespace); fails loudly
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 PROVISION_CMD=("$PROV" apply -i "$INV" --yes)
-PYINFRA_CMD=("$PEERS/bin/pyinfra" -y --quiet inventory.py deploy.py)
+PYINFRA_CMD=("$PEERS/bin/pyinfra" -y inventory.py deploy.py)
 ANSIBLE_CMD=("$PEERS/bin/ansible-playbook" -i hosts.ini site.yml)
 
 declare -A R

@@ -106,6 +106,8 @@ for unit in me["units"]:
       loop: "{{{{ spec.users }}}}"
     - copy: {{content: "{{{{ item.sudoers }}}}", dest: "{{{{ item.sudoers_path }}}}", owner: root, group: root, mode: "0440", validate: "visudo -cf %s"}}
       loop: "{{{{ spec.users | selectattr('sudoers') | list }}}}"
+    - file: {{path: "{{{{ item.path | dirname }}}}", state: directory, owner: root, group: root, mode: "0755"}}
+      loop: "{{{{ me.files }}}}"
     - copy: {{content: "{{{{ item.content }}}}", dest: "{{{{ item.path }}}}", owner: root, group: root, mode: "0{{{{ item.mode }}}}"}}
       loop: "{{{{ me.files }}}}"
       register: written

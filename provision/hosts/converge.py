@@ -7,12 +7,18 @@ its own connection chain; an unreachable or failing host never stops the others.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+# Imported here, in the main thread, before any pool starts: a first import of paramiko
+# racing in two threads hits its circular imports half-initialised.
+import fabric  # noqa: F401
+import paramiko  # noqa: F401
 
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
@@ -23,6 +29,9 @@ from . import script as batch
 from .facts import Facts, FactsError, Request, parse, probe_script
 
 PROBE_TIMEOUT = 120.0
+# Connections are opened here while the host's own thread renders; each host still gets
+# its own chain, used by one thread at a time (fabric #2262 is about sharing a gateway).
+_connector = ThreadPoolExecutor(max_workers=64, thread_name_prefix="connect")
 PAUSE_ENV = "PROVISION_TEST_PAUSE_AFTER_TEMP"  # tests only: sleep after writing a temp file
 
 
@@ -69,13 +78,13 @@ def _reason(e: BaseException) -> str:
 
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool) -> HostRun:
     """Connect, probe, diff. Never raises: problems land in the result's status."""
-    from paramiko.ssh_exception import BadHostKeyException
-
     from .connect import HostKeyError, connect
     from .session import Remote
 
     run = HostRun(host)
     started = time.monotonic()
+    # Open the connection (network round trips) while the desired state renders (CPU).
+    opened: Future[Any] = _connector.submit(connect, inv, host, accept_new)
     try:
         steps = playbook.build(inv, host)
         request = Request()
@@ -83,9 +92,13 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool) ->
             request = request.merge(s.request())
     except Exception as e:  # a render error is this host's failure, not everyone's
         run.status, run.error = "failed", f"cannot build the desired state: {_reason(e)}"
+        with contextlib.suppress(Exception):
+            opened.result().close()
         return run
+    from paramiko.ssh_exception import BadHostKeyException
+
     try:
-        run.chain = connect(inv, host, accept_new=accept_new)
+        run.chain = opened.result()
     except BadHostKeyException as e:
         run.status = "unreachable"
         run.error = (f"host key for {e.hostname} CHANGED (got {e.key.get_name()}); refusing, even "
