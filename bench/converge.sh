@@ -71,6 +71,16 @@ t_run() {  # seconds for one command (in the operator namespace); fails loudly
   e=$(date +%s.%N)
   "$PY" -c "print(round($e - $s, 3))"
 }
+settle() {  # after a cold run the services boot (CPU-heavy Python): wait until they listen
+  for pid in $G1 $G2; do
+    for _ in $(seq 120); do
+      n=$(nsenter -t "$pid" -a -- ss -Htln 2>/dev/null | grep -cE '127\.0\.0\.1:(8888|6006) ' || true)
+      [ "$n" -ge 2 ] && break
+      sleep 0.5
+    done
+  done
+  sleep 2
+}
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 PROVISION_CMD=("$PROV" apply -i "$INV" --yes)
@@ -98,6 +108,8 @@ for tool in provision pyinfra ansible; do
     ansible) cmd=("${ANSIBLE_CMD[@]}"); one=(--limit gpu1) ;;
   esac
   measure "$tool" cold "${cmd[@]}"
+  settle
+  t_run "${cmd[@]}" >/dev/null  # warm-up, not counted
   measure "$tool" noop2 "${cmd[@]}"
   measure "$tool" noop1 "${cmd[@]}" "${one[@]}"
 done
