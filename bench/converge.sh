@@ -83,7 +83,7 @@ settle() {  # after a cold run the services boot (CPU-heavy Python): wait until 
 }
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
-PROVISION_CMD=("$PROV" apply -i "$INV" --yes)
+PROVISION_CMD=("$PROV" apply -i "$INV" --yes --playbook "$OUT/peers/playbook.yml")
 PYINFRA_CMD=("$PEERS/bin/pyinfra" -y inventory.py deploy.py)
 ANSIBLE_CMD=("$PEERS/bin/ansible-playbook" -i hosts.ini site.yml)
 

@@ -37,6 +37,10 @@ def main(inventory: str, out: str) -> None:
             "address": h.address, "files": files, "units": sorted(units),
             "dirs": [{"path": d, "owner": u} for d, u in host_directories(h)]}
     (o / "spec.json").write_text(json.dumps(spec, indent=1))
+    # provision runs exactly these steps (bootstrap-gpu-server also hardens sshd and the
+    # firewall, which the peers' projects do not do)
+    (o / "playbook.yml").write_text("name: bench-bootstrap\nhosts: all\n"
+                                    "steps: [users, packages, services]\n")
     key = inv.identity_file
     ssh_config = str(Path(inventory).with_name("ssh_config"))
     # pyinfra looks jump hosts up as "[addr]:22": give it the same keys under that name too
