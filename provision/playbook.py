@@ -26,7 +26,8 @@ DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
 
 class Step(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def request(self) -> Request: ...
 

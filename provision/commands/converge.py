@@ -76,13 +76,13 @@ def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
 
 def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
     if quiet or not sys.stderr.isatty():
-        return work(None)  # type: ignore[no-any-return]
+        return work(None)
     total, done = len(items), [0]
     with console(stderr=True).status(f"{what}: 0/{total} hosts") as status:
         def tick(run: Any) -> None:
             done[0] += 1
             status.update(f"{what}: {done[0]}/{total} hosts (last: {run.host.name} {run.status})")
-        return work(tick)  # type: ignore[no-any-return]
+        return work(tick)
 
 
 # --- output ----------------------------------------------------------------------------
