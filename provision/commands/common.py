@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -50,4 +51,7 @@ def console(stderr: bool = False) -> Any:
     """A rich Console (imported lazily: rich costs start-up time)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    # Logs and CI output are read on wide screens: don't fold tables at 80 columns there.
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(stderr=stderr, highlight=False, width=width)

@@ -412,7 +412,9 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) ->
             "bob": {"keys": [team_keys["bob"]], "identity_file": f"{p['team']}/bob"},
         },
         "bastions": {
+            # the operator sits on the public segment: the only place SSH may come from
             "bastion": {"address": b.primary.ipv4,
+                        "allow_ssh_from": [plan.subnet4("pub"), plan.subnet6("pub")],
                         "egress": [f"{prv.ipv4}/32", f"{prv.ipv6}/128"]},
         },
         "roles": {

@@ -42,6 +42,7 @@ def test_inventory_is_valid_and_describes_the_lab(lab: Lab) -> None:
     gpus = [h for h in inv.hosts if h.name.startswith("gpu")]
     assert len(gpus) == lab.plan.gpus
     assert all(h.jump_chain == ("bastion",) for h in gpus)
+    assert inv.node("bastion").ssh_from == (lab.plan.subnet4("pub"), lab.plan.subnet6("pub"))
     assert inv.node("bastion").egress == (f"{lab.addr('bastion', 'prv')}/32",
                                           f"{lab.addr('bastion', 'prv', v6=True)}/128")
     assert {p.name: p.sudo for p in inv.team} == {"alice": True, "bob": False}
@@ -285,3 +286,4 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
 def _remove_second_lab_dirs(lab: Lab) -> Iterator[None]:
     yield
     shutil.rmtree(Path(P.DATA_ROOT) / f"{lab.name}-b"[:24], ignore_errors=True)
+

@@ -250,3 +250,17 @@ def test_ula_prefix_is_canonical_for_every_name() -> None:
         prefix = ula_for(f"pytest-{i:06x}")
         address = f"{prefix}:2::101"
         assert str(ipaddress.ip_address(address)) == address
+
+
+def test_the_inventory_it_writes_has_no_error_findings(tmp_path: Path) -> None:
+    """`provision check` on the lab's inventory: its bastion once had no allow_ssh_from, so
+    the firewall would have locked the operator out (and `make demo` stopped there)."""
+    from provision.exposure import findings
+
+    plan = make(directory=str(tmp_path))
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(P.inventory_doc(plan, {"alice": fake_key(1), "bob": fake_key(2)},
+                                                   jupyter=True)))
+    inv = load_inventory(path)
+    assert [f for f in findings(inv) if f.severity == "error"] == []
+    assert inv.node("bastion").ssh_from == (plan.subnet4("pub"), plan.subnet6("pub"))
