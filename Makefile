@@ -38,7 +38,7 @@ test: deps $(STAMP)
 	$(VENV)/bin/ruff check provision tests
 	$(VENV)/bin/pytest -q -ra tests $(PYTEST_ARGS)
 
-demo: $(STAMP)
+demo: deps $(STAMP)
 	@bash scripts/demo.sh
 
 bench: deps $(STAMP)
