@@ -36,6 +36,7 @@ unit: $(STAMP)
 
 test: deps $(STAMP)
 	$(VENV)/bin/ruff check provision tests
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q -ra tests $(PYTEST_ARGS)
 
 demo: deps $(STAMP)
