@@ -10,11 +10,11 @@ Each step turns (inventory, host) into a fact request and a pure diff (facts -> 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -96,6 +96,8 @@ class Playbook:
 def _matches(pattern: str, host: Host) -> bool:
     if pattern == "all":
         return not host.is_bastion
+    if pattern == "bastions":
+        return host.is_bastion
     if pattern.startswith("role:"):
         return pattern[5:] in host.roles
     return pattern == host.name
@@ -178,7 +180,7 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
         if h != "all" and not (h.startswith("role:") and len(h) > 5) and (
                 any(c.isspace() for c in h) or ":" in h):
             raise err(node, f"hosts[{i}]", f"'{h}' is not a host selector "
-                      "(all, a host name, or role:NAME)")
+                      "(all, bastions, a host name, or role:NAME)")
     name, description = default_name, ""
     for key in ("name", "description"):
         if key in fields:
@@ -191,3 +193,19 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
                 description = v.value
     return Playbook(name=name, source=source, hosts=tuple(h for h, _ in hosts),
                     steps=tuple(s for s, _ in steps), description=description)
+
+
+T = TypeVar("T")
+
+
+def waves(items: Sequence[T], host_of: Callable[[T], Host]) -> list[list[T]]:
+    """Apply order: bastions first, outermost before the ones behind them, then every host.
+
+    A host's confirmation (and its team's logins) go through its bastions, so a bastion's
+    sshd and firewall must have settled before the hosts behind it change.
+    """
+    bastions = sorted({len(host_of(i).jump_chain) for i in items if host_of(i).is_bastion})
+    out = [[i for i in items if host_of(i).is_bastion and len(host_of(i).jump_chain) == depth]
+           for depth in bastions]
+    hosts = [i for i in items if not host_of(i).is_bastion]
+    return [*out, hosts] if hosts else out

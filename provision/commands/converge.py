@@ -58,8 +58,7 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
         selected = pb.select(inv, hosts)
     except KeyError as e:
         known = ", ".join(h.name for h in inv.hosts)
-        fail_usage(f"no host matches {e.args[0]!r} (hosts: {known}; or all, role:NAME)")
-    selected = tuple(h for h in selected if not h.is_bastion) or selected
+        fail_usage(f"no host matches {e.args[0]!r} (hosts: {known}; or all, bastions, role:NAME)")
     if not selected:
         fail_usage(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
     return inv, pb, selected
@@ -200,6 +199,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     from provision.hosts.confirm import execute_guarded
     from provision.hosts.converge import close, in_parallel
+    from provision.playbook import waves
 
     if not yes and not sys.stdin.isatty():
         click.echo("error: apply asks for confirmation, and stdin is not a terminal; "
@@ -218,10 +218,15 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
             click.echo("apply cancelled; nothing changed", err=True)
             sys.exit(EXIT_FAILED)
         if pending:
-            runs = _with_progress("applying", pending, as_json,
-                                  lambda cb: in_parallel(
-                                      lambda r: execute_guarded(inv, r, accept_new, timeout),
-                                      runs, forks, cb))
+            def execute(run: Any) -> Any:
+                return execute_guarded(inv, run, accept_new, timeout)
+
+            done: dict[str, Any] = {}
+            for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
+                applied = _with_progress("applying", wave, as_json,
+                                         lambda cb, wave=wave: in_parallel(execute, wave, forks, cb))
+                done.update((run.host.name, run) for run in applied)
+            runs = [done[run.host.name] for run in runs]
     finally:
         for r in runs:
             close(r)

@@ -165,13 +165,16 @@ class Inventory:
         return tuple(self.node(n) for n in host.jump_chain)
 
     def select(self, patterns: list[str] | tuple[str, ...]) -> tuple[Host, ...]:
-        """Hosts by name, `all`, or `role:NAME`. Empty selection means all hosts."""
+        """Hosts by name, `all` (every host), `bastions` (every bastion) or `role:NAME`.
+        Empty selection means all hosts."""
         if not patterns:
             return self.hosts
         out: list[Host] = []
         for pat in patterns:
             if pat == "all":
                 matched = list(self.hosts)
+            elif pat == "bastions":
+                matched = list(self.bastions)
             elif pat.startswith("role:"):
                 matched = [h for h in self.hosts if pat[5:] in h.roles]
             else:

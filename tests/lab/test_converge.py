@@ -26,6 +26,7 @@ from .conftest import PROVISION, Lab
 pytestmark = pytest.mark.lab
 
 GPUS = ("gpu1", "gpu2")
+NODES = ("bastion", *GPUS)  # the bootstrap playbook converges the bastion first
 STANDIN = "notebook"
 STANDIN_UNIT = f"provision-{STANDIN}.service"
 
@@ -112,8 +113,8 @@ def test_bootstrap_through_the_bastion(lab: Lab, world: dict[str, Any]) -> None:
     code, data, err = run(lab, "apply", "--yes", inventory=world["inventory"])
     assert code == 0, err + json.dumps(data, indent=1)
     hosts = by_host(data)
-    assert set(hosts) == set(GPUS)
-    for h in GPUS:
+    assert set(hosts) == set(NODES)
+    for h in NODES:
         assert hosts[h]["status"] in ("changed", "ok"), hosts[h]
         # one probe, one batch (plain actions + the sshd/firewall commits), one confirmation
         # over a new connection through the bastion
@@ -162,7 +163,7 @@ def test_second_apply_changes_nothing_in_one_remote_exec(lab: Lab, world: dict[s
     assert code == 0, err
     for h, r in by_host(data).items():
         assert (r["status"], r["changed"], r["changes"], r["remote_execs"]) == ("ok", 0, 0, 1), (h, r)
-    assert data["summary"] == {"ok": len(GPUS)}
+    assert data["summary"] == {"ok": len(NODES)}
 
 
 def test_apply_without_terminal_or_yes_is_refused(lab: Lab, world: dict[str, Any]) -> None:
@@ -212,8 +213,24 @@ def test_sigkill_halfway_then_apply_converges_without_temp_files(
         assert "bob2" not in before[h]
         assert extra.with_suffix(".pub").read_text().split()[1] in lab.host(h, "cat", target).stdout
     code, data, _ = run(lab, "apply", "--yes", inventory=inv)
-    assert code == 0 and data["summary"] == {"ok": len(GPUS)}
+    assert code == 0 and data["summary"] == {"ok": len(NODES)}
     assert run(lab, "apply", "--yes", inventory=world["inventory"])[0] == 0  # back to the module's
+
+
+def test_team_members_reach_the_bastion_and_tunnel_through_it_as_themselves(
+        lab: Lab, world: dict[str, Any]) -> None:
+    """The bastion is converged too, so each member rides it with their own key: `provision
+    tunnel gpu1 --user alice` works end to end, and bob's key does not open alice's account."""
+    r = login(lab, "alice", "bastion", team_key(lab, world, "alice"), "id", "-un")
+    assert r.returncode == 0 and r.stdout.strip() == "alice", r.stderr
+    assert refused(login(lab, "alice", "bastion", team_key(lab, world, "bob"), "true"))
+    for user in ("alice", "carol"):
+        t = subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "tunnel",
+                            "-i", str(world["inventory"]), "gpu1", "--user", user, "--check",
+                            "--json"], capture_output=True, text=True, timeout=120)
+        assert t.returncode == 0, (user, t.stdout, t.stderr)
+        (fwd,) = json.loads(t.stdout)["forwards"]
+        assert fwd["service"] == STANDIN and " 200 " in (fwd["answer"] or ""), fwd
 
 
 def test_removed_member_loses_access_on_next_apply(lab: Lab, world: dict[str, Any]) -> None:
@@ -230,7 +247,7 @@ def test_removed_member_loses_access_on_next_apply(lab: Lab, world: dict[str, An
         assert refused(login(lab, "carol", h, team_key(lab, world, "carol"), "true"))
         assert login(lab, "alice", h, team_key(lab, world, "alice"), "true").returncode == 0
     code, data, _ = run(lab, "apply", "--yes", inventory=inv)
-    assert code == 0 and data["summary"] == {"ok": len(GPUS)}
+    assert code == 0 and data["summary"] == {"ok": len(NODES)}
     # carol comes back: her account is reactivated and her key works again
     code, data, err = run(lab, "apply", "--yes", inventory=world["inventory"])
     assert code == 0, err
@@ -247,7 +264,8 @@ def test_unreachable_host_does_not_stop_the_others(lab: Lab, world: dict[str, An
     hosts = by_host(data)
     assert hosts["gpu1"]["status"] == "ok"
     assert hosts["gpu2"]["status"] == "unreachable" and hosts["gpu2"]["error"]
-    assert data["summary"] == {"ok": 1, "unreachable": 1}
+    assert hosts["bastion"]["status"] == "ok"
+    assert data["summary"] == {"ok": 2, "unreachable": 1}
 
 
 def _known_hosts(lab: Lab, path: Path, drop: str = "", replace: str = "") -> Path:

@@ -12,9 +12,10 @@ from provision.playbook import PlaybookError, load, parse
 
 def test_shipped_bootstrap_playbook() -> None:
     pb = load("bootstrap-gpu-server")
-    assert pb.steps == ("users", "packages", "services", "sshd", "firewall") and pb.hosts == ("all",)
+    assert pb.steps == ("users", "packages", "services", "sshd", "firewall")
+    assert pb.hosts == ("bastions", "all")  # bastions carry the team's logins: they converge too
     inv, host = inventory()
-    assert pb.select(inv) == (host,)
+    assert pb.select(inv) == (host, inv.node("jump"))
     assert [s.name for s in pb.build(inv, host)] == ["users", "packages", "services", "sshd", "firewall"]
 
 
@@ -48,3 +49,31 @@ def test_unknown_playbook_name_suggests(tmp_path: Path) -> None:
     p = tmp_path / "mine.yml"
     p.write_text("hosts: gpu1\nsteps: [services]\n")
     assert load(str(p)).name == "mine"
+
+
+def test_bastions_selector_and_apply_waves() -> None:
+    from pathlib import Path
+
+    from provision.inventory import load_inventory
+    from provision.playbook import waves
+
+    p = Path(__file__).parent / "_waves.yml"
+    p.write_text("""version: 1
+bastions:
+  edge: {address: 203.0.113.1, allow_ssh_from: [203.0.113.0/24]}
+  inner: {address: 10.0.0.1, via: edge, egress: [10.0.0.1/32]}
+hosts:
+  gpu1: {address: 10.0.1.5, via: inner}
+  gpu2: {address: 10.0.1.6, via: edge, ssh_from: [10.0.0.0/8]}
+""")
+    try:
+        inv = load_inventory(p)
+    finally:
+        p.unlink()
+    pb = parse("hosts: [bastions, all]\nsteps: [users]\n", "x.yml")
+    chosen = pb.select(inv)
+    assert {h.name for h in chosen} == {"edge", "inner", "gpu1", "gpu2"}
+    assert [[h.name for h in w] for w in waves(chosen, lambda h: h)] == [["edge"], ["inner"], ["gpu1", "gpu2"]]
+    assert [h.name for h in inv.select(["bastions"])] == ["edge", "inner"]
+    only_hosts = parse("hosts: all\nsteps: [users]\n", "x.yml").select(inv)
+    assert [[h.name for h in w] for w in waves(only_hosts, lambda h: h)] == [["gpu1", "gpu2"]]
