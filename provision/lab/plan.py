@@ -350,6 +350,11 @@ def sshd_config() -> str:
     return render("sshd_lab.conf.j2")
 
 
+def logind_conf() -> str:
+    """logind drop-in: user managers are never stopped (see the template for why)."""
+    return render("logind-lab.conf.j2")
+
+
 def sudoers(user: str = "admin") -> str:
     return render("sudoers.j2", user=user)
 

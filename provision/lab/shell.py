@@ -254,6 +254,7 @@ def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> 
         link.symlink_to("/dev/null")
     for rel, content in P.unit_dropins(node).items():
         _write(units, rel, content)
+    _write(root, "etc/systemd/logind.conf.d/50-provision-lab.conf", P.logind_conf())
     # sshd: one fresh ed25519 host key, key-only logins
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()

@@ -264,3 +264,13 @@ def test_the_inventory_it_writes_has_no_error_findings(tmp_path: Path) -> None:
     inv = load_inventory(path)
     assert [f for f in findings(inv) if f.severity == "error"] == []
     assert inv.node("bastion").ssh_from == (plan.subnet4("pub"), plan.subnet6("pub"))
+
+
+def test_user_managers_are_never_stopped_in_lab_containers() -> None:
+    """A stopped user@UID.service hung in final-sigkill (cgroup v1) and stalled every new
+    login of that user for minutes: the lab keeps user managers running."""
+    import configparser
+
+    conf = configparser.ConfigParser(comment_prefixes=("#",))
+    conf.read_string(P.logind_conf())
+    assert conf["Login"]["UserStopDelaySec"] == "infinity"
