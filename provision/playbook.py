@@ -83,7 +83,7 @@ class Playbook:
 
     def select(self, inv: Inventory, patterns: tuple[str, ...] = ()) -> tuple[Host, ...]:
         """The playbook's hosts, narrowed to `patterns` when given. KeyError on a bad pattern."""
-        mine = tuple(h for h in (*inv.hosts, *inv.bastions)
+        mine = tuple(h for h in (*inv.bastions, *inv.hosts)  # the order they are applied in
                      if any(_matches(p, h) for p in self.hosts))
         if not patterns:
             return mine
