@@ -10,6 +10,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
+from .inventory.fields import is_cidr
 from .inventory.model import Host, Inventory, Service
 
 Severity = Literal["error", "warning", "info"]
@@ -167,7 +168,7 @@ def _security_group_findings(inv: Inventory) -> list[Finding]:
     out = []
     for g in inv.aws.security_groups:
         for i, r in enumerate(g.ingress):
-            world = [c for c in r.sources if _looks_cidr(c) and _is_world(c)]
+            world = [c for c in r.sources if is_cidr(c) and _is_world(c)]
             if world and r.from_port <= 22 <= r.to_port:
                 out.append(Finding("warning", "sg-ssh-open-to-world", f"sg/{g.name}",
                                    f"security group {g.name} opens SSH to {', '.join(world)}",
@@ -181,10 +182,3 @@ def _security_group_findings(inv: Inventory) -> list[Finding]:
                                        f"aws.security_groups.{g.name}.ingress[{i}]"))
     return out
 
-
-def _looks_cidr(value: str) -> bool:
-    try:
-        ipaddress.ip_network(value)
-        return True
-    except ValueError:
-        return False

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
+from .fields import is_cidr, is_ip
 from .schema import BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
 from .source import FieldPath, SourceDoc, dotted
 
@@ -294,7 +295,7 @@ class _Resolver:
             rules = []
             for i, r in enumerate(g.ingress):
                 for j, src in enumerate(r.from_):
-                    if not _is_cidr(src) and src not in a.security_groups:
+                    if not is_cidr(src) and src not in a.security_groups:
                         self.fail(("aws", "security_groups", gname, "ingress", i, "from", j),
                                   f"'{src}' is neither a CIDR nor a security group defined here")
                 lo, hi = (r.port, r.port) if r.port is not None else (r.ports or [0, 0])
@@ -331,7 +332,7 @@ class _Resolver:
                           "or an ALIAS at your provider)")
             if r.values is not None or r.value is None:
                 self.fail(path, "a CNAME takes exactly one 'value' (a DNS name), not 'values'")
-            elif _is_ip(r.value):
+            elif is_ip(r.value):
                 self.fail((*path, "value"), "a CNAME points at a DNS name, not an IP address (use type A)")
             else:
                 values = (r.value,)
@@ -355,18 +356,3 @@ def _overlay(base: ServiceDoc, top: ServiceDoc | None) -> ServiceDoc:
     merged.update(top.model_dump(by_alias=True, exclude_unset=True))
     return ServiceDoc.model_validate(merged, strict=False)
 
-
-def _is_cidr(value: str) -> bool:
-    try:
-        ipaddress.ip_network(value)
-        return True
-    except ValueError:
-        return False
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        return False

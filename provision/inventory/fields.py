@@ -74,6 +74,22 @@ def check_address(value: str) -> str:
     return value
 
 
+def is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return False
+
+
+def is_cidr(value: str) -> bool:
+    try:
+        ipaddress.ip_network(value)
+        return True
+    except ValueError:
+        return False
+
+
 def check_ip(value: str) -> str:
     """An IP literal (bind addresses)."""
     _no_control(value, "an IP address")
