@@ -126,6 +126,18 @@ class Lab:
             raise AssertionError(f"{host}: {cmd} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
         return r
 
+    def provision_json(self, *args: str, env: dict[str, str] | None = None,
+                       timeout: float = 240) -> tuple[int, dict[str, Any], str]:
+        """`provision ARGS --json` in the operator namespace: (exit code, JSON or {}, stderr)."""
+        r = subprocess.run(["ip", "netns", "exec", self.plan.operator.netns, *PROVISION, *args,
+                            "--json"], capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **(env or {})})
+        try:
+            data = json.loads(r.stdout)
+        except json.JSONDecodeError:
+            data = {}
+        return r.returncode, data, r.stderr
+
     def ssh(self, host: str, *cmd: str, known_hosts: Path | None = None, check: bool = True,
             extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
         """Real OpenSSH from the operator namespace, host keys verified; `cmd` is quoted."""

@@ -67,16 +67,8 @@ def write_inventory(path: Path, doc: dict[str, Any]) -> Path:
 
 def run(lab: Lab, *args: str, inventory: Path, env: dict[str, str] | None = None,
         timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-    """provision ARGS --json in the operator namespace: (exit code, JSON, stderr)."""
-    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, *args, "-i", str(inventory),
-           "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **(env or {})})
-    try:
-        data = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        data = {}
-    return r.returncode, data, r.stderr
+    """provision ARGS -i INVENTORY --json in the operator namespace: (exit code, JSON, stderr)."""
+    return lab.provision_json(*args, "-i", str(inventory), env=env, timeout=timeout)
 
 
 def by_host(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -96,16 +96,8 @@ def _unharden(lab: Lab) -> None:
 
 def apply(lab: Lab, inventory: Path, *extra: str, env: dict[str, str] | None = None,
           timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes",
-           "--playbook", "harden", "-i", str(inventory), "--json", "--confirm-timeout", TIMEOUT,
-           *extra, HOST]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **(env or {})})
-    try:
-        data = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        data = {}
-    return r.returncode, data, r.stderr
+    return lab.provision_json("apply", "--yes", "--playbook", "harden", "-i", str(inventory),
+                              "--confirm-timeout", TIMEOUT, *extra, HOST, env=env, timeout=timeout)
 
 
 def result(data: dict[str, Any]) -> dict[str, Any]:
