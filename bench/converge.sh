@@ -22,7 +22,7 @@ if [ ! -x "$PEERS/bin/pyinfra" ] || [ ! -x "$PEERS/bin/ansible-playbook" ]; then
   python3 -m venv "$PEERS"
   "$PEERS/bin/pip" install -q pyinfra ansible-core
 fi
-up=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("up", False))' || echo False)
+up=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("up", False))' 2>/dev/null || echo False)
 STARTED_LAB=0
 if [ "$up" != "True" ]; then
   "$PROV" lab up >/dev/null

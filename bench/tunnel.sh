@@ -16,7 +16,7 @@ PY=${PY:-.venv/bin/python}
 [ "$(id -u)" = 0 ] || { echo "bench/tunnel.sh: root needed" >&2; exit 2; }
 
 OWN_LAB=
-DIR=$($PROVISION lab status --json 2>/dev/null | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["dir"] if d.get("up") else "")' || true)
+DIR=$($PROVISION lab status --json 2>/dev/null | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["dir"] if d.get("up") else "")' 2>/dev/null || true)
 if [ -z "$DIR" ]; then
   DIR=/var/lib/provision-lab/$PROVISION_LAB_NAME
   OWN_LAB=1
