@@ -20,7 +20,7 @@ step "the lab's inventory: $INV"
 cat "$INV"
 $P check -i "$INV"
 
-step "bootstrap gpu1 and gpu2 through the bastion (users, keys, services)"
+step "bootstrap the bastion, then gpu1 and gpu2 through it (users, keys, services, sshd and firewall: commit-confirmed)"
 $P lab exec -- "$P" apply -i "$INV" --yes
 
 step "plan again: nothing to do (exit 0 with --detailed-exitcode)"
