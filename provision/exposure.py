@@ -1,7 +1,6 @@
-"""The joined reachability model: bind address x host firewall x security group x tunnel.
+"""Cross-layer findings: bind address x host firewall x security group x tunnel.
 
-Pure: an Inventory in, findings out. `provision check` prints them; `audit` compares
-them with what the hosts really do.
+Pure: an Inventory in, findings out; `provision check` prints them.
 """
 
 from __future__ import annotations
@@ -30,33 +29,8 @@ class Finding:
     field: str = ""  # inventory field path, for file:line
 
 
-@dataclass(frozen=True)
-class Reach:
-    """How one service can be reached, per layer."""
-
-    host: str
-    service: str
-    port: int
-    bind: str
-    listens_publicly: bool
-    firewall_sources: tuple[str, ...]
-    via_tunnel: bool
-
-
 def _is_world(cidr: str) -> bool:
     return ipaddress.ip_network(cidr).prefixlen == 0
-
-
-def reachability(inv: Inventory) -> tuple[Reach, ...]:
-    """Every service of every host and who can reach it."""
-    out = []
-    for host in inv.hosts:
-        for s in host.services:
-            listens = not s.is_loopback
-            sources = s.expose.sources if s.expose.kind == "public" and listens else ()
-            out.append(Reach(host.name, s.name, s.port, s.bind, listens, sources,
-                             s.expose.kind == "tunnel"))
-    return tuple(out)
 
 
 def findings(inv: Inventory) -> tuple[Finding, ...]:
