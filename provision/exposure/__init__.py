@@ -9,8 +9,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
-from .inventory.fields import is_cidr
-from .inventory.model import Host, Inventory, Service
+from provision.inventory.fields import is_cidr
+from provision.inventory.model import Host, Inventory, Service
 
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -117,7 +117,7 @@ def _binds_overlap(a: str, b: str) -> bool:
 
 def _forward_collisions(inv: Inventory) -> list[Finding]:
     """LocalForwards in the rendered ssh_config use the remote port as the local port."""
-    from .forwards import local_forwards
+    from provision.forwards import local_forwards
 
     users: dict[int, list[str]] = {}
     for host in inv.hosts:

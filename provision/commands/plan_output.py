@@ -1,0 +1,129 @@
+"""One plan format for every command that plans: `plan`, `sg plan`, `dns plan`.
+
+Pure data plus printing (stdout only). A plan is a list of sections (a host, a security
+group, a zone), each with Terraform-like changes: `+` create, `-` destroy, `~` update in
+place, optionally with detail lines and a unified diff. Every plan ends with the same
+count line and exits the same way (`--detailed-exitcode`: 0 no changes, 3 changes; 1 when a
+section failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+
+Op = Literal["+", "-", "~"]
+_WORD = {"+": "add", "~": "change", "-": "destroy"}
+_STYLE = {"+": "green", "-": "red", "~": "yellow"}
+
+
+@dataclass(frozen=True)
+class Change:
+    op: Op
+    subject: str  # what changes, one line ("ingress tcp 22 from 203.0.113.0/24")
+    detail: tuple[str, ...] = ()  # further lines ("ttl: 3600 -> 60")
+    diff: tuple[str, ...] = ()  # unified diff lines of a file, printed coloured
+    kind: str = ""  # the producer's own type name (an action class, "rule", "rrset")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "action": _WORD[self.op], "subject": self.subject,
+                "detail": list(self.detail), "type": self.kind}
+
+
+@dataclass(frozen=True)
+class Section:
+    """The changes for one thing (host, group, zone), or why it could not be planned."""
+
+    name: str
+    changes: tuple[Change, ...] = ()
+    error: str = ""  # failed/unreachable: no changes could be planned
+    status: str = ""  # free-form status word shown with an error ("unreachable")
+    notes: tuple[str, ...] = ()  # drift reported but not acted on, warnings
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+
+def counts(sections: Iterable[Section]) -> dict[str, int]:
+    out = {"add": 0, "change": 0, "destroy": 0}
+    for s in sections:
+        for c in s.changes:
+            out[_WORD[c.op]] += 1
+    return out
+
+
+def count_line(sections: Sequence[Section]) -> str:
+    n = counts(sections)
+    failed = sum(1 for s in sections if s.failed)
+    tail = f" {failed} could not be planned." if failed else ""
+    if not any(n.values()):
+        return "No changes." + tail
+    return f"Plan: {n['add']} to add, {n['change']} to change, {n['destroy']} to destroy." + tail
+
+
+def has_changes(sections: Iterable[Section]) -> bool:
+    return any(s.changes for s in sections)
+
+
+def exit_status(sections: Sequence[Section], detailed_exitcode: bool) -> int:
+    if any(s.failed for s in sections):
+        return EXIT_FAILED
+    if detailed_exitcode and has_changes(sections):
+        return EXIT_CHANGES
+    return EXIT_OK
+
+
+def to_json(sections: Sequence[Section]) -> dict[str, Any]:
+    return {"summary": counts(sections),
+            "sections": [{"name": s.name, "error": s.error or None, "status": s.status or None,
+                          "notes": list(s.notes), "changes": [c.to_json() for c in s.changes]}
+                         for s in sections]}
+
+
+def print_plan(sections: Sequence[Section], out: Any = None, *, title: str = "") -> None:
+    """Print the sections and the count line on a rich Console (stdout by default)."""
+    from rich.text import Text
+
+    from .common import console
+
+    out = out or console()
+    if title:
+        out.print(Text(title, style="bold"))
+    for s in sections:
+        if s.failed:
+            out.print(Text(f"{s.name}: {s.status or 'failed'}: {s.error}", style="bold red"))
+            continue
+        if not s.changes:
+            out.print(Text(f"{s.name}: no changes", style="green"))
+        else:
+            n = len(s.changes)
+            out.print(Text(f"{s.name}: {n} change{'s' if n != 1 else ''}", style="bold yellow"))
+        for c in s.changes:
+            for line in c.diff:
+                out.print(_diff_line(line))
+        for c in s.changes:
+            out.print(Text(f"  {c.op} ", style=f"bold {_STYLE[c.op]}") + Text(c.subject))
+            for d in c.detail:
+                out.print(Text(f"      {d}", style="dim"))
+        for note in s.notes:
+            out.print(Text(f"  ! {note}", style="magenta"))
+    out.print(Text(count_line(sections), style="bold"))
+
+
+def _diff_line(line: str) -> Any:
+    from rich.text import Text
+
+    text = line.rstrip("\n")
+    if line.startswith(("+++", "---")):
+        return Text(text, style="bold")
+    if line.startswith("@@"):
+        return Text(text, style="cyan")
+    if line.startswith("+"):
+        return Text(text, style="green")
+    if line.startswith("-"):
+        return Text(text, style="red")
+    return Text(text)
