@@ -223,7 +223,8 @@ class _Resolver:
                 egress = ()
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
-                      is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress)
+                      is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
+                      security_groups=self._attached(("bastions", name), b.security_groups))
 
     def _host(self, name: str, h: HostDoc) -> m.Host:
         d = self.doc.defaults
@@ -231,6 +232,7 @@ class _Resolver:
         services: dict[str, tuple[FieldPath, ServiceDoc]] = {}
         packages: list[str] = []
         ssh_from: list[str] = []
+        groups: list[str] = []
         for i, role in enumerate(h.roles):
             r = self.doc.roles.get(role)
             if r is None:
@@ -244,16 +246,19 @@ class _Resolver:
                 services[sname] = (("roles", role, "services", sname), _overlay(base, sdoc))
             packages += [p for p in r.packages if p not in packages]
             ssh_from += [c for c in r.ssh_from if c not in ssh_from]
+            groups += [g for g in self._attached(("roles", role), r.security_groups) if g not in groups]
         for sname, sdoc in h.services.items():
             base = services.get(sname, (path, ServiceDoc()))[1]
             services[sname] = ((*path, "services", sname), _overlay(base, sdoc))
         packages += [p for p in h.packages if p not in packages]
         ssh_from += [c for c in h.ssh_from if c not in ssh_from]
+        groups += [g for g in self._attached(path, h.security_groups) if g not in groups]
         resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=tuple(h.roles),
-                      ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages))
+                      ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
+                      security_groups=tuple(groups))
 
     def _service(self, path: FieldPath, name: str, s: ServiceDoc) -> m.Service:
         entry = CATALOG.get(name)
@@ -286,21 +291,55 @@ class _Resolver:
                          scheme=entry.scheme if entry else "http")
 
     # cloud ----------------------------------------------------------------------
+    def _group_name(self, path: FieldPath, name: str, what: str) -> bool:
+        """Whether `name` is a declared security group; reports it at `path` if not."""
+        declared = list(self.doc.aws.security_groups) if self.doc.aws else []
+        if name in declared:
+            return True
+        close = difflib.get_close_matches(name, declared, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        self.fail(path, f"{what} '{name}'{hint} (aws.security_groups: {', '.join(declared) or 'none defined'})")
+        return False
+
+    def _attached(self, path: FieldPath, names: list[str]) -> tuple[str, ...]:
+        """The security groups a host, bastion or role names, checked against aws.security_groups."""
+        roles = self.doc.roles
+        if path[0] == "roles" and (len(path) < 2 or path[1] not in roles):
+            return ()
+        ok = [g for i, g in enumerate(names)
+              if self._group_name((*path, "security_groups", i), g, "unknown security group")]
+        return tuple(dict.fromkeys(ok))
+
+    def _rules(self, path: FieldPath, docs: list[Any], peers: str) -> tuple[m.IngressRule, ...]:
+        rules = []
+        for i, r in enumerate(docs):
+            sources = r.from_ if peers == "from" else r.to
+            for j, src in enumerate(sources):
+                if not is_cidr(src):
+                    self._group_name((*path, i, peers, j), src,
+                                     "not a CIDR, and no security group named")
+            if r.protocol in ("icmp", "all"):
+                lo, hi = -1, -1
+            else:
+                lo, hi = (r.port, r.port) if r.port is not None else (r.ports or [0, 0])
+            rules.append(m.IngressRule(r.protocol, lo, hi, tuple(dict.fromkeys(sources)), r.description))
+        return tuple(rules)
+
     def _aws(self) -> m.Aws | None:
         a = self.doc.aws
         if a is None:
             return None
         groups = []
+        ids: dict[str, str] = {}
         for gname, g in a.security_groups.items():
-            rules = []
-            for i, r in enumerate(g.ingress):
-                for j, src in enumerate(r.from_):
-                    if not is_cidr(src) and src not in a.security_groups:
-                        self.fail(("aws", "security_groups", gname, "ingress", i, "from", j),
-                                  f"'{src}' is neither a CIDR nor a security group defined here")
-                lo, hi = (r.port, r.port) if r.port is not None else (r.ports or [0, 0])
-                rules.append(m.IngressRule(r.protocol, lo or 0, hi or 0, tuple(r.from_), r.description))
-            groups.append(m.SecurityGroup(gname, g.vpc, g.description, tuple(rules)))
+            gpath: FieldPath = ("aws", "security_groups", gname)
+            if g.id is not None:
+                if g.id in ids:
+                    self.fail((*gpath, "id"), f"group id {g.id} is also declared as '{ids[g.id]}'")
+                ids[g.id] = gname
+            ingress = self._rules((*gpath, "ingress"), list(g.ingress), "from")
+            egress = None if g.egress is None else self._rules((*gpath, "egress"), list(g.egress), "to")
+            groups.append(m.SecurityGroup(gname, g.vpc, g.description, ingress, id=g.id, egress=egress))
         return m.Aws(a.region, a.endpoint_url, tuple(groups))
 
     def _dns(self) -> m.Dns | None:

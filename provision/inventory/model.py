@@ -73,6 +73,7 @@ class Host:
     services: tuple[Service, ...] = ()
     packages: tuple[str, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
+    security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)
@@ -84,19 +85,35 @@ class Host:
 
 @dataclass(frozen=True)
 class IngressRule:
+    """One declared security group rule (ingress, or egress when listed under `egress`).
+
+    `protocol` is tcp, udp, icmp or all. Ports: tcp/udp a range (`from_port == to_port`
+    for one port); icmp and all carry -1/-1 (every ICMP type, every port).
+    `sources` are CIDRs or names of groups declared in the inventory (the peers: sources
+    for ingress, destinations for egress).
+    """
+
     protocol: str
     from_port: int
     to_port: int
     sources: tuple[str, ...]  # CIDRs or security group names
     description: str = ""
 
+    def admits_tcp(self, port: int) -> bool:
+        """Whether this rule lets TCP traffic to `port` through."""
+        if self.protocol == "all":
+            return True
+        return self.protocol == "tcp" and self.from_port <= port <= self.to_port
+
 
 @dataclass(frozen=True)
 class SecurityGroup:
     name: str
-    vpc: str
+    vpc: str | None  # None only for an existing group named by `id`
     description: str
     ingress: tuple[IngressRule, ...]
+    id: str | None = None  # an existing group created elsewhere
+    egress: tuple[IngressRule, ...] | None = None  # None: leave the AWS default alone
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,8 @@ class BastionDoc(Strict):
         default_factory=list,
         description="addresses this bastion's connections come from on the hosts' side "
                     "(default: its address when that is an IP)")
+    security_groups: list[Name] = Field(
+        default_factory=list, description="names of aws.security_groups this machine sits in")
 
 
 class HostDoc(Strict):
@@ -97,24 +99,40 @@ class HostDoc(Strict):
     ssh_from: list[Cidr] = Field(default_factory=list)
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
     packages: list[Package] = Field(default_factory=list)
+    security_groups: list[Name] = Field(
+        default_factory=list, description="names of aws.security_groups this machine sits in")
 
 
 class RoleDoc(Strict):
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
     packages: list[Package] = Field(default_factory=list)
     ssh_from: list[Cidr] = Field(default_factory=list)
+    security_groups: list[Name] = Field(
+        default_factory=list, description="names of aws.security_groups this machine sits in")
 
 
-class IngressDoc(Strict):
+_AWS_TEXT = r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$"
+Description = Annotated[StrictStr, Field(max_length=255, pattern=_AWS_TEXT)]
+Protocol = Literal["tcp", "udp", "icmp", "all"]
+
+
+class _RuleDoc(Strict):
+    protocol: Protocol = Field(
+        "tcp", description="tcp or udp (need port or ports); icmp (every ICMP type; ICMPv6 for "
+                           "IPv6 sources) and all (every protocol and port) take no port")
     port: Port | None = None
     ports: Annotated[list[Port], Field(min_length=2, max_length=2)] | None = Field(
         None, description="[from, to] port range")
-    protocol: Literal["tcp", "udp"] = "tcp"
-    from_: list[Cidr | Name] = Field(alias="from", min_length=1)
-    description: Annotated[StrictStr, Field(max_length=255, pattern=r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$")] = ""
+    description: Description = ""
 
     @model_validator(mode="after")
-    def one_of_port_or_ports(self) -> IngressDoc:
+    def one_of_port_or_ports(self) -> _RuleDoc:
+        if self.protocol in ("icmp", "all"):
+            if self.port is not None or self.ports is not None:
+                raise ValueError(f"protocol '{self.protocol}' covers every "
+                                 f"{'ICMP type' if self.protocol == 'icmp' else 'port'}; "
+                                 "omit 'port' and 'ports'")
+            return self
         if (self.port is None) == (self.ports is None):
             raise ValueError("give exactly one of 'port' or 'ports: [from, to]'")
         if self.ports and self.ports[0] > self.ports[1]:
@@ -122,10 +140,30 @@ class IngressDoc(Strict):
         return self
 
 
+class IngressDoc(_RuleDoc):
+    from_: list[Cidr | Name] = Field(alias="from", min_length=1,
+                                     description="IPv4/IPv6 CIDRs, or names of security groups declared here")
+
+
+class EgressDoc(_RuleDoc):
+    to: list[Cidr | Name] = Field(min_length=1,
+                                  description="IPv4/IPv6 CIDRs, or names of security groups declared here")
+
+
 class SecurityGroupDoc(Strict):
-    vpc: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")]
-    description: Annotated[StrictStr, Field(max_length=255, pattern=r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$")] = "managed by provision"
+    id: Annotated[StrictStr, Field(pattern=r"^sg-[0-9a-f]{8,17}$")] | None = Field(
+        None, description="an existing group created elsewhere (then 'vpc' is optional)")
+    vpc: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")] | None = None
+    description: Description = "managed by provision"
     ingress: list[IngressDoc] = Field(default_factory=list)
+    egress: list[EgressDoc] | None = Field(
+        None, description="outbound rules; when absent the AWS default (all traffic out) is left alone")
+
+    @model_validator(mode="after")
+    def vpc_or_id(self) -> SecurityGroupDoc:
+        if self.id is None and self.vpc is None:
+            raise ValueError("give 'vpc' (a group provision creates) or 'id' (an existing group)")
+        return self
 
 
 class AwsDoc(Strict):
