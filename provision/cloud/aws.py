@@ -1,0 +1,214 @@
+"""The boto3 shell for security groups: fetch live state, execute a plan. Does network I/O.
+
+Only this module imports boto3/botocore, and only inside functions, so importing it costs
+nothing (`provision check` never imports it; `provision sg` imports it lazily).
+
+- Credentials: the standard boto3 chain (environment, shared files, profiles, SSO), with
+  `--profile`; region from the inventory.
+- Endpoint: `aws.endpoint_url` from the inventory when set; otherwise boto3's own
+  `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_EC2` handling applies.
+- Throttling and transient errors: botocore's "standard" retry mode, no loop of our own.
+- Reads: one paginated `describe_security_groups` for the declared groups (by name and by
+  id) and one paginated `describe_security_group_rules` filtered on all their ids: one call
+  per page, never one per group or rule. `is-egress` is filtered in Python (moto 5.2
+  answers HTTP 500 to that filter).
+- Writes: create groups tagged `managed-by: provision`, then per group revoke (by rule id)
+  before authorize, so a group at its rule limit still converges; descriptions change
+  with `modify_security_group_rules`, never revoke plus authorize.
+- Errors: `OperationError` with one line (credentials, access denied, limits, a missing
+  VPC or group, an unreachable endpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from provision.errors import OperationError
+from provision.inventory.model import Aws, SecurityGroup
+
+from .rules import (
+    TAG_KEY,
+    TAG_VALUE,
+    GroupPlan,
+    LiveGroup,
+    ip_permission,
+    live_groups,
+    rule_request,
+)
+
+FILTER_VALUES_MAX = 200  # AWS limit on values in one filter
+
+
+def pages(call: Callable[..., dict[str, Any]], result_key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a NextToken-paginated EC2 describe call, one request per page."""
+    token: str | None = None
+    while True:
+        resp = call(**kwargs, **({"NextToken": token} if token else {}))
+        yield from resp.get(result_key, [])
+        token = resp.get("NextToken")
+        if not token:
+            return
+
+
+def client(aws: Aws, profile: str | None = None) -> Any:
+    """An EC2 client from the standard credential chain, region from the inventory."""
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+
+    try:
+        session = boto3.session.Session(profile_name=profile, region_name=aws.region)
+    except botocore.exceptions.ProfileNotFound as e:
+        raise OperationError(f"AWS profile not found: {e}") from None
+    config = botocore.config.Config(retries={"mode": "standard", "max_attempts": 5},
+                                    connect_timeout=10, read_timeout=30)
+    kwargs: dict[str, Any] = {"config": config}
+    if aws.endpoint_url:
+        kwargs["endpoint_url"] = aws.endpoint_url
+    return session.client("ec2", **kwargs)
+
+
+def fetch(ec2: Any, declared: Sequence[SecurityGroup]) -> list[LiveGroup]:
+    """Live state of the declared groups (found by id, or by name and VPC)."""
+    with aws_errors():
+        raw_groups: list[dict[str, Any]] = []
+        names = sorted({g.name for g in declared if g.id is None})
+        for chunk in _chunks(names):
+            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
+                                Filters=[{"Name": "group-name", "Values": chunk}])
+        seen = {g["GroupId"] for g in raw_groups}
+        ids = sorted({g.id for g in declared if g.id is not None} - seen)
+        for chunk in _chunks(ids):
+            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
+                                Filters=[{"Name": "group-id", "Values": chunk}])
+        wanted = {(g.vpc, g.name) for g in declared if g.id is None}
+        wanted_ids = {g.id for g in declared if g.id is not None}
+        raw_groups = [g for g in raw_groups
+                      if (g.get("VpcId"), g.get("GroupName")) in wanted or g["GroupId"] in wanted_ids]
+        raw_rules: list[dict[str, Any]] = []
+        for chunk in _chunks(sorted({g["GroupId"] for g in raw_groups})):
+            raw_rules += pages(ec2.describe_security_group_rules, "SecurityGroupRules",
+                               Filters=[{"Name": "group-id", "Values": chunk}])
+        return live_groups(raw_groups, raw_rules)
+
+
+def _chunks(values: Sequence[str]) -> Iterator[list[str]]:
+    for i in range(0, len(values), FILTER_VALUES_MAX):
+        yield list(values[i:i + FILTER_VALUES_MAX])
+
+
+def check_vpcs(ec2: Any, vpcs: Sequence[str]) -> None:
+    """Raise a one-line error when a VPC we are about to create a group in does not exist."""
+    if not vpcs:
+        return
+    with aws_errors():
+        found = {v["VpcId"] for v in pages(ec2.describe_vpcs, "Vpcs",
+                                            Filters=[{"Name": "vpc-id", "Values": sorted(set(vpcs))}])}
+    missing = sorted(set(vpcs) - found)
+    if missing:
+        raise OperationError(f"VPC {', '.join(missing)} does not exist in this account and region")
+
+
+def create_groups(ec2: Any, plans: Sequence[GroupPlan]) -> dict[str, str]:
+    """Create the groups the plan creates, tagged managed-by: provision. Returns name -> id."""
+    created: dict[str, str] = {}
+    for p in plans:
+        if not p.create:
+            continue
+        with aws_errors(f"creating security group {p.name}"):
+            resp = ec2.create_security_group(
+                GroupName=p.name, Description=p.description, VpcId=p.vpc,
+                TagSpecifications=[{"ResourceType": "security-group",
+                                    "Tags": [{"Key": TAG_KEY, "Value": TAG_VALUE},
+                                             {"Key": "Name", "Value": p.name}]}])
+        created[p.name] = resp["GroupId"]
+    return created
+
+
+def execute(ec2: Any, plan: GroupPlan) -> list[str]:
+    """Apply one group's rule changes: revoke first, then authorize, then descriptions.
+    Returns one line per call made, for the report."""
+    assert plan.group_id is not None
+    done: list[str] = []
+    gid = plan.group_id
+    for egress in (False, True):
+        ids = [r.id for r in plan.revoke if r.key.egress == egress and r.id]
+        if ids:
+            call = ec2.revoke_security_group_egress if egress else ec2.revoke_security_group_ingress
+            with aws_errors(f"revoking rules in {plan.name}"):
+                call(GroupId=gid, SecurityGroupRuleIds=ids)
+            done.append(f"{plan.name}: revoked {len(ids)} {'egress' if egress else 'ingress'} rule(s)")
+    for egress in (False, True):
+        perms = [ip_permission(k, d) for k, d in plan.authorize if k.egress == egress]
+        if perms:
+            call = ec2.authorize_security_group_egress if egress else ec2.authorize_security_group_ingress
+            with aws_errors(f"authorizing rules in {plan.name}"):
+                call(GroupId=gid, IpPermissions=perms)
+            done.append(f"{plan.name}: authorized {len(perms)} {'egress' if egress else 'ingress'} rule(s)")
+    if plan.redescribe:
+        with aws_errors(f"updating rule descriptions in {plan.name}"):
+            ec2.modify_security_group_rules(
+                GroupId=gid,
+                SecurityGroupRules=[{"SecurityGroupRuleId": r.id, "SecurityGroupRule": rule_request(r.key, d)}
+                                    for r, d in plan.redescribe])
+        done.append(f"{plan.name}: updated {len(plan.redescribe)} description(s)")
+    return done
+
+
+class aws_errors:
+    """Turn botocore exceptions into one-line OperationErrors."""
+
+    def __init__(self, doing: str = ""):
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None or isinstance(exc, OperationError):
+            return
+        message = describe_error(exc)
+        if message is None:
+            return
+        prefix = f"{self.doing}: " if self.doing else ""
+        raise OperationError(f"AWS: {prefix}{message}") from None
+
+
+_LIMITS = ("RulesPerSecurityGroupLimitExceeded", "SecurityGroupLimitExceeded", "SecurityGroupsPerInstanceLimitExceeded",
+           "ResourceLimitExceeded", "LimitExceeded")
+
+
+def describe_error(exc: BaseException) -> str | None:
+    """One line for a botocore exception, or None when it is not one."""
+    import botocore.exceptions as bx
+
+    if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
+        return ("no AWS credentials found (set AWS_PROFILE or --profile, run `aws sso login`, "
+                "or set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
+    if isinstance(exc, bx.TokenRetrievalError | bx.SSOError):
+        return f"credentials: {exc} (run `aws sso login`)"
+    if isinstance(exc, bx.NoRegionError):
+        return "no region (set aws.region in the inventory)"
+    if isinstance(exc, bx.EndpointConnectionError | bx.ConnectTimeoutError | bx.ReadTimeoutError):
+        return f"cannot reach the EC2 endpoint: {exc}"
+    if isinstance(exc, bx.ClientError):
+        err = exc.response.get("Error", {})
+        code, msg = str(err.get("Code", "")), str(err.get("Message", "")).replace("\n", " ")
+        if code in ("AuthFailure", "InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken",
+                    "UnrecognizedClientException", "RequestExpired"):
+            return f"credentials rejected ({code}): {msg}"
+        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
+            return f"access denied ({code}): the credentials may not call {exc.operation_name}"
+        if code in _LIMITS or code.endswith("LimitExceeded"):
+            return f"limit reached ({code}): {msg}"
+        if code == "InvalidVpcID.NotFound":
+            return f"the VPC does not exist ({msg})"
+        if code in ("InvalidGroup.NotFound", "InvalidGroupId.NotFound", "InvalidGroupId.Malformed"):
+            return f"security group not found ({msg})"
+        if code in ("RequestLimitExceeded", "Throttling", "ThrottlingException"):
+            return f"throttled even after retries ({code}): {msg}"
+        return f"{code or 'error'}: {msg}"
+    if isinstance(exc, bx.BotoCoreError):
+        return str(exc)
+    return None
