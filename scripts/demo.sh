@@ -31,6 +31,9 @@ cat "$OUT/gpu1/etc/systemd/system/provision-jupyter.service"
 step "ssh_config for the team (ProxyJump + LocalForward)"
 sed -n '1,40p' "$OUT/ssh_config"
 
+step "provision sg plan: the security groups against a local moto server (127.0.0.1 only, no AWS)"
+bash scripts/demo-sg.sh "$INV"
+
 if [[ $(id -u) -eq 0 ]] && command -v systemd-nspawn >/dev/null && [[ -x scripts/demo-lab.sh ]]; then
   bash scripts/demo-lab.sh
 else

@@ -55,6 +55,15 @@ class RuleKey:
             return "prefix-list"
         return "cidr6" if ":" in self.peer else "cidr4"
 
+    def order(self) -> tuple[Any, ...]:
+        """Display order: ingress first, by protocol and port, IPv4 before IPv6 before groups."""
+        rank = {"cidr4": 0, "cidr6": 1, "group": 2, "prefix-list": 3}[self.peer_kind]
+        addr: Any = self.peer
+        if rank < 2:
+            net = ipaddress.ip_network(self.peer)
+            addr = (int(net.network_address), net.prefixlen)
+        return (self.egress, self.protocol, self.from_port, self.to_port, rank, addr)
+
     def admits_tcp(self, port: int) -> bool:
         if self.protocol == "all":
             return True
@@ -178,7 +187,7 @@ def live_groups(groups: Iterable[Mapping[str, Any]], rules: Iterable[Mapping[str
     for g in groups:
         tags = {t.get("Key"): t.get("Value") for t in g.get("Tags", [])}
         gid = str(g["GroupId"])
-        found = sorted(by_group.get(gid, []), key=lambda x: (x.key, x.id))
+        found = sorted(by_group.get(gid, []), key=lambda x: (x.key.order(), x.id))
         out.append(LiveGroup(gid, str(g.get("GroupName", "")), str(g.get("VpcId", "")),
                              str(g.get("Description", "")), tags.get(TAG_KEY) == TAG_VALUE, tuple(found)))
     return out
@@ -248,10 +257,10 @@ def reconcile(group: SecurityGroup, live: LiveGroup | None, ids: Mapping[str, st
             duplicates.append(r)  # the same rule twice (e.g. described twice): keep one
         else:
             have[r.key] = r
-    extra = sorted((r for k, r in have.items() if k not in want), key=lambda r: (r.key, r.id))
-    authorize = tuple(sorted((k, d) for k, d in want.items() if k not in have))
+    extra = sorted((r for k, r in have.items() if k not in want), key=lambda r: (r.key.order(), r.id))
+    authorize = tuple(sorted(((k, d) for k, d in want.items() if k not in have), key=lambda x: x[0].order()))
     redescribe = tuple(sorted(((have[k], d) for k, d in want.items() if k in have and have[k].description != d),
-                              key=lambda x: x[0].key))
+                              key=lambda x: x[0].key.order()))
     revoke = tuple(extra) if managed else ()
     drift = () if managed else tuple(extra)
     lost = lost_operator_access(current, revoke, authorize, operator, ssh_ports)
