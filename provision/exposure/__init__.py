@@ -9,7 +9,6 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
-from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, Inventory, Service
 
 Severity = Literal["error", "warning", "info"]
@@ -43,7 +42,9 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
             out += _service_findings(host, s)
         out += _port_clashes(host)
     out += _forward_collisions(inv)
-    out += _security_group_findings(inv)
+    from .cloud import findings as cloud_findings
+
+    out += cloud_findings(inv)
     return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
 
 
@@ -134,25 +135,3 @@ def _forward_collisions(inv: Inventory) -> list[Finding]:
                                "use `provision tunnel HOST` (it picks free local ports), or give the services "
                                "distinct ports"))
     return out
-
-
-def _security_group_findings(inv: Inventory) -> list[Finding]:
-    if inv.aws is None:
-        return []
-    out = []
-    for g in inv.aws.security_groups:
-        for i, r in enumerate(g.ingress):
-            world = [c for c in r.sources if is_cidr(c) and _is_world(c)]
-            if world and r.from_port <= 22 <= r.to_port:
-                out.append(Finding("warning", "sg-ssh-open-to-world", f"sg/{g.name}",
-                                   f"security group {g.name} opens SSH to {', '.join(world)}",
-                                   "restrict the source to office/VPN ranges or the bastion",
-                                   f"aws.security_groups.{g.name}.ingress[{i}]"))
-            for port in (8888, 6006):
-                if world and r.from_port <= port <= r.to_port:
-                    out.append(Finding("error", "sg-code-exec-public", f"sg/{g.name}",
-                                       f"security group {g.name} opens port {port} (Jupyter/TensorBoard) to "
-                                       f"{', '.join(world)}", "remove the rule; use provision tunnel",
-                                       f"aws.security_groups.{g.name}.ingress[{i}]"))
-    return out
-
