@@ -3,9 +3,12 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 status=0
-for b in startup.sh lab.sh converge.sh tunnel.sh; do
+for b in startup.sh lab.sh converge.sh tunnel.sh sg.py; do
   [[ -x $b || -f $b ]] || continue
   printf '\n== %s\n' "$b"
-  bash "$b" || status=1
+  case $b in
+    *.py) ../.venv/bin/python "$b" || status=1 ;;
+    *) bash "$b" || status=1 ;;
+  esac
 done
 exit $status
