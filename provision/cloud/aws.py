@@ -200,14 +200,14 @@ def describe_error(exc: BaseException) -> str | None:
             return f"credentials rejected ({code}): {msg}"
         if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
             return f"access denied ({code}): the credentials may not call {exc.operation_name}"
+        if code in ("RequestLimitExceeded", "Throttling", "ThrottlingException"):
+            return f"throttled even after retries ({code}): {msg}"
         if code in _LIMITS or code.endswith("LimitExceeded"):
             return f"limit reached ({code}): {msg}"
         if code == "InvalidVpcID.NotFound":
             return f"the VPC does not exist ({msg})"
         if code in ("InvalidGroup.NotFound", "InvalidGroupId.NotFound", "InvalidGroupId.Malformed"):
             return f"security group not found ({msg})"
-        if code in ("RequestLimitExceeded", "Throttling", "ThrottlingException"):
-            return f"throttled even after retries ({code}): {msg}"
         return f"{code or 'error'}: {msg}"
     if isinstance(exc, bx.BotoCoreError):
         return str(exc)

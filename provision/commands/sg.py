@@ -152,9 +152,10 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str |
             click.echo(f"{name}: created {gid}")
         plans = _plan(inv, ec2)  # group ids now known: references resolve
         _refuse_lockout(plans, force)
+    failed = [p for p in plans if p.error or p.create]
+    if failed:
+        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed))
     for p in plans:
-        if p.error:
-            raise OperationError(f"{p.name}: {p.error}")
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
                 click.echo(line)

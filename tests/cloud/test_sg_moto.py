@@ -307,3 +307,18 @@ def test_bad_inventory_exits_2(aws_env: str, tmp_path: Path) -> None:
     result = sg("plan", "-i", str(path))
     assert result.exit_code == 2
     assert f"{path}:7:" in result.output
+
+
+def test_apply_without_a_terminal_needs_yes(vpc: str, tmp_path: Path) -> None:
+    result = sg("apply", "-i", str(inventory(tmp_path, vpc)))
+    assert result.exit_code == 2
+    assert "pass --yes" in result.output
+    assert "bastion-sg" not in groups_by_name()  # nothing was created
+
+
+def test_apply_with_nothing_to_do_changes_nothing(vpc: str, tmp_path: Path) -> None:
+    inv = inventory(tmp_path, vpc)
+    assert apply(inv).exit_code == 0
+    again = sg("apply", "-i", str(inv))  # no --yes needed: nothing to confirm
+    assert again.exit_code == 0, again.output
+    assert "No changes." in again.output and "Applied." not in again.output
