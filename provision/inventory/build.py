@@ -312,16 +312,23 @@ class _Resolver:
 
     def _rules(self, path: FieldPath, docs: list[Any], peers: str) -> tuple[m.IngressRule, ...]:
         rules = []
+        seen: dict[tuple[Any, ...], int] = {}
         for i, r in enumerate(docs):
             sources = r.from_ if peers == "from" else r.to
-            for j, src in enumerate(sources):
-                if not is_cidr(src):
-                    self._group_name((*path, i, peers, j), src,
-                                     "not a CIDR, and no security group named")
             if r.protocol in ("icmp", "all"):
                 lo, hi = -1, -1
             else:
                 lo, hi = (r.port, r.port) if r.port is not None else (r.ports or [0, 0])
+            for j, src in enumerate(sources):
+                if not is_cidr(src):
+                    self._group_name((*path, i, peers, j), src,
+                                     "not a CIDR, and no security group named")
+                same = (r.protocol, lo, hi, src)
+                if same in seen and seen[same] != i:
+                    self.fail((*path, i, peers, j), f"{src} is already admitted with the same protocol "
+                              f"and ports by {dotted(path)}[{seen[same]}] (AWS keeps one rule, with one "
+                              "description)")
+                seen.setdefault(same, i)
             rules.append(m.IngressRule(r.protocol, lo, hi, tuple(dict.fromkeys(sources)), r.description))
         return tuple(rules)
 
