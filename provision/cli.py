@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
     "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),
     "schema": ("provision.commands.check:schema_cmd", "print the inventory JSON Schema"),
+    "sg": ("provision.commands.sg:sg_group", "AWS security groups: plan and apply"),
     "ssh": ("provision.commands.tunnel:ssh_cmd", "interactive ssh through the jump chain"),
     "ssh-config": ("provision.commands.render:ssh_config_cmd", "print or install the ssh_config"),
     "sync": ("provision.commands.tunnel:sync_cmd", "rsync through the jump chain"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from provision.errors import EXIT_FAILED, Exit, OperationError, ProvisionError, UsageError
+from provision.errors import EXIT_FAILED, Exit, OperationError, UsageError
 
 from .common import emit_json, inventory_option, json_option, load
 from .plan_output import Change, Section, exit_status, print_plan, to_json
@@ -24,25 +24,12 @@ if TYPE_CHECKING:
     from provision.inventory.model import Inventory
 
 
-class _SgGroup(click.Group):
-    """Prints a ProvisionError as one line and exits with its code (until the top-level
-    entry point does this for every command)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except ProvisionError as e:
-            if e.message:
-                click.echo(f"{e.prefix}{e.message}", err=True)
-            ctx.exit(e.exit_code)
-
-
 def _profile_option(f: Any) -> Any:
     return click.option("--profile", default=None, metavar="NAME",
                         help="AWS profile (default: the standard boto3 chain, e.g. $AWS_PROFILE)")(f)
 
 
-@click.group("sg", cls=_SgGroup)
+@click.group("sg")
 def sg_group() -> None:
     """AWS security groups: plan and apply the inventory's aws.security_groups."""
 

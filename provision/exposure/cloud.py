@@ -29,7 +29,7 @@ from typing import Any
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, IngressRule, Inventory, SecurityGroup
 
-from . import CODE_EXECUTING, Finding
+from . import Finding
 from .internet import covers_internet
 
 SSH_PORT = 22
@@ -68,7 +68,7 @@ def _open_to_internet(inv: Inventory, g: SecurityGroup) -> list[Finding]:
     code_ports = dict(CODE_PORTS)
     for n in members:
         for s in n.services:
-            if s.name in CODE_EXECUTING or s.is_jupyter:
+            if s.runs_code:
                 code_ports.setdefault(s.port, f"{n.name}/{s.name}")
     out = []
     watched = [(p, "SSH", "warning", "sg-ssh-open-to-world") for p in sorted(ssh_ports)]
