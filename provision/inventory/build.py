@@ -160,6 +160,7 @@ class _Resolver:
         chains = {name: self._chain(("bastions", name), b) for name, b in d.bastions.items()}
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
+        self._reserved_team_names()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
         aws = self._aws()
@@ -173,6 +174,22 @@ class _Resolver:
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
+
+    def _reserved_team_names(self) -> None:
+        """Team accounts get their keys replaced and their shell set: never a system account
+        or a login user (the operator's own keys would be overwritten)."""
+        d = self.doc
+        logins = ({d.defaults.user} | {h.user for h in d.hosts.values() if h.user}
+                  | {b.user for b in d.bastions.values() if b.user})
+        for name in d.team:
+            if name in logins:
+                self.fail(("team", name), f"'{name}' is a login user of this inventory; a team "
+                          "member of that name would get its authorized_keys replaced (pick "
+                          "another name for the person)")
+            elif name in RESERVED_ACCOUNTS or name.startswith(("systemd-", "_")):
+                self.fail(("team", name), f"'{name}' is a system account name; team members "
+                          "need their own accounts (reserved: root, daemon, bin, sys, nobody, "
+                          "sshd, www-data, systemd-*, _* ...)")
 
     # jump chains ----------------------------------------------------------------
     def _chain(self, path: FieldPath, node: HostDoc | BastionDoc) -> tuple[str, ...]:
@@ -280,6 +297,12 @@ class _Resolver:
         if name == "firewall":
             self.fail(path, "the service name 'firewall' is reserved (provision-firewall.service "
                       "loads the host firewall)")
+        user = s.user or self.doc.defaults.user
+        for field, value in (("logdir", logdir), ("notebook_dir", s.notebook_dir)):
+            parts = (value or "").split("/")
+            if value and parts[1] == "home" and parts[2] != user:
+                self.fail((*path, field), f"{value} is in /home/{parts[2]}, but the service runs "
+                          f"as {user}: a data directory under /home must be its user's own")
         if command and "{notebook_dir}" in command and s.notebook_dir is None:
             self.fail((*path, "command"), "the command uses {notebook_dir} but the service has no 'notebook_dir'")
         if isinstance(s.expose, ExposeFrom):
@@ -393,6 +416,16 @@ class _Resolver:
                         self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
                 values = tuple(r.values)
         return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
+
+
+# Debian's system accounts and other names a person must never be given.
+RESERVED_ACCOUNTS = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
+    "proxy", "www-data", "backup", "list", "irc", "gnats", "nobody", "nogroup", "sshd",
+    "messagebus", "syslog", "bind", "unbound", "polkitd", "dnsmasq", "ntp", "postfix",
+    "postgres", "mysql", "docker", "admin", "ubuntu", "debian", "ec2-user", "centos", "operator",
+    "halt", "shutdown", "tss", "uuidd", "tcpdump", "landscape", "lxd", "pollinate", "usbmux",
+})
 
 
 def _overlay(base: ServiceDoc, top: ServiceDoc | None) -> ServiceDoc:

@@ -63,11 +63,14 @@ def is_hostname(value: str) -> bool:
 def check_address(value: str) -> str:
     """An IPv4/IPv6 literal or a DNS host name."""
     _no_control(value, "an address")
-    try:
-        ipaddress.ip_address(value)
-        return value
-    except ValueError:
-        pass
+    if "%" in value:
+        raise ValueError(f"invalid address {value!r} (IPv6 scope ids like %eth0 are not allowed)")
+    if _IP_TEXT.match(value):
+        try:
+            ipaddress.ip_address(value)
+            return value
+        except ValueError:
+            pass
     if not is_hostname(value) or value.replace(".", "").isdigit():
         raise ValueError(f"invalid address {value!r} (an IPv4 or IPv6 address, or a DNS name "
                          "of letters, digits and '-')")
@@ -75,6 +78,8 @@ def check_address(value: str) -> str:
 
 
 def is_ip(value: str) -> bool:
+    if not _IP_TEXT.match(value):
+        return False
     try:
         ipaddress.ip_address(value)
         return True
@@ -83,6 +88,8 @@ def is_ip(value: str) -> bool:
 
 
 def is_cidr(value: str) -> bool:
+    if not _CIDR_TEXT.match(value):
+        return False
     try:
         ipaddress.ip_network(value)
         return True
@@ -90,9 +97,25 @@ def is_cidr(value: str) -> bool:
         return False
 
 
+# The text of an address or network, before any parse: hex digits, dots, colons and a
+# prefix length. ipaddress accepts IPv6 scope ids (`fe80::1%<anything but space>`) and keeps
+# them in str(); we accept none, so quotes, commas and `$( )` never ride along.
+_IP_TEXT = re.compile(r"^[0-9A-Fa-f:.]+$")
+_CIDR_TEXT = re.compile(r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$")
+
+
+def _ip_text(value: str, what: str, pattern: re.Pattern[str]) -> None:
+    if "%" in value:
+        raise ValueError(f"invalid {what} {value!r} (IPv6 scope ids like %eth0 are not allowed)")
+    if not pattern.match(value):
+        raise ValueError(f"invalid {what} {value!r} (digits, hex letters, '.', ':'"
+                         + (" and one '/prefix'" if pattern is _CIDR_TEXT else "") + " only)")
+
+
 def check_ip(value: str) -> str:
     """An IP literal (bind addresses)."""
     _no_control(value, "an IP address")
+    _ip_text(value, "IP address", _IP_TEXT)
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
@@ -102,6 +125,7 @@ def check_ip(value: str) -> str:
 def check_cidr(value: str) -> str:
     """A network in CIDR notation (a bare address means a single host)."""
     _no_control(value, "a CIDR")
+    _ip_text(value, "CIDR", _CIDR_TEXT)
     try:
         return str(ipaddress.ip_network(value, strict=True))
     except ValueError as e:
@@ -124,8 +148,28 @@ def check_path(value: str) -> str:
 
 def check_abs_path(value: str) -> str:
     check_path(value)
-    if not value.startswith("/") or "/../" in value + "/":
-        raise ValueError(f"invalid path {value!r} (an absolute path on the host, without '..')")
+    parts = value.split("/")
+    if not value.startswith("/") or ".." in parts or "." in parts or "//" in value:
+        raise ValueError(f"invalid path {value!r} (an absolute path on the host, without "
+                         "'.', '..' or '//')")
+    return value
+
+
+# Where a service's data directories (created and given to the service's user) may be.
+DATA_ROOTS = ("/srv/", "/data/", "/mnt/", "/scratch/", "/home/", "/opt/")
+
+
+def check_data_dir(value: str) -> str:
+    """A directory created and chowned for a service user: only under the data roots, never
+    a root itself (/home/NAME and /opt/NAME must have a level below them)."""
+    check_abs_path(value)
+    path = value.rstrip("/")
+    root = next((r for r in DATA_ROOTS if path.startswith(r)), None)
+    depth = 3 if root in ("/home/", "/opt/") else 2
+    if root is None or len(path.split("/")) <= depth:
+        raise ValueError(f"data directory {value!r} must be below /srv, /data, /mnt, /scratch, "
+                         "/home/<user> or /opt/<name> (it is created for the service's user; "
+                         "anywhere else it could hand them a system directory)")
     return value
 
 
@@ -186,10 +230,18 @@ def check_command(value: str) -> str:
             raise ValueError(f"unknown placeholder {{{field}}} in command "
                              f"(allowed: {', '.join('{' + p + '}' for p in sorted(PLACEHOLDERS))})")
     for char, why in (("%", "systemd expands %-specifiers"), ("$", "systemd expands $VARIABLES"),
-                      ("\\", "systemd interprets backslash escapes")):
+                      ("\\", "systemd interprets backslash escapes"),
+                      ('"', "systemd groups quoted words"), ("'", "systemd groups quoted words")):
         if char in value:
             raise ValueError(f"'{char}' is not allowed in a command ({why} in unit files; "
                              "put complex command lines in a script and run that)")
+    first = value.lstrip()[:1]
+    if first in ("+", "!", "@", "-", ":"):
+        raise ValueError(f"a command must not start with {first!r} (systemd reads + ! !! @ - : "
+                         "as prefixes that change privileges or how it runs the command)")
+    if ";" in value.split():
+        raise ValueError("a lone ';' is not allowed in a command (systemd starts another "
+                         "command there)")
     return value
 
 
@@ -239,6 +291,7 @@ IP = Annotated[str, AfterValidator(check_ip)]
 Cidr = Annotated[str, AfterValidator(check_cidr)]
 FilePath = Annotated[str, AfterValidator(check_path)]
 AbsPath = Annotated[str, AfterValidator(check_abs_path)]
+DataDir = Annotated[str, AfterValidator(check_data_dir)]
 PublicKey = Annotated[str, AfterValidator(check_public_key)]
 Package = Annotated[str, AfterValidator(check_package)]
 Command = Annotated[str, AfterValidator(check_command)]

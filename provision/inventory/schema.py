@@ -16,6 +16,7 @@ from .fields import (
     Address,
     Cidr,
     Command,
+    DataDir,
     FilePath,
     Name,
     Package,
@@ -65,8 +66,8 @@ class ServiceDoc(Strict):
     expose: Expose | None = None
     command: Command | None = None
     user: User | None = None
-    logdir: AbsPath | None = None
-    notebook_dir: AbsPath | None = None
+    logdir: DataDir | None = None
+    notebook_dir: DataDir | None = None
     venv: AbsPath | None = Field(None, description="virtualenv whose bin/ holds the service's program")
     restart: StrictBool = True
 

@@ -349,27 +349,42 @@ def console_tail(plan: P.LabPlan, node: P.Node, lines: int = 15) -> str:
     return "\n".join("  " + line for line in text.splitlines()[-lines:])
 
 
-def _booted(pid: int) -> bool:
+class _Check:
+    """One readiness condition, with what it last saw (for the error when it never holds)."""
+
+    def __init__(self, name: str, probe: Callable[[], tuple[bool, str]]):
+        self.name = name
+        self.probe = probe
+        self.seen = "not tried"
+
+    def __call__(self) -> bool:
+        ok, self.seen = self.probe()
+        return ok
+
+
+def _booted(pid: int) -> tuple[bool, str]:
     """Boot has finished: no /run/nologin (pam_nologin refuses non-root logins until
     systemd-user-sessions removes it) and the system manager is running or degraded."""
     leader = container_leader(pid)
     if leader is None:
-        return False
+        return False, "no container leader yet"
     r = subprocess.run(["nsenter", "-t", str(leader), "-a", "--", "sh", "-c",
-                        "test ! -e /run/nologin && systemctl is-system-running"],
+                        "if test -e /run/nologin; then echo nologin; fi; systemctl is-system-running"],
                        capture_output=True, text=True, timeout=10, check=False)
-    return r.stdout.strip() in ("running", "degraded")
+    said = " ".join(r.stdout.split())
+    return said in ("running", "degraded"), f"is-system-running: {said or r.stderr.strip()}"
 
 
-def _login(plan: P.LabPlan, node: P.Node, user: str = "admin") -> bool:
+def _login(plan: P.LabPlan, node: P.Node, user: str = "admin") -> tuple[bool, str]:
     """A real key login as the lab's login user, host key verified: what `apply` will do."""
     r = subprocess.run(["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
                         "-o", "StrictHostKeyChecking=yes",
                         "-o", f"UserKnownHostsFile={plan.paths['known_hosts']}",
                         "-o", "ConnectTimeout=3", "-i", plan.paths["identity"],
                         f"{user}@{node.primary.ipv4}", "true"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
-    return r.returncode == 0
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20,
+                       check=False)
+    return r.returncode == 0, f"ssh {user}@: exit {r.returncode} {r.stderr.strip()[-200:]}"
 
 
 def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
@@ -377,12 +392,11 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
     login user succeeds (and DNS answers, on ns1/resolver). Returns seconds waited."""
     start = time.monotonic()
     addr = node.primary.ipv4
-    checks: list[Callable[[], bool]] = [lambda: _banner(addr), lambda: _booted(pid),
-                                        lambda: _login(plan, node)]
-    if node.kind == "ns1":
-        checks.append(lambda: _dns_ok(addr, f"ns1.{P.ZONE}"))
-    if node.kind == "resolver":
-        checks.append(lambda: _dns_ok(addr, f"ns1.{P.ZONE}"))
+    checks = [_Check("sshd banner", lambda: (_banner(addr), "")),
+              _Check("boot finished", lambda: _booted(pid)),
+              _Check("login", lambda: _login(plan, node))]
+    if node.kind in ("ns1", "resolver"):
+        checks.append(_Check("DNS answers", lambda: (_dns_ok(addr, f"ns1.{P.ZONE}"), "")))
     with in_netns(node.netns):
         pending = list(checks)
         while pending:
@@ -390,7 +404,9 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
                 raise LabError(f"{node.name}: systemd-nspawn exited; its console said:\n"
                                + console_tail(plan, node))
             if time.monotonic() > deadline:
-                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s; its console said:\n"
+                waiting = pending[0]
+                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s, waiting for "
+                               f"{waiting.name} ({waiting.seen}); its console said:\n"
                                + console_tail(plan, node))
             while pending and pending[0]():  # in order: a login is tried once sshd answers
                 pending.pop(0)

@@ -3,7 +3,8 @@
 Pure: templates are read from `provision._templates` (the top-level `templates/` folder,
 shipped in the wheel) through importlib.resources, so a non-editable install renders the
 same as a checkout. StrictUndefined: a missing value is an error, never an empty string.
-Filters: `q` quotes for POSIX sh, `py` writes a Python literal.
+Filters: `q` quotes for POSIX sh, `py` writes a Python literal; `comment`, `ssh`, `ipt`,
+`unit`, `unit_text` check a value against the rules of the file it lands in (`sinks`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import jinja2
 
 from provision.errors import RenderError
+
+from . import sinks
 
 
 def _load_template(name: str) -> str:
@@ -41,6 +44,11 @@ def environment() -> jinja2.Environment:
     )
     env.filters["py"] = _py_literal
     env.filters["q"] = lambda v: shlex.quote(str(v))
+    env.filters["comment"] = sinks.comment
+    env.filters["ssh"] = sinks.ssh_token
+    env.filters["ipt"] = sinks.ipt_source
+    env.filters["unit"] = sinks.unit_value
+    env.filters["unit_text"] = sinks.unit_text
     return env
 
 

@@ -251,13 +251,13 @@ def test_hostile_values_render_one_line_each() -> None:
 
     unit = arts["/etc/systemd/system/provision-s_9.x-.service"].content.splitlines()
     assert [ln for ln in unit if ln.startswith("ExecStart=")] == [
-        "ExecStart=/o/v=1,2:@+/bin/srv --x='a b' \"q\" ;&|`(id)` :: 65535 _svc #c"]
+        "ExecStart=/o/v=1,2:@+/bin/srv --x=a,b q ;&|`(id)` :: 65535 _svc #c"]
     assert [ln for ln in unit if ln.startswith("User=")] == ["User=_svc"]
 
     jup = arts["/etc/provision/jupyter/jupyter/jupyter_server_config.py"].content.splitlines()
     assert [ln for ln in jup if ln.startswith("c.")] == [
         "c.ServerApp.ip = '::1'", "c.ServerApp.port = 8888", "c.ServerApp.port_retries = 0",
-        "c.ServerApp.open_browser = False", "c.ServerApp.root_dir = '/n/b=o,o:k@s+'"]
+        "c.ServerApp.open_browser = False", "c.ServerApp.root_dir = '/srv/n/b=o,o:k@s+'"]
 
     v6 = [ln for ln in arts["/etc/iptables/rules.v6"].content.splitlines() if "--dport" in ln]
     assert v6 == [

@@ -5,4 +5,4 @@ c.ServerApp.ip = '::1'
 c.ServerApp.port = 8888
 c.ServerApp.port_retries = 0
 c.ServerApp.open_browser = False
-c.ServerApp.root_dir = '/n/b=o,o:k@s+'
+c.ServerApp.root_dir = '/srv/n/b=o,o:k@s+'
