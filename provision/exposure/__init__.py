@@ -11,6 +11,8 @@ from typing import Literal
 
 from provision.inventory.model import Host, Inventory, Service
 
+from .internet import covers_internet
+
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -23,10 +25,6 @@ class Finding:
     message: str
     fix: str
     field: str = ""  # inventory field path, for file:line
-
-
-def _is_world(cidr: str) -> bool:
-    return ipaddress.ip_network(cidr).prefixlen == 0
 
 
 def findings(inv: Inventory) -> tuple[Finding, ...]:
@@ -45,6 +43,18 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
     return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
 
 
+def _port_sources(host: Host, port: int) -> list[str]:
+    """Every source any public service of `host` admits on `port` (their union is what the
+    firewall opens there)."""
+    return [c for o in host.services if o.port == port and o.expose.kind == "public"
+            for c in o.expose.sources]
+
+
+def _internet_text(sources: list[str]) -> str:
+    shown = ", ".join(sources[:6]) + (f" and {len(sources) - 6} more" if len(sources) > 6 else "")
+    return f"the internet ({shown}: at least half of the public address space, see exposure/internet.py)"
+
+
 def _service_findings(host: Host, s: Service) -> list[Finding]:
     subject = f"{host.name}/{s.name}"
     field = f"hosts.{host.name}.services.{s.name}"
@@ -59,11 +69,11 @@ def _service_findings(host: Host, s: Service) -> list[Finding]:
                            "and only the host firewall stands in front of it",
                            "set bind: 127.0.0.1 (tunnels reach loopback)", field))
     if s.expose.kind == "public" and s.runs_code:
-        world = [c for c in s.expose.sources if _is_world(c)]
-        if world:
+        sources = _port_sources(host, s.port)
+        if covers_internet(sources):
             out.append(Finding("error", "code-exec-public", subject,
                                f"{s.name} runs {s.program}, which runs code for whoever reaches it, "
-                               f"and is exposed to {', '.join(world)}",
+                               f"and port {s.port} is open to {_internet_text(sources)}",
                                "use expose: tunnel (provision tunnel opens it for the team)", field))
         else:
             out.append(Finding("warning", "code-exec-exposed", subject,
@@ -76,10 +86,9 @@ def _ssh_findings(inv: Inventory, host: Host) -> list[Finding]:
     section = "bastions" if host.is_bastion else "hosts"
     key = "allow_ssh_from" if host.is_bastion else "ssh_from"
     out = []
-    world = [c for c in host.ssh_from if _is_world(c)]
-    if world:
+    if covers_internet(host.ssh_from):
         out.append(Finding("warning", "ssh-open-to-world", host.name,
-                           f"SSH is open to {', '.join(world)}",
+                           f"SSH is open to {_internet_text(list(host.ssh_from))}",
                            f"narrow {key} to your office/VPN ranges" +
                            ("" if host.is_bastion else ", and reach the host through a bastion"),
                            f"{section}.{host.name}.{key}"))

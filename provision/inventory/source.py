@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from provision.text import printable
+
 from .errors import InventoryError, Problem
 
 FieldPath = tuple[str | int, ...]
@@ -56,70 +58,170 @@ def dotted(path: Iterable[str | int]) -> str:
     return out
 
 
-class _Converter:
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in
+               ("str", "int", "float", "bool", "null", "seq", "map", "merge")}
+_STR = "tag:yaml.org,2002:str"
+MAX_DEPTH = 64
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a 10,000-host inventory is about 1 MB
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser keeps marks too
+_resolver = yaml.resolver.Resolver()
+_constructor = yaml.SafeLoader("")
+
+
+class _Frame:
+    """A mapping or sequence being built from events."""
+
+    __slots__ = ("event", "key", "key_event", "path", "start", "value")
+
+    def __init__(self, value: Any, path: FieldPath, event: Any, start: int):
+        self.value = value
+        self.path = path
+        self.event = event  # the start event (position, anchor)
+        self.start = start  # values counted before it (its expanded size for aliases)
+        self.key: Any = _NO_KEY
+        self.key_event: Any = None
+
+
+_NO_KEY = object()
+
+
+class _Builder:
+    """Plain data and positions straight from libyaml's event stream: no yaml.Node objects
+    (composing nodes costs ten times the parse), every limit checked as events arrive."""
+
     def __init__(self, file: str):
         self.file = file
         self.positions: dict[FieldPath, Position] = {}
         self.problems: list[Problem] = []
         self.count = 0
+        self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, expanded size)
 
-    def pos(self, node: yaml.Node) -> Position:
-        m = node.start_mark
+    def pos(self, event: Any) -> Position:
+        m = event.start_mark
         return Position(self.file, m.line + 1, m.column + 1)
 
-    def convert(self, node: yaml.Node, path: FieldPath, depth: int = 0) -> Any:
-        self.count += 1
-        if node.tag not in _PLAIN_TAGS:
-            p = self.pos(node)
-            raise InventoryError([Problem(p.file, p.line, p.column, dotted(path),
-                                          f"YAML tag {node.tag!r} is not allowed (plain data only)")])
-        if self.count > MAX_NODES or depth > 64:
-            p = self.pos(node)
-            raise InventoryError([Problem(p.file, p.line, p.column, dotted(path),
-                                          "document too large or too deeply nested (aliases?)")])
-        self.positions.setdefault(path, self.pos(node))
-        if isinstance(node, yaml.MappingNode):
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    p = self.pos(key_node)
-                    self.problems.append(Problem(p.file, p.line, p.column, dotted(path),
-                                                 "YAML merge keys (<<) are not supported; write the fields out"))
-                    continue
-                key = _scalar(key_node)
-                if not isinstance(key, str):
-                    p = self.pos(key_node)
-                    self.problems.append(Problem(p.file, p.line, p.column, dotted(path),
-                                                 f"key {key_node.value!r} must be a string (quote it)"))
-                    continue
-                if key in out:
-                    p = self.pos(key_node)
-                    first = self.positions[(*path, key)]
-                    self.problems.append(Problem(p.file, p.line, p.column, dotted((*path, key)),
-                                                 f"duplicate key (first defined at line {first.line})"))
-                    continue
-                self.positions[(*path, key)] = self.pos(key_node)
-                out[key] = self.convert(value_node, (*path, key), depth + 1)
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self.convert(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
-        return _scalar(node)
+    def fail(self, event: Any, path: FieldPath, message: str) -> InventoryError:
+        p = self.pos(event)
+        return InventoryError([Problem(p.file, p.line, p.column, dotted(path), message)])
 
+    def _tick(self, event: Any, path: FieldPath, n: int = 1) -> None:
+        self.count += n
+        if self.count > MAX_NODES:
+            raise self.fail(event, path, f"document too large (more than {MAX_NODES:,} values, "
+                                         "counting what aliases repeat)")
 
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in
-               ("str", "int", "float", "bool", "null", "seq", "map", "merge")}
-
-_constructor = yaml.SafeLoader("")
-
-
-def _scalar(node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
+    def _scalar(self, event: Any, path: FieldPath) -> Any:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag not in _PLAIN_TAGS:
+            raise self.fail(event, path, f"YAML tag {tag!r} is not allowed (plain data only)")
+        if tag == "tag:yaml.org,2002:merge":
+            return _MERGE
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         return _constructor.construct_object(node, deep=True)
-    return node.value
+
+    def build(self, events: Any) -> Any:
+        stack: list[_Frame] = []
+        root: Any = None
+        have_root = False
+
+        def place(value: Any, event: Any, size: int) -> None:
+            nonlocal root, have_root
+            anchor = getattr(event, "anchor", None)
+            if anchor:
+                self.anchors[anchor] = (value, size)
+            if not stack:
+                root, have_root = value, True
+                return
+            top = stack[-1]
+            if isinstance(top.value, list):
+                top.value.append(value)
+                return
+            if top.key is _NO_KEY:  # this value is a key
+                top.key, top.key_event = value, event
+                return
+            key, key_event = top.key, top.key_event
+            top.key = _NO_KEY
+            if key is _MERGE:
+                p = self.pos(key_event)
+                self.problems.append(Problem(p.file, p.line, p.column, dotted(top.path),
+                                             "YAML merge keys (<<) are not supported; write the fields out"))
+            elif not isinstance(key, str):
+                p = self.pos(key_event)
+                self.problems.append(Problem(p.file, p.line, p.column, dotted(top.path),
+                                             f"key {printable(str(getattr(key_event, 'value', key)))!r} "
+                                             "must be a string (quote it)"))
+            elif key in top.value:
+                p = self.pos(key_event)
+                first = self.positions[(*top.path, key)]
+                self.problems.append(Problem(p.file, p.line, p.column, dotted((*top.path, key)),
+                                             f"duplicate key (first defined at line {first.line})"))
+            else:
+                top.value[key] = value
+
+        def child_path() -> FieldPath:
+            if not stack:
+                return ()
+            top = stack[-1]
+            if isinstance(top.value, list):
+                return (*top.path, len(top.value))
+            if top.key is _NO_KEY:
+                return top.path  # a key: positioned with its mapping until we know its text
+            return (*top.path, top.key) if isinstance(top.key, str) else top.path
+
+        for event in events:
+            if isinstance(event, yaml.StreamStartEvent | yaml.StreamEndEvent | yaml.DocumentEndEvent):
+                continue
+            if isinstance(event, yaml.DocumentStartEvent):
+                if have_root:
+                    raise self.fail(event, (), "more than one YAML document in a file (remove '---')")
+                continue
+            path = child_path()
+            is_key = bool(stack) and isinstance(stack[-1].value, dict) and stack[-1].key is _NO_KEY
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor not in self.anchors:
+                    raise self.fail(event, path, f"unknown alias *{event.anchor}")
+                value, size = self.anchors[event.anchor]
+                self._tick(event, path, size)
+                place(value, event, size)
+                continue
+            if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                frame = stack.pop()
+                place(frame.value, frame.event, self.count - frame.start)
+                continue
+            self._tick(event, path)
+            if is_key and isinstance(event, yaml.ScalarEvent):
+                value = self._scalar(event, path)
+                if isinstance(value, str):
+                    self.positions[(*path, value)] = self.pos(event)
+                place(value, event, 1)
+                continue
+            if is_key:
+                raise self.fail(event, path, "a key must be a plain string, not a mapping or list")
+            self.positions.setdefault(path, self.pos(event))
+            if isinstance(event, yaml.ScalarEvent):
+                place(self._scalar(event, path), event, 1)
+            elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+                if event.tag is not None and event.tag not in _PLAIN_TAGS:
+                    raise self.fail(event, path, f"YAML tag {event.tag!r} is not allowed (plain data only)")
+                if len(stack) >= MAX_DEPTH:
+                    raise self.fail(event, path, f"document nested too deeply (more than {MAX_DEPTH} levels)")
+                stack.append(_Frame({} if isinstance(event, yaml.MappingStartEvent) else [],
+                                    path, event, self.count))
+        return root if have_root else None
+
+
+_MERGE = object()
 
 
 def load_yaml_text(text: str, file: str) -> SourceDoc:
     """Parse one YAML document with positions. Raises InventoryError."""
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size > MAX_FILE_BYTES:
+        raise InventoryError([Problem(file, 1, 1, "", f"file too large ({size:,} bytes; at most "
+                                      f"{MAX_FILE_BYTES:,}): split the inventory into a directory "
+                                      "of files")])
     problems: list[Problem] = []
     for lineno, text_line in enumerate(text.splitlines(), 1):
         stripped = text_line.lstrip(" ")
@@ -128,8 +230,9 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
                                     "tab used for indentation (YAML allows spaces only)"))
     if problems:
         raise InventoryError(problems)
+    builder = _Builder(file)
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        data = builder.build(yaml.parse(text, Loader=_Loader))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         if mark is not None and mark.index >= len(text) - 1 and e.context_mark is not None:
@@ -138,26 +241,20 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
         what = " ".join(x for x in (e.context, e.problem) if x)
         raise InventoryError([Problem(file, line, col, "", f"YAML syntax error: {what}")]) from None
     except yaml.YAMLError as e:
-        raise InventoryError([Problem(file, 1, 1, "", f"YAML error: {e}")]) from None
-    if len(nodes) > 1:
-        raise InventoryError([Problem(file, nodes[1].start_mark.line + 1, 1, "",
-                                      "more than one YAML document in a file (remove '---')")])
-    if not nodes or nodes[0] is None:
-        return SourceDoc({}, {(): Position(file, 1, 1)}, (file,))
-    conv = _Converter(file)
-    try:
-        data = conv.convert(nodes[0], ())
-    except yaml.YAMLError as e:  # bad scalar, e.g. an invalid timestamp
         mark = getattr(e, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise InventoryError([Problem(file, line, col, "", f"YAML error: {getattr(e, 'problem', e)}")]) from None
-    if conv.problems:
-        raise InventoryError(conv.problems)
+    except RecursionError:
+        raise InventoryError([Problem(file, 1, 1, "", "document nested too deeply")]) from None
+    if builder.problems:
+        raise InventoryError(builder.problems)
+    if data is None:
+        return SourceDoc({}, {(): Position(file, 1, 1)}, (file,))
     if not isinstance(data, dict):
-        p = conv.positions[()]
+        p = builder.positions.get((), Position(file, 1, 1))
         raise InventoryError([Problem(file, p.line, p.column, "",
                                       f"the inventory must be a mapping, not {type(data).__name__}")])
-    return SourceDoc(data, conv.positions, (file,))
+    return SourceDoc(data, builder.positions, (file,))
 
 
 def inventory_files(path: Path) -> list[Path]:
@@ -202,6 +299,11 @@ def merge_docs(docs: list[SourceDoc]) -> SourceDoc:
 def load_source(path: Path) -> SourceDoc:
     """Load a file or directory inventory into one positioned document."""
     files = inventory_files(path)
+    bad = [f for f in files if printable(f.name) != f.name]
+    if bad:
+        raise InventoryError([Problem(printable(str(f)), 1, 1, "", "inventory file names must not "
+                                      "contain control characters or newlines (rename the file)")
+                              for f in bad])
     if not files:
         raise InventoryError([Problem(str(path), 1, 1, "", "no *.yml or *.yaml files in this directory")])
     docs: list[SourceDoc] = []
