@@ -320,7 +320,8 @@ class _Resolver:
                 records.append(self._record(rpath, rname, r))
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 hosted_zone_id=z.hosted_zone_id, project=z.project,
-                                managed_zone=z.managed_zone, endpoint=z.endpoint, server=z.server,
+                                managed_zone=z.managed_zone, endpoint=z.endpoint,
+                                credentials_file=z.credentials_file, server=z.server,
                                 port=z.port, tsig_key_file=z.tsig_key_file))
         return m.Dns(tuple(dd.resolvers), tuple(zones))
 

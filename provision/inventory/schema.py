@@ -149,7 +149,9 @@ class ZoneDoc(Strict):
     # clouddns
     project: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] | None = None
     managed_zone: Annotated[StrictStr, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")] | None = None
-    endpoint: Url | None = None
+    endpoint: Url | None = Field(None, description="API endpoint override (route53, clouddns)")
+    credentials_file: FilePath | None = Field(
+        None, description="clouddns: service-account JSON key (default: Application Default Credentials)")
     # rfc2136
     server: Address | None = None
     port: Port = 53
