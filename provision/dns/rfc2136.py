@@ -117,12 +117,11 @@ class Rfc2136Provider:
 
     # --- write ----------------------------------------------------------------------
     def update_message(self, changes: ChangeSet) -> Any:
+        import dns.name
         import dns.rdata
         import dns.rdataclass
         import dns.rdatatype
         import dns.update
-
-        import dns.name
 
         upd = dns.update.Update(self.zone, keyring=self.keyring,
                                 keyname=dns.name.from_text(self.key_name),
