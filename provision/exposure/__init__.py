@@ -12,6 +12,8 @@ from typing import Literal
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, Inventory, Service
 
+from .dns import dns_findings
+
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -44,6 +46,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
         out += _port_clashes(host)
     out += _forward_collisions(inv)
     out += _security_group_findings(inv)
+    out += dns_findings(inv)
     return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
 
 
