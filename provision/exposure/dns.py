@@ -28,7 +28,7 @@ def _fqdn(name: str, zone: str) -> str:
 
 def _records(inv: Inventory) -> dict[str, tuple[Zone, str, str, tuple[str, ...]]]:
     """fqdn (lowercase, no trailing dot) -> (zone, record name, type, values)."""
-    out = {}
+    out: dict[str, tuple[Zone, str, str, tuple[str, ...]]] = {}
     for z in inv.dns.zones if inv.dns else ():
         for r in z.records:
             out[_fqdn(r.name, z.name).lower()] = (z, r.name, r.type, r.values)
@@ -44,7 +44,7 @@ def _zone_of(inv: Inventory, name: str) -> Zone | None:
 def _resolve(name: str, records: dict[str, tuple[Zone, str, str, tuple[str, ...]]]) -> tuple[str, ...] | None:
     """Addresses the inventory's own records give `name` (following in-inventory CNAMEs);
     None when they say nothing (no record, or a CNAME leaving the inventory's zones)."""
-    seen = set()
+    seen: set[str] = set()
     while name not in seen and len(seen) < 8:
         seen.add(name)
         rec = records.get(name)
