@@ -164,7 +164,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     runs = plan_zones(inv, selected)
     sections = _sections(runs, force)
     if not as_json:
-        print_plan(sections, title="dns plan")
+        print_plan(sections, title="dns apply")
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
     if guards and not force:
         raise UsageError("; ".join(guards))

@@ -61,6 +61,10 @@ class Verdict:
         return not self.disagree
 
 
+def _who(t: Target) -> str:
+    return t.label if t.label == t.address else f"{t.label} ({t.address})"
+
+
 def _matches(a: Answer, expected: tuple[str, ...]) -> bool:
     if a.target.role == "authoritative" and not a.aa:
         return False
@@ -85,19 +89,19 @@ def assess(name: str, rtype: str, answers: Sequence[Answer],
     for a in answers:
         if a.status in ("TIMEOUT", "ERROR", "REFUSED", "SERVFAIL"):
             disagree.append(a.target.label)
-            notes.append(f"{a.target.label} ({a.target.address}) did not answer: "
+            notes.append(f"{_who(a.target)} did not answer: "
                          f"{a.error or a.status}")
             continue
         if a.target.role == "authoritative" and not a.aa:
             disagree.append(a.target.label)
-            notes.append(f"{a.target.label} ({a.target.address}) answered without the AA flag: "
+            notes.append(f"{_who(a.target)} answered without the AA flag: "
                          "it is not authoritative for this name")
             continue
         if reference is not None and not _matches(a, reference):
             disagree.append(a.target.label)
             want = ", ".join(reference) if reference else "no such record"
             got = ", ".join(a.values) if a.values else a.status
-            line = f"{a.target.label} ({a.target.address}) answers {got}, expected {want}"
+            line = f"{_who(a.target)} answers {got}, expected {want}"
             if a.target.role == "resolver":
                 if a.status in ("NXDOMAIN", "NODATA") and a.negative_ttl is not None:
                     line += (f"; it cached the negative answer and keeps it up to "
