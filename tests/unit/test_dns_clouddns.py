@@ -122,3 +122,46 @@ def test_a_missing_managed_zone_is_a_clear_failure(fake: FakeCloudDns, tmp_path:
     r = _cli("dns", "plan", "-i", str(inv))
     assert r.exit_code == 1, r.output
     assert "not found" in r.output and "managed zone nope" in r.output
+
+
+def _many(n: int, prefix: str = "192.0.2") -> dict[str, Any]:
+    return {f"h{i}": {"type": "A", "values": [f"{prefix}.{i + 1}"]} for i in range(n)}
+
+
+def test_the_30_percent_guard_needs_force(fake: FakeCloudDns, tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, fake, _many(10))
+    assert _cli("dns", "apply", "-i", str(inv), "--yes").exit_code == 0
+    moved = {**_many(10), **{f"h{i}": {"type": "A", "values": [f"198.51.100.{i + 1}"]} for i in range(4)}}
+    inv = _inventory(tmp_path, fake, moved)
+    r = _cli("dns", "plan", "-i", str(inv))
+    assert r.exit_code == 0 and "4 of the 10 managed records" in r.output, r.output
+    posts = len([1 for m, _ in fake.requests if m == "POST"])
+    r = _cli("dns", "apply", "-i", str(inv), "--yes")
+    assert r.exit_code == 2 and "--force" in r.output, r.output
+    assert len([1 for m, _ in fake.requests if m == "POST"]) == posts  # nothing sent
+    r = _cli("dns", "apply", "-i", str(inv), "--yes", "--force")
+    assert r.exit_code == 0, r.output
+    assert fake.rrsets(PROJECT, MZ)[("h0.example.org.", "A")]["rrdatas"] == ["198.51.100.1"]
+
+
+def test_usage_errors_exit_2(fake: FakeCloudDns, tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, fake, RECORDS)
+    r = _cli("dns", "apply", "-i", str(inv))  # no terminal, no --yes
+    assert r.exit_code == 2 and "--yes" in r.output, r.output
+    r = _cli("dns", "plan", "-i", str(inv), "--zone", "nope.org")
+    assert r.exit_code == 2 and "unknown zone 'nope.org'" in r.output, r.output
+    empty = tmp_path / "empty.yml"
+    empty.write_text("version: 1\n")
+    r = _cli("dns", "plan", "-i", str(empty))
+    assert r.exit_code == 2 and "no dns.zones" in r.output, r.output
+    assert not [1 for m, _ in fake.requests if m == "POST"]
+
+
+def test_a_cname_beside_other_data_in_the_zone_is_refused(fake: FakeCloudDns, tmp_path: Path) -> None:
+    fake.set_rrset(PROJECT, MZ, "www.example.org.", "TXT", 300, ['"someone else"'])
+    inv = _inventory(tmp_path, fake, RECORDS)
+    r = _cli("dns", "plan", "-i", str(inv))
+    assert r.exit_code == 1 and "a CNAME must be alone" in r.output, r.output
+    r = _cli("dns", "apply", "-i", str(inv), "--yes")
+    assert r.exit_code == 1
+    assert not [1 for m, _ in fake.requests if m == "POST"]
