@@ -42,6 +42,22 @@ def read_tsig_key(path: str) -> tuple[str, str, str]:
                         "...; secret \"...\"; }};` block or algorithm:name:secret)")
 
 
+def _address_of(server: str) -> str:
+    """dnspython talks to addresses: a server given by name is looked up once."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(server)
+        return server
+    except ValueError:
+        pass
+    try:
+        return str(socket.getaddrinfo(server, 53, proto=socket.IPPROTO_TCP)[0][4][0])
+    except OSError as e:
+        raise ProviderError(f"rfc2136: cannot resolve the primary server {server}: {e}") from None
+
+
 class Rfc2136Provider:
     kind = "rfc2136"
     replan_on_stale = False
@@ -51,7 +67,7 @@ class Rfc2136Provider:
         import dns.tsigkeyring
 
         self.zone = zone.rstrip(".").lower() + "."
-        self.server = server
+        self.server = _address_of(server)
         self.port = port
         self.timeout = timeout
         self.resolvers = resolvers
