@@ -94,6 +94,18 @@ def test_change_add_delete_then_no_op_and_unmanaged_untouched(lab: Lab, tmp_path
     code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
     assert code == 0 and data["summary"] == {"add": 0, "change": 0, "destroy": 0}, (data, err)
 
+    # change the AAAA and the CNAME
+    def edit2(records: dict[str, Any]) -> None:
+        edit(records)
+        records["www"]["value"] = f"gpu1.{P.ZONE}"
+        records["v6"]["values"] = ["fd00::2"]
+
+    inv = _inventory(lab, tmp_path, edit2)
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    assert code == 0 and data["summary"] == {"add": 0, "change": 2, "destroy": 0}, (data, err)
+    assert _ask(lab, ns1, "www", "CNAME") == ("NOERROR", [f"gpu1.{P.ZONE}."], True)
+    assert _ask(lab, ns1, "v6", "AAAA") == ("NOERROR", ["fd00::2"], True)
+
     # remove www and v6 from the inventory: provision created them, so they go
     def drop(records: dict[str, Any]) -> None:
         edit(records)
@@ -206,3 +218,18 @@ def test_check_explains_negative_caching_for_a_missing_name(lab: Lab) -> None:
     assert code == 0, (data, err)
     assert {a["status"] for a in data["answers"]} == {"NXDOMAIN"}
     assert any("SOA minimum" in n for n in data["notes"]), data["notes"]
+
+
+def test_one_rrset_can_be_read_for_migrations(lab: Lab) -> None:
+    from provision.dns.provider_for import provider_for
+    from provision.inventory import load_inventory
+
+    inv = load_inventory(lab.inventory)
+    assert inv.dns is not None
+    provider = provider_for(inv.dns.zones[0], inv)
+    with lab.operator_netns():
+        rr = provider.get_rrset(f"ns1.{P.ZONE}.", "A")
+        assert provider.get_rrset(f"nothere.{P.ZONE}.", "A") is None
+        servers = provider.nameservers()
+    assert rr is not None and rr.values == (lab.addr("ns1"),) and rr.ttl == 300
+    assert servers == [(f"ns1.{P.ZONE}.", lab.addr("ns1"))]

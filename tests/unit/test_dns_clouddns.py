@@ -165,3 +165,15 @@ def test_a_cname_beside_other_data_in_the_zone_is_refused(fake: FakeCloudDns, tm
     r = _cli("dns", "apply", "-i", str(inv), "--yes")
     assert r.exit_code == 1
     assert not [1 for m, _ in fake.requests if m == "POST"]
+
+
+def test_one_rrset_and_the_nameservers(fake: FakeCloudDns) -> None:
+    from provision.dns.clouddns import CloudDnsProvider
+    from provision.dns.records import rrset
+
+    fake.set_rrset(PROJECT, MZ, "one.example.org.", "A", 42, ["192.0.2.42"])
+    p = CloudDnsProvider(ZONE, project=PROJECT, managed_zone=MZ, endpoint=fake.url)
+    assert p.get_rrset("one.example.org.", "A") == rrset("one.example.org.", "A", 42, ["192.0.2.42"])
+    assert p.get_rrset("two.example.org.", "A") is None
+    assert p.nameservers() == [("ns-cloud-a1.googledomains.com.", None),
+                               ("ns-cloud-a2.googledomains.com.", None)]

@@ -200,3 +200,14 @@ def test_cname_beside_an_alias_is_refused() -> None:
     lb = rrset("lb.example.org.", "A", None, [], Alias("t.example.org.", "Z1"))
     plan = plan_zone(ZONE, [rrset("lb.example.org.", "CNAME", 300, ["x.example.net."])], [lb])
     assert plan.refused and "must be alone" in plan.errors[0]
+
+
+def test_one_rrset_and_the_nameservers(r53: Any, moto_url: str) -> None:
+    zid = _zone_id(r53)
+    r53.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {"Name": "one.example.org.", "Type": "A", "TTL": 42,
+                                                   "ResourceRecords": [{"Value": "192.0.2.42"}]}}]})
+    p = Route53Provider(ZONE, endpoint_url=moto_url)
+    assert p.get_rrset("one.example.org.", "A") == rrset("one.example.org.", "A", 42, ["192.0.2.42"])
+    assert p.get_rrset("two.example.org.", "A") is None
+    assert len(p.nameservers()) == 4 and all(n.endswith(".") and a is None for n, a in p.nameservers())
