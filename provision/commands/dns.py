@@ -16,7 +16,7 @@ import click
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, ProvisionError, UsageError
 
 from .common import emit_json, inventory_option, json_option, load
-from .plan_output import Change, Section, exit_status, print_plan, to_json
+from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 
 class _Group(click.Group):
@@ -54,6 +54,7 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
 
     rr = c.new or c.old
     detail: list[str] = []
+    op: Op
     if c.op == "create":
         subject = f"{_subject(rr, zone)} {', '.join(rr.values)} (ttl {rr.ttl})"
         op = "+"
@@ -73,7 +74,7 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
                 detail.append(f"ttl: {c.old.ttl} -> {c.new.ttl}")
     if marker_name(rr.name, zone) in markers:
         detail.append(f"ownership marker {marker_name(rr.name, zone)} TXT written")
-    return Change(op, subject, tuple(detail), kind="rrset")  # type: ignore[arg-type]
+    return Change(op, subject, tuple(detail), kind="rrset")
 
 
 def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
