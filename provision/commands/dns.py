@@ -240,9 +240,10 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     if zone is None or fq is None:
         raise UsageError(f"{name} is in none of the inventory's zones "
                          f"({', '.join(z.name for z in zones) or 'none'})")
-    want = {rr.name: rr for rr in desired(zone)}.get(fq)
-    rtype = (rtype or (want.type if want else "A")).upper()
-    expected = want.values if want is not None and want.type == rtype else None
+    declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
+    rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
+    want = declared.get(rtype)
+    expected = want.values if want is not None else None
     try:
         from provision.dns.provider_for import provider_for
 

@@ -16,7 +16,7 @@ import ipaddress
 from typing import TYPE_CHECKING
 
 from provision.inventory.fields import is_ip
-from provision.inventory.model import Host, Inventory, Zone
+from provision.inventory.model import Host, Inventory, Record, Zone
 
 if TYPE_CHECKING:
     from . import Finding
@@ -26,12 +26,15 @@ def _fqdn(name: str, zone: str) -> str:
     return zone if name == "@" else f"{name}.{zone}"
 
 
-def _records(inv: Inventory) -> dict[str, tuple[Zone, str, str, tuple[str, ...]]]:
-    """fqdn (lowercase, no trailing dot) -> (zone, record name, type, values)."""
-    out: dict[str, tuple[Zone, str, str, tuple[str, ...]]] = {}
+Declared = dict[str, list[tuple[Zone, Record]]]
+
+
+def _records(inv: Inventory) -> Declared:
+    """fqdn (lowercase, no trailing dot) -> the records declared at that name."""
+    out: Declared = {}
     for z in inv.dns.zones if inv.dns else ():
         for r in z.records:
-            out[_fqdn(r.name, z.name).lower()] = (z, r.name, r.type, r.values)
+            out.setdefault(_fqdn(r.name, z.name).lower(), []).append((z, r))
     return out
 
 
@@ -41,19 +44,19 @@ def _zone_of(inv: Inventory, name: str) -> Zone | None:
     return max(zones, key=lambda z: len(z.name), default=None)
 
 
-def _resolve(name: str, records: dict[str, tuple[Zone, str, str, tuple[str, ...]]]) -> tuple[str, ...] | None:
+def _resolve(name: str, records: Declared) -> tuple[str, ...] | None:
     """Addresses the inventory's own records give `name` (following in-inventory CNAMEs);
     None when they say nothing (no record, or a CNAME leaving the inventory's zones)."""
     seen: set[str] = set()
     while name not in seen and len(seen) < 8:
         seen.add(name)
-        rec = records.get(name)
-        if rec is None:
+        recs = [r for _, r in records.get(name, [])]
+        if not recs:
             return None
-        _, _, rtype, values = rec
-        if rtype != "CNAME":
-            return values
-        name = values[0].rstrip(".").lower()
+        cname = next((r for r in recs if r.type == "CNAME"), None)
+        if cname is None:
+            return tuple(v for r in recs for v in r.values)
+        name = cname.values[0].rstrip(".").lower()
     return None
 
 

@@ -85,3 +85,19 @@ def test_a_host_name_without_a_record_in_its_zone_is_a_warning(tmp_path: Path) -
 
 def test_the_example_inventory_stays_clean() -> None:
     assert findings(load_inventory(Path(__file__).parents[2] / "inventories" / "example.yml")) == ()
+
+
+def test_a_dual_stack_name_resolves_to_its_host(tmp_path: Path) -> None:
+    p = _inv(tmp_path, """dns:
+  zones:
+    example.org:
+      provider: route53
+      records:
+        jump:
+          - {type: A, values: [203.0.113.10]}
+          - {type: AAAA, values: ["2001:db8::10"]}
+""")
+    inv = load_inventory(p)
+    assert inv.dns is not None
+    assert [(r.name, r.type) for r in inv.dns.zones[0].records] == [("jump", "A"), ("jump", "AAAA")]
+    assert _codes(p) == []

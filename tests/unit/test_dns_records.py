@@ -188,3 +188,16 @@ def test_expected_absent_and_timeouts() -> None:
     v = prop.assess("gone.example.org.", "A", [prop.Answer(NS1, "NXDOMAIN", True),
                                                prop.Answer(NS2, "TIMEOUT", error="no answer")], ())
     assert not v.served and v.disagree == ("ns2.example.org.",) and "did not answer" in v.notes[0]
+
+
+def test_a_dual_stack_name_from_the_inventory() -> None:
+    from provision.dns.records import desired
+    from provision.inventory.model import Record, Zone
+
+    z = Zone("example.org", "route53", (Record("h", "A", ("192.0.2.1",), 300),
+                                        Record("h", "AAAA", ("2001:db8::1",), 300)))
+    want = desired(z)
+    assert [rr.key for rr in want] == [("h.example.org.", "A"), ("h.example.org.", "AAAA")]
+    plan = plan_zone(Z, want, BASE)
+    assert not plan.refused and [c.op for c in plan.changes] == ["create", "create"]
+    assert owned("h", "A", "AAAA") in plan.change_set.additions
