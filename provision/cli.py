@@ -11,17 +11,18 @@ import sys
 
 import click
 
+from provision.errors import ProvisionError
+from provision.text import printable_lines
+
 # command name -> "module:attribute" (a click.Command). Keep sorted by name.
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("provision.commands.converge:apply_cmd", "converge hosts to the inventory"),
-    "audit": ("provision.commands.audit:audit_cmd", "live exposure, drift and socket report"),
     "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
-    "dns": ("provision.commands.dns:dns_group", "DNS records and TTL-lowering cutovers"),
+    "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
     "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),
     "schema": ("provision.commands.check:schema_cmd", "print the inventory JSON Schema"),
-    "sg": ("provision.commands.sg:sg_group", "AWS security groups"),
     "ssh": ("provision.commands.tunnel:ssh_cmd", "interactive ssh through the jump chain"),
     "ssh-config": ("provision.commands.render:ssh_config_cmd", "print or install the ssh_config"),
     "sync": ("provision.commands.tunnel:sync_cmd", "rsync through the jump chain"),
@@ -30,14 +31,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
-    """Resolves subcommands from COMMANDS on first use."""
+    """Resolves subcommands from COMMANDS on first use; the one place that turns a
+    ProvisionError into a message on stderr and its exit status."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, (target, _) in COMMANDS.items() if _available(target))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
-        if entry is None or not _available(entry[0]):
+        if entry is None:
             return None
         module, attr = entry[0].split(":")
         command = getattr(importlib.import_module(module), attr)
@@ -51,12 +53,13 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-
-def _available(target: str) -> bool:
-    """A command whose module is not there yet is not listed (the project grows by issue)."""
-    import importlib.util
-
-    return importlib.util.find_spec(target.split(":")[0]) is not None
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ProvisionError as e:
+            if e.message:
+                click.echo(e.prefix + printable_lines(e.message), err=True)
+            ctx.exit(e.exit_code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

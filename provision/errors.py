@@ -44,3 +44,7 @@ class Exit(ProvisionError):
 
     def __init__(self, exit_code: int):
         super().__init__("", exit_code=exit_code)
+
+
+class RenderError(UsageError):
+    """The inventory is valid but rendering it would produce something unsafe or impossible."""

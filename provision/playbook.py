@@ -1,10 +1,11 @@
 """Playbooks: `playbooks/*.yml` name an ordered list of steps and the hosts they run on.
+Pure apart from reading the playbook file.
 
     hosts: role:gpu-server        # all | a host name | role:NAME (or a list of them)
     steps: [users, packages, services]
 
 Loading is strict (unknown keys and steps are errors that point at file:line:column).
-Each step turns (inventory, host) into a fact request and a pure diff (facts -> actions).
+Pure apart from reading the playbook file. The steps themselves: `provision.tasks.step`.
 """
 
 from __future__ import annotations
@@ -14,63 +15,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
-from provision.hosts.facts import Facts, Request
+from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory
-from provision.tasks.actions import Action
+from provision.tasks.step import STEPS, Step
 
 DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
 
-class Step(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def request(self) -> Request: ...
-
-    def diff(self, facts: Facts) -> list[Action]: ...
-
-
-def _users(inv: Inventory, host: Host) -> Step:
-    from provision.tasks.users import UsersStep
-    return UsersStep(inv, host)
-
-
-def _packages(inv: Inventory, host: Host) -> Step:
-    from provision.tasks.packages import PackagesStep
-    return PackagesStep(inv, host)
-
-
-def _services(inv: Inventory, host: Host) -> Step:
-    from provision.tasks.services import ServicesStep
-    return ServicesStep.build(inv, host)
-
-
-def _sshd(inv: Inventory, host: Host) -> Step:
-    from provision.tasks.sshd import step
-    return step(inv, host)
-
-
-def _firewall(inv: Inventory, host: Host) -> Step:
-    from provision.tasks.firewall import step
-    return step(inv, host)
-
-
-STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
-    "users": _users,
-    "packages": _packages,
-    "services": _services,
-    "sshd": _sshd,  # commit-confirmed (provision.hosts.confirm)
-    "firewall": _firewall,  # commit-confirmed (provision.hosts.confirm)
-}
 KEYS = ("name", "description", "hosts", "steps")
 
 
-class PlaybookError(Exception):
+class PlaybookError(UsageError):
     """A playbook that cannot be used; str() is `file:line:col: field: message`."""
+
+    prefix = ""
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""One module per CLI command: argument parsing and output only."""
+"""One module per CLI command (the CLI layer): argument parsing, calls, output; no decisions."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
+
+from provision.errors import Exit
 
 from .common import EXIT_FAILED, EXIT_OK, emit_json, inventory_option, json_option, load
 
@@ -29,13 +29,13 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
         emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
                    "hosts": len(inv.hosts), "bastions": len(inv.bastions),
                    "findings": [{**f.__dict__, "location": _location(inv, f.field)} for f in found]})
-        sys.exit(status)
+        raise Exit(status)
     services = sum(len(h.services) for h in inv.hosts)
     summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
                f"{len(inv.team)} people, {services} services")
     if not found:  # the common case stays fast: no rich import
         click.echo(f"{click.style('ok', fg='green')} {summary}; no findings")
-        sys.exit(status)
+        raise Exit(status)
     from rich.table import Table
 
     from .common import console
@@ -51,7 +51,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     out.print(table)
     counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
     out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
-    sys.exit(status)
+    raise Exit(status)
 
 
 def _location(inv: object, field: str) -> str:

@@ -1,4 +1,8 @@
-"""Options and output shared by every command: inventory loading, --json, exit codes."""
+"""Options and output shared by every command: inventory loading, --json, consoles.
+
+CLI only. Commands raise `provision.errors.ProvisionError` subclasses; `provision.cli`
+prints them and exits with their code.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from provision.inventory import Inventory, InventoryError
+from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from provision.inventory import Inventory
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CHANGES = 0, 1, 2, 3
+__all__ = ["EXIT_CHANGES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "console", "emit_json",
+           "inventory_option", "json_option", "load"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,18 +35,10 @@ def json_option(f: F) -> F:
 
 
 def load(path: str | None) -> Inventory:
-    """Load the inventory or exit 2 with every problem, one per line, never a traceback."""
+    """Load the inventory; an invalid one raises InventoryError (exit 2, every problem)."""
     from provision.inventory import load_inventory
 
-    try:
-        return load_inventory(path)
-    except InventoryError as e:
-        fail_usage("\n".join(str(p) for p in e.problems), prefix="")
-
-
-def fail_usage(message: str, prefix: str = "error: ") -> NoReturn:
-    click.echo(f"{prefix}{message}", err=True)
-    sys.exit(EXIT_USAGE)
+    return load_inventory(path)
 
 
 def emit_json(data: Any) -> None:

@@ -14,14 +14,13 @@ from typing import Any
 
 import click
 
+from provision.errors import Exit, UsageError
+
 from .common import (
-    EXIT_CHANGES,
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     console,
     emit_json,
-    fail_usage,
     inventory_option,
     json_option,
     load,
@@ -46,21 +45,18 @@ def _common(f: Any) -> Any:
 
 
 def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...]) -> tuple[Any, Any, Any]:
-    from provision.playbook import PlaybookError
     from provision.playbook import load as load_playbook
 
     inv = load(inventory_path)
-    try:
-        pb = load_playbook(playbook_name)
-    except PlaybookError as e:
-        fail_usage(str(e), prefix="")
+    pb = load_playbook(playbook_name)  # PlaybookError: exit 2
     try:
         selected = pb.select(inv, hosts)
     except KeyError as e:
         known = ", ".join(h.name for h in inv.hosts)
-        fail_usage(f"no host matches {e.args[0]!r} (hosts: {known}; or all, bastions, role:NAME)")
+        raise UsageError(f"no host matches {e.args[0]!r} (hosts: {known}; or all, bastions, "
+                         "role:NAME)") from None
     if not selected:
-        fail_usage(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
+        raise UsageError(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
     return inv, pb, selected
 
 
@@ -86,52 +82,50 @@ def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
 
 # --- output ----------------------------------------------------------------------------
 
-def _file_diff(old: str | None, new: str, path: str) -> list[str]:
-    return list(difflib.unified_diff((old or "").splitlines(keepends=True),
-                                     new.splitlines(keepends=True),
-                                     fromfile="/dev/null" if old is None else f"a{path}",
-                                     tofile=f"b{path}"))
+def _file_diff(old: str | None, new: str, path: str) -> tuple[str, ...]:
+    return tuple(difflib.unified_diff((old or "").splitlines(keepends=True),
+                                      new.splitlines(keepends=True),
+                                      fromfile="/dev/null" if old is None else f"a{path}",
+                                      tofile=f"b{path}"))
+
+
+def _change(step: str, a: Any) -> Any:
+    """One planned action as a line of the shared plan output."""
+    from provision.commands.plan_output import Change, Op
+    from provision.tasks.actions import EnsureUser, Mkdir, RemoveFile, RemoveTemps, WriteFile
+    from provision.tasks.commit import CommitConfirmed
+
+    diff: tuple[str, ...] = ()
+    op: Op = "~"
+    if isinstance(a, WriteFile):
+        diff, op = _file_diff(a.old, a.content, a.path), "+" if a.old is None else "~"
+    elif isinstance(a, CommitConfirmed):
+        diff = tuple(x for w in a.writes for x in _file_diff(w.old, w.content, w.path))
+    elif isinstance(a, RemoveFile):
+        op = "-"
+        if a.old is not None:
+            diff = tuple(difflib.unified_diff(a.old.splitlines(keepends=True), [],
+                                              fromfile=f"a{a.path}", tofile="/dev/null"))
+    elif isinstance(a, RemoveTemps):
+        op = "-"
+    elif (isinstance(a, EnsureUser) and a.create) or isinstance(a, Mkdir):
+        op = "+"
+    return Change(op, f"[{step}] {a.describe()}", diff=diff, kind=type(a).__name__)
+
+
+def sections(runs: list[Any]) -> list[Any]:
+    from provision.commands.plan_output import Section
+
+    return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
+                    error=r.error if r.status in ("failed", "unreachable") else "",
+                    status=r.status if r.status in ("failed", "unreachable") else "")
+            for r in runs]
 
 
 def _print_plan(runs: list[Any]) -> None:
-    from rich.text import Text
+    from provision.commands.plan_output import print_plan
 
-    from provision.tasks.actions import RemoveFile, WriteFile
-    from provision.tasks.commit import CommitConfirmed
-
-    out = console()
-    for r in runs:
-        style = STATUS_STYLE.get(r.status, "")
-        if r.status in ("failed", "unreachable"):
-            out.print(Text(f"{r.host.name}: {r.status}: {r.error}", style=style))
-            continue
-        if not r.actions:
-            out.print(Text(f"{r.host.name}: no changes", style="green"))
-            continue
-        out.print(Text(f"{r.host.name}: {len(r.actions)} change(s)", style="bold yellow"))
-        for _, a in r.actions:
-            lines: list[str] = []
-            if isinstance(a, WriteFile):
-                lines = _file_diff(a.old, a.content, a.path)
-            elif isinstance(a, CommitConfirmed):
-                lines = [x for w in a.writes for x in _file_diff(w.old, w.content, w.path)]
-            elif isinstance(a, RemoveFile) and a.old is not None:
-                lines = list(difflib.unified_diff(a.old.splitlines(keepends=True), [],
-                                                  fromfile=f"a{a.path}", tofile="/dev/null"))
-            for line in lines:
-                text = line.rstrip("\n")
-                if line.startswith(("+++", "---")):
-                    out.print(Text(text, style="bold"))
-                elif line.startswith("@@"):
-                    out.print(Text(text, style="cyan"))
-                elif line.startswith("+"):
-                    out.print(Text(text, style="green"))
-                elif line.startswith("-"):
-                    out.print(Text(text, style="red"))
-                else:
-                    out.print(Text(text))
-        for step, a in r.actions:
-            out.print(Text(f"  [{step}] ", style="dim") + Text(a.describe()))
+    print_plan(sections(runs))
 
 
 def _print_recap(runs: list[Any], title: str) -> None:
@@ -143,16 +137,18 @@ def _print_recap(runs: list[Any], title: str) -> None:
     for r in runs:
         t.add_row(r.host.name, f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
                   str(r.done if r.status != "pending" else r.changes), str(r.remote_execs),
-                  f"{r.seconds:.2f}", r.error)
+                  f"{r.seconds:.2f}", r.error or r.note)
     console().print(t)
 
 
 def _json(runs: list[Any], command: str, pb: Any) -> None:
+    from provision.commands.plan_output import to_json
+
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.status] = counts.get(r.status, 0) + 1
     emit_json({"command": command, "playbook": pb.name, "summary": counts,
-               "hosts": [r.to_json() for r in runs]})
+               "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
 def _failed(runs: list[Any]) -> bool:
@@ -174,16 +170,14 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
     for r in runs:
         close(r)
+    from provision.commands.plan_output import exit_status
+
     if as_json:
         _json(runs, "plan", pb)
     else:
         _print_plan(runs)
         _print_recap(runs, f"plan: {pb.name}")
-    if _failed(runs):
-        sys.exit(EXIT_FAILED)
-    if detailed_exitcode and any(r.actions for r in runs):
-        sys.exit(EXIT_CHANGES)
-    sys.exit(EXIT_OK)
+    raise Exit(exit_status(sections(runs), detailed_exitcode))
 
 
 @click.command("apply")
@@ -202,9 +196,8 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     from provision.playbook import waves
 
     if not yes and not sys.stdin.isatty():
-        click.echo("error: apply asks for confirmation, and stdin is not a terminal; "
-                   "review `provision plan`, then run apply with --yes", err=True)
-        sys.exit(EXIT_USAGE)
+        raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
+                         "review `provision plan`, then run apply with --yes")
     inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
     timeout = confirm_timeout or inv.confirm_timeout
     runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
@@ -216,7 +209,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                 f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
                 default=False, err=True):
             click.echo("apply cancelled; nothing changed", err=True)
-            sys.exit(EXIT_FAILED)
+            raise Exit(EXIT_FAILED)
         if pending:
             def execute(run: Any) -> Any:
                 return execute_guarded(inv, run, accept_new, timeout)
@@ -234,4 +227,4 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
         _json(runs, "apply", pb)
     else:
         _print_recap(runs, f"apply: {pb.name}")
-    sys.exit(EXIT_FAILED if _failed(runs) else EXIT_OK)
+    raise Exit(EXIT_FAILED if _failed(runs) else EXIT_OK)

@@ -13,25 +13,13 @@ from typing import Any
 
 import click
 
-from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, ProvisionError, UsageError
+from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
 
 from .common import emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 
-class _Group(click.Group):
-    """Errors raised by the subcommands end with their message and exit code, no traceback."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except ProvisionError as e:
-            if e.message:
-                click.echo(f"{e.prefix}{e.message}", err=True)
-            sys.exit(e.exit_code)
-
-
-@click.group("dns", cls=_Group)
+@click.group("dns")
 def dns_group() -> None:
     """DNS records as code (route53, clouddns, rfc2136) and propagation checks."""
 

@@ -12,11 +12,10 @@ import click
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     emit_json,
-    fail_usage,
     json_option,
 )
+from provision.errors import Exit, OperationError, UsageError
 
 
 def lab_name() -> str:
@@ -26,12 +25,12 @@ def lab_name() -> str:
     try:
         return check_name(name)
     except PlanError as e:
-        fail_usage(f"$PROVISION_LAB_NAME: {e}")
+        raise UsageError(f"$PROVISION_LAB_NAME: {e}") from None
 
 
 def _require_root() -> None:
     if os.geteuid() != 0:
-        fail_usage("the lab needs root (network namespaces, overlay mounts, systemd-nspawn); "
+        raise UsageError("the lab needs root (network namespaces, overlay mounts, systemd-nspawn); "
                    "run it with sudo")
 
 
@@ -40,9 +39,8 @@ def _state_or_exit(name: str) -> dict[str, Any]:
 
     state = read_state(name)
     if state is None:
-        click.echo(f"lab {name!r} is not up (no state in /run/provision-lab/{name}/); "
-                   "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)", err=True)
-        sys.exit(EXIT_USAGE)
+        raise UsageError(f"lab {name!r} is not up (no state in /run/provision-lab/{name}/); "
+                         "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)")
     return state
 
 
@@ -77,13 +75,13 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
 
     name = lab_name()
     if directory is not None and (os.path.realpath(directory) + "/").startswith("/tmp/"):
-        fail_usage("--dir must not be under /tmp: the containers get a fresh /tmp")
+        raise UsageError("--dir must not be under /tmp: the containers get a fresh /tmp")
     extra = tuple(p for p in {sys.base_prefix} if p not in ("/usr", "/") and p != sys.prefix)
     try:
         plan = P.make_plan(name, gpus, os.path.abspath(directory) if directory else None,
                            venv=sys.prefix, repo=_repo_root(), extra_binds=extra)
     except P.PlanError as e:
-        fail_usage(str(e))
+        raise UsageError(str(e)) from None
     with shell.lab_lock(name):
         state = shell.read_state(name)
         if state is not None:
@@ -103,8 +101,7 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
         try:
             timings = shell.up(plan)
         except shell.LabError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(EXIT_FAILED)
+            raise OperationError(str(e)) from None
     if as_json:
         emit_json({"name": name, "dir": plan.dir, "inventory": plan.paths["inventory"],
                    "seconds": round(timings["total"], 2), "timings": timings})
@@ -175,7 +172,7 @@ def status_cmd(as_json: bool) -> None:
             mem = f"{r['memory_kib'] / 1024:.0f} MiB" if r.get("memory_kib") else ""
             t.add_row(r["host"], addrs, "[green]up[/]" if r["up"] else "[red]down[/]", mem)
         console().print(t)
-    sys.exit(EXIT_OK if all_up else EXIT_FAILED)
+    raise Exit(EXIT_OK if all_up else EXIT_FAILED)
 
 
 @lab_group.command("exec", context_settings={"ignore_unknown_options": True})

@@ -10,14 +10,13 @@ from pathlib import Path
 import click
 
 from provision.commands.common import (
-    EXIT_USAGE,
     console,
     emit_json,
-    fail_usage,
     inventory_option,
     json_option,
     load,
 )
+from provision.errors import UsageError
 
 INCLUDE_LINE = "Include config.d/*.conf"
 CONF_NAME = "provision.conf"
@@ -34,14 +33,11 @@ _COVERING = re.compile(r"""^["']?(~/\.ssh/|%d/\.ssh/)?config\.d/(\*|\*\.conf|pro
 @json_option
 def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
     """Write every artifact: the ssh_config and, per host, the files at their remote paths."""
-    from provision.render import RenderError, write_tree
+    from provision.render import write_tree
 
     inv = load(inventory_path)
     out = Path(out_dir)
-    try:
-        written = write_tree(inv, out)
-    except RenderError as e:
-        fail_usage(str(e))
+    written = write_tree(inv, out)  # a RenderError is a UsageError: exit 2, nothing written
     if as_json:
         emit_json({"out": str(out), "files": [str(p) for p in written]})
         return
@@ -78,7 +74,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
         if identity_file is not None:
             check_path(identity_file)
     except ValueError as e:
-        fail_usage(str(e))
+        raise UsageError(str(e)) from None
     inv = load(inventory_path)
     text = render_ssh_config(inv, user=user, identity_file=identity_file)
     if not write:
@@ -90,8 +86,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     try:
         changes = install(text, Path.home() / ".ssh")
     except OSError as e:
-        click.echo(f"error: cannot install the ssh_config: {e}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
+        raise UsageError(f"cannot install the ssh_config: {e}") from None
     if as_json:
         emit_json({"changed": changes, "path": str(Path.home() / ".ssh" / "config.d" / CONF_NAME)})
         return

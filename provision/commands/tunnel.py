@@ -16,14 +16,13 @@ import click
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     console,
     emit_json,
-    fail_usage,
     inventory_option,
     json_option,
     load,
 )
+from provision.errors import Exit, OperationError, UsageError
 
 BACKEND_CHOICES = ("auto", "openssh", "paramiko")
 
@@ -39,16 +38,13 @@ def _host(inv: Any, name: str) -> Any:
         return inv.node(name)
     except KeyError:
         names = ", ".join(h.name for h in (*inv.hosts, *inv.bastions)) or "none"
-        fail_usage(f"unknown host '{name}' (known: {names})")
+        raise UsageError(f"unknown host '{name}' (known: {names})") from None
 
 
 def _login(inv: Any, user: str | None) -> Any:
-    from provision.tunnel import TunnelError, choose_login
+    from provision.tunnel.plan import choose_login
 
-    try:
-        return choose_login(inv, user, os.environ.get("USER"))
-    except TunnelError as e:
-        fail_usage(str(e))
+    return choose_login(inv, user, os.environ.get("USER"))  # TunnelError: exit 2
 
 
 def _parse_ports(values: Sequence[str]) -> dict[str, int]:
@@ -56,7 +52,7 @@ def _parse_ports(values: Sequence[str]) -> dict[str, int]:
     for v in values:
         name, sep, port = v.partition("=")
         if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
-            fail_usage(f"--port expects SERVICE=PORT (1-65535), got {v!r}")
+            raise UsageError(f"--port expects SERVICE=PORT (1-65535), got {v!r}")
         out[name] = int(port)
     return out
 
@@ -84,15 +80,10 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     Prints each service's local URL (Jupyter's with its token) and stays in the foreground,
     reconnecting when the link drops, until Ctrl-C.
     """
-    from provision.tunnel import (
-        ConnectError,
-        HostKeyError,
-        TunnelError,
-        hops,
-        plan_forwards,
-        select_services,
-    )
-    from provision.tunnel_io import Session, port_is_free
+    from provision.ssh.errors import ConnectError, HostKeyError
+    from provision.tunnel.local import port_is_free
+    from provision.tunnel.plan import hops, plan_forwards, select_services
+    from provision.tunnel.session import Interrupted, Session, until_stopped
 
     inv = load(inventory_path)
     node = _host(inv, host)
@@ -102,11 +93,8 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     def log(message: str) -> None:
         err.print(f"[dim]tunnel:[/] {message}", soft_wrap=True)
 
-    try:
-        chosen = select_services(node, services)
-        forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
-    except TunnelError as e:
-        fail_usage(str(e))
+    chosen = select_services(node, services)  # TunnelError: exit 2
+    forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
     for s, f in zip(chosen, forwards, strict=True):
         wanted = _parse_ports(ports).get(s.name, s.port)
         if f.local_port != wanted:
@@ -118,22 +106,26 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     try:
         be = _make_backend(name, inv, node, login, chain, forwards, keepalive, log)
     except ConnectError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(EXIT_FAILED)
+        raise OperationError(str(e)) from None
     session = Session(be, node, chosen, forwards, chain[-1].user, keepalive, log)
     code = EXIT_OK
     try:
         try:
-            table = session.start()
+            table = session.start(stop)
+        except Interrupted:
+            log("interrupted before the tunnel was up; closing")
+            raise Exit(EXIT_FAILED) from None
         except HostKeyError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(EXIT_FAILED)
+            raise OperationError(str(e)) from None
         except ConnectError as e:
-            click.echo(f"error: cannot connect to {node.name}: {e}", err=True)
-            sys.exit(EXIT_FAILED)
+            raise OperationError(f"cannot connect to {node.name}: {e}") from None
         ready = session.ready_after or 0.0
         if check:
-            code = _check(session, table, as_json, name, ready)
+            try:
+                code = until_stopped(lambda: _check(session, table, as_json, name, ready), stop)
+            except Interrupted:
+                log("interrupted; closing")
+                code = EXIT_FAILED
         else:
             if as_json:
                 emit_json(_doc(node.name, name, ready, table))
@@ -151,29 +143,29 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
                 log("closing")
     finally:
         session.close()
-    sys.exit(code)
+    raise Exit(code)
 
 
 def _backend_name(choice: str | None) -> str:
-    from provision.tunnel_io import find_ssh
+    from provision.tunnel.openssh import find_ssh
 
     choice = choice or os.environ.get("PROVISION_TUNNEL_BACKEND") or "auto"
     if choice not in BACKEND_CHOICES:
-        fail_usage(f"PROVISION_TUNNEL_BACKEND={choice!r} (allowed: {', '.join(BACKEND_CHOICES)})")
+        raise UsageError(f"PROVISION_TUNNEL_BACKEND={choice!r} (allowed: {', '.join(BACKEND_CHOICES)})")
     if choice == "auto":
         return "openssh" if find_ssh() else "paramiko"
     if choice == "openssh" and not find_ssh():
-        fail_usage("--backend openssh: no `ssh` on PATH (use --backend paramiko)")
+        raise UsageError("--backend openssh: no `ssh` on PATH (use --backend paramiko)")
     return choice
 
 
 def _make_backend(name: str, inv: Any, node: Any, login: Any, chain: Any, forwards: Any,
                   keepalive: int, log: Any) -> Any:
-    from provision.tunnel_io import OpenSSHBackend, known_hosts_path
+    from provision.tunnel.openssh import OpenSSHBackend, known_hosts_path
 
     if name == "openssh":
         return OpenSSHBackend(inv, node, login, forwards, keepalive, log)
-    from provision.tunnel_paramiko import ParamikoBackend
+    from provision.tunnel.paramiko_backend import ParamikoBackend
 
     return ParamikoBackend(chain, forwards, known_hosts_path(inv), keepalive, log, node.name)
 
@@ -212,7 +204,7 @@ def _print_table(host: str, backend: str, table: Any) -> None:
 
 def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) -> int:
     """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
-    from provision.tunnel_io import http_answers, port_accepts
+    from provision.tunnel.local import http_answers, port_accepts
 
     results: dict[str, str | None] = {}
     for f, r in zip(session.forwards, table, strict=True):
@@ -242,16 +234,16 @@ def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) 
 def ssh_cmd(host: str, command: tuple[str, ...], inventory_path: str | None,
             user: str | None) -> None:
     """Interactive ssh to HOST through its jump chain (or run `-- CMD`), host keys verified."""
-    from provision.tunnel import ssh_argv
-    from provision.tunnel_io import find_ssh, private_dir, write_ssh_config
+    from provision.tunnel.openssh import find_ssh, private_dir, write_ssh_config
+    from provision.tunnel.plan import ssh_argv
 
     inv = load(inventory_path)
     node = _host(inv, host)
     login = _login(inv, user)
     ssh = find_ssh()
     if ssh is None:
-        fail_usage("no `ssh` on PATH")
-    sys.exit(_run_with_config(inv, login, lambda cfg: ssh_argv(ssh, cfg, node.name, command),
+        raise UsageError("no `ssh` on PATH")
+    raise Exit(_run_with_config(inv, login, lambda cfg: ssh_argv(ssh, cfg, node.name, command),
                               private_dir, write_ssh_config))
 
 
@@ -265,22 +257,22 @@ def ssh_cmd(host: str, command: tuple[str, ...], inventory_path: str | None,
 def sync_cmd(src: str, dst: str, inventory_path: str | None, user: str | None, dry_run: bool,
              delete: bool) -> None:
     """rsync -avhP SRC DST through the jump chain, e.g. `provision sync gpu1:~/ckpt/ ./ckpt/`."""
-    from provision.tunnel import remote_side, rsync_argv
-    from provision.tunnel_io import find_ssh, known_hosts_path, private_dir, write_ssh_config
+    from provision.tunnel.openssh import find_ssh, known_hosts_path, private_dir, write_ssh_config
+    from provision.tunnel.plan import remote_side, rsync_argv
 
     inv = load(inventory_path)
     names = [h.name for h in (*inv.hosts, *inv.bastions)]
     remote = [s for s in (src, dst) if remote_side(s, names)]
     if len(remote) != 1:
-        fail_usage("exactly one of SRC and DST must be HOST:PATH with HOST in the inventory "
+        raise UsageError("exactly one of SRC and DST must be HOST:PATH with HOST in the inventory "
                    f"(hosts: {', '.join(names) or 'none'})")
     login = _login(inv, user)
     ssh, rsync = find_ssh(), shutil.which("rsync")
     if ssh is None or rsync is None:
-        fail_usage("provision sync needs `ssh` and `rsync` on PATH")
+        raise UsageError("provision sync needs `ssh` and `rsync` on PATH")
     extra = [*(["--dry-run"] if dry_run else []), *(["--delete"] if delete else [])]
     kh = known_hosts_path(inv)
-    sys.exit(_run_with_config(inv, login, lambda cfg: rsync_argv(rsync, ssh, cfg, kh, src, dst, extra),
+    raise Exit(_run_with_config(inv, login, lambda cfg: rsync_argv(rsync, ssh, cfg, kh, src, dst, extra),
                               private_dir, write_ssh_config))
 
 
@@ -296,7 +288,6 @@ def _run_with_config(inv: Any, login: Any, argv_for: Any, private_dir: Any,
         finally:
             signal.signal(signal.SIGINT, previous)
     except OSError as e:
-        click.echo(f"error: {e}", err=True)
-        return EXIT_USAGE
+        raise UsageError(str(e)) from None
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -1,1 +1,2 @@
+"""DNS records: providers behind one interface, the records plan, propagation checks."""
 

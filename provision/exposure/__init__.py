@@ -17,9 +17,6 @@ from .dns import dns_findings
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
-# Tools that execute code for whoever reaches them: never on the open internet.
-CODE_EXECUTING = {"jupyter", "tensorboard"}
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -63,11 +60,12 @@ def _service_findings(host: Host, s: Service) -> list[Finding]:
                            f"bound to {s.bind} but expose is '{s.expose.kind}': it listens on every interface "
                            "and only the host firewall stands in front of it",
                            "set bind: 127.0.0.1 (tunnels reach loopback)", field))
-    if s.expose.kind == "public" and s.name in CODE_EXECUTING:
+    if s.expose.kind == "public" and s.runs_code:
         world = [c for c in s.expose.sources if _is_world(c)]
         if world:
             out.append(Finding("error", "code-exec-public", subject,
-                               f"{s.name} runs code for whoever reaches it and is exposed to {', '.join(world)}",
+                               f"{s.name} runs {s.program}, which runs code for whoever reaches it, "
+                               f"and is exposed to {', '.join(world)}",
                                "use expose: tunnel (provision tunnel opens it for the team)", field))
         else:
             out.append(Finding("warning", "code-exec-exposed", subject,
@@ -99,15 +97,14 @@ def _ssh_findings(inv: Inventory, host: Host) -> list[Finding]:
 
 
 def _port_clashes(host: Host) -> list[Finding]:
+    """Every service against every earlier one on the same port (not only the first)."""
     out = []
-    seen: dict[int, Service] = {}
-    for s in host.services:
-        other = seen.get(s.port)
-        if other is not None and _binds_overlap(other.bind, s.bind):
+    for i, s in enumerate(host.services):
+        clash = [o.name for o in host.services[:i] if o.port == s.port and _binds_overlap(o.bind, s.bind)]
+        if clash:
             out.append(Finding("error", "port-clash", f"{host.name}/{s.name}",
-                               f"port {s.port} is also used by {other.name} on {host.name}",
+                               f"port {s.port} on {s.bind} is also used by {', '.join(clash)} on {host.name}",
                                "give one of them another port", f"hosts.{host.name}.services.{s.name}.port"))
-        seen.setdefault(s.port, s)
     return out
 
 
@@ -120,7 +117,7 @@ def _binds_overlap(a: str, b: str) -> bool:
 
 def _forward_collisions(inv: Inventory) -> list[Finding]:
     """LocalForwards in the rendered ssh_config use the remote port as the local port."""
-    from provision.forwards import local_forwards
+    from provision.tunnel.forwards import local_forwards
 
     users: dict[int, list[str]] = {}
     for host in inv.hosts:

@@ -15,7 +15,6 @@ One host run with commit-confirmed actions (sshd, firewall) costs, after the fac
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 import time
@@ -24,13 +23,11 @@ from typing import Any
 
 from provision.inventory.model import Inventory
 from provision.tasks import commit as C
+from provision.tasks import script as batch
 
-from . import script as batch
-from .converge import PAUSE_ENV, HostRun, _reason, execute
+from .converge import HostRun, execute, plain_actions
+from .gather import reason as _reason
 
-# Tests only: seconds to sleep after the changes are applied and before confirming (to cut
-# the operator side off in the middle of a commit-confirmed apply).
-SLEEP_ENV = "PROVISION_TEST_SLEEP_BEFORE_CONFIRM"
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
 RETRY_PAUSE = 0.5
 STATUS_GRACE = 15.0
@@ -58,8 +55,8 @@ def _bounded(fn: Any, timeout: float) -> tuple[bool, Any, BaseException | None]:
 def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
                 timeout: float) -> str:
     """A new connection through the jump chain, one exec, closed."""
-    from .connect import connect
-    from .session import Remote
+    from provision.ssh.connect import connect
+    from provision.ssh.session import Remote
 
     chain = connect(inv, run.host, accept_new=accept_new)
     try:
@@ -133,7 +130,7 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
         a for _, a in run.actions if isinstance(a, C.CommitConfirmed)]
     if not guarded:
         return execute(run)
-    plain = [a for _, a in run.actions if not isinstance(a, C.CommitConfirmed)]
+    plain = plain_actions(run)
     ids = [f"{a.kind}-{secrets.token_hex(4)}" for a in guarded]
     started = time.monotonic()
     fresh = [0]  # execs over new connections (the confirmation), counted with the session's
@@ -151,9 +148,8 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
 
 def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Any],
          guarded: list[C.CommitConfirmed], ids: list[str], fresh: list[int]) -> None:
-    pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
     script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
-                        batch=batch.build(plain, pause=pause) if plain else None,
+                        batch=batch.build(plain) if plain else None,
                         stop_on_error=True, what="apply")
     out = run.remote.sh(script, timeout=None if plain else APPLY_TIMEOUT)
     returned = time.monotonic()
@@ -193,9 +189,6 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
             run.failed_action = a.describe()
             break
     if armed:
-        sleep = float(os.environ.get(SLEEP_ENV, "0") or 0)
-        if sleep:
-            time.sleep(sleep)
         confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
                                     stop_on_error=False, what="confirm")
         window = C.confirm_window(timeout, [results[k] for k in armed])

@@ -8,10 +8,9 @@ its own connection chain; an unreachable or failing host never stops the others.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,28 +19,29 @@ from typing import Any
 import fabric  # noqa: F401
 import paramiko  # noqa: F401
 
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
+from provision.tasks import script as batch
 from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
+from provision.tasks.step import Planned
 
-from . import script as batch
-from .facts import Facts, FactsError, Request, parse, probe_script
+from .gather import Unreachable, connecting, probe, reason
 
-PROBE_TIMEOUT = 120.0
-# Connections are opened here while the host's own thread renders; each host still gets
-# its own chain, used by one thread at a time (fabric #2262 is about sharing a gateway).
-_connector = ThreadPoolExecutor(max_workers=64, thread_name_prefix="connect")
-PAUSE_ENV = "PROVISION_TEST_PAUSE_AFTER_TEMP"  # tests only: sleep after writing a temp file
+# Every converge also reports these (recap --json: OS, Docker, GPUs, listening sockets).
+BASE_REQUEST = Request(facts=("system", "sockets"))
 
 
 @dataclass
 class HostRun:
     host: Host
     status: str = "pending"  # ok | changed | failed | unreachable (pending: planned, not run)
-    actions: list[tuple[str, Action]] = field(default_factory=list)  # (step, action)
+    actions: list[tuple[str, Planned]] = field(default_factory=list)  # (step, action)
     done: int = 0  # actions that completed
     error: str = ""
+    note: str = ""  # e.g. "booting, retried 3×: System is booting up..."
+    retries: int = 0
     failed_action: str = ""
     remote_execs: int = 0
     seconds: float = 0.0
@@ -57,7 +57,8 @@ class HostRun:
         f = self.facts
         return {
             "host": self.host.name, "status": self.status, "changes": self.changes,
-            "changed": self.done, "error": self.error or None,
+            "changed": self.done, "error": self.error or None, "note": self.note or None,
+            "retries": self.retries,
             "failed_action": self.failed_action or None,
             "remote_execs": self.remote_execs, "seconds": round(self.seconds, 3),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
@@ -71,63 +72,51 @@ class HostRun:
         }
 
 
-def _reason(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0] if "\n" in text else text
-
-
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool) -> HostRun:
     """Connect, probe, diff. Never raises: problems land in the result's status."""
-    from .connect import HostKeyError, connect
-    from .session import Remote
+    from provision.ssh.session import Remote
 
     run = HostRun(host)
     started = time.monotonic()
-    # Open the connection (network round trips) while the desired state renders (CPU).
-    opened: Future[Any] = _connector.submit(connect, inv, host, accept_new)
+    opened = connecting(inv, host, accept_new)  # network round trips while the state renders
     try:
         steps = playbook.build(inv, host)
-        request = Request()
+        request = BASE_REQUEST
         for s in steps:
             request = request.merge(s.request())
     except Exception as e:  # a render error is this host's failure, not everyone's
-        run.status, run.error = "failed", f"cannot build the desired state: {_reason(e)}"
+        run.status, run.error = "failed", f"cannot build the desired state: {reason(e)}"
         with contextlib.suppress(Exception):
             opened.result().close()
         return run
-    from paramiko.ssh_exception import BadHostKeyException
-
     try:
         run.chain = opened.result()
-    except BadHostKeyException as e:
-        run.status = "unreachable"
-        run.error = (f"host key for {e.hostname} CHANGED (got {e.key.get_name()}); refusing, even "
-                     "with --accept-new. If the change is expected, remove the old entry "
-                     "(ssh-keygen -R) and accept the new key")
-        return run
-    except HostKeyError as e:
+    except Unreachable as e:
         run.status, run.error = "unreachable", str(e)
         return run
-    except Exception as e:
-        run.status, run.error = "unreachable", f"cannot connect: {_reason(e)}"
-        return run
+    if run.chain.retried is not None:
+        run.retries, run.note = run.chain.retried.attempts, run.chain.retried.note()
     run.remote = Remote(run.chain)
     try:
-        out = run.remote.sh(probe_script(), request.args(), timeout=PROBE_TIMEOUT)
-        if out.status != 0:
-            raise FactsError(f"probe exited {out.status}: {out.stderr.strip()[-500:]}")
-        run.facts = parse(out.stdout)
-        actions: list[tuple[str, Action]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
+        run.facts = probe(run.remote, request)
+        actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
         run.actions = actions
         run.status = "pending" if actions else "ok"
     except Exception as e:
-        run.status, run.error = "failed", f"facts: {_reason(e)}"
+        run.status, run.error = "failed", f"facts: {reason(e)}"
     finally:
         run.remote_execs = run.remote.execs
         run.seconds = time.monotonic() - started
     return run
+
+
+def plain_actions(run: HostRun) -> list[Action]:
+    """The run's actions that go into the plain batch (not the commit-confirmed ones)."""
+    from provision.tasks.commit import CommitConfirmed
+
+    return [a for _, a in run.actions if not isinstance(a, CommitConfirmed)]
 
 
 def execute(run: HostRun) -> HostRun:
@@ -135,9 +124,11 @@ def execute(run: HostRun) -> HostRun:
     if run.status != "pending":
         return run
     started = time.monotonic()
+    plain = plain_actions(run)
+    if len(plain) != len(run.actions):
+        raise TypeError("commit-confirmed actions go through provision.hosts.confirm")
     try:
-        pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
-        out = run.remote.sh(batch.build([a for _, a in run.actions], pause=pause))
+        out = run.remote.sh(batch.build(plain))
         last, finished = batch.parse_progress(out.stdout)
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
@@ -150,7 +141,7 @@ def execute(run: HostRun) -> HostRun:
             run.error = (f"{run.failed_action or 'batch'} failed (exit {out.status})"
                          + (": " + " / ".join(tail) if tail else ""))
     except Exception as e:
-        run.status, run.error = "failed", f"apply: {_reason(e)}"
+        run.status, run.error = "failed", f"apply: {reason(e)}"
     finally:
         run.remote_execs = run.remote.execs
         run.seconds += time.monotonic() - started
@@ -169,7 +160,6 @@ def in_parallel(fn: Callable[[Any], HostRun], items: list[Any], forks: int,
     results: list[HostRun | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=max(1, min(forks, len(items) or 1))) as pool:
         futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-        from concurrent.futures import as_completed
         for fut in as_completed(futures):
             r = fut.result()
             results[futures[fut]] = r

@@ -1,4 +1,5 @@
-"""Inventory loading: YAML with positions -> schema -> immutable model."""
+"""Inventory loading: YAML with positions -> schema -> immutable model. Reads the inventory
+files (the only I/O); everything after that is pure."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import is_cidr, is_ip
+from .programs import program
 from .schema import BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
 from .source import FieldPath, SourceDoc, dotted
 
@@ -268,7 +269,7 @@ class _Resolver:
         logdir = s.logdir or (DEFAULT_LOGDIR if name == "tensorboard" else None)
         if command and "{logdir}" in command and logdir is None:
             self.fail((*path, "command"), "the command uses {logdir} but the service has no 'logdir'")
-        if command and "{config}" in command and not (name == "jupyter" or "jupyter" in command):
+        if command and "{config}" in command and program(command) != "jupyter":
             self.fail((*path, "command"), "{config} is the rendered Jupyter config; only Jupyter "
                       "services can use it")
         if name == "firewall":

@@ -1,4 +1,4 @@
-"""Defaults for the services ML teams run, keyed by the service name used in inventories."""
+"""Defaults for the services ML teams run, keyed by the service name used in inventories. Pure data."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
-"""Validation problems that point at a file, a line and a field."""
+"""Validation problems that point at a file, a line and a field. Pure data."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from provision.errors import UsageError
+from provision.text import printable
 
 
 @dataclass(frozen=True, order=True)
@@ -16,12 +19,17 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        # Every part may carry text from the inventory (a key, a file name): one line each,
+        # no control characters, so a hostile value cannot forge or hide output.
+        where = f"{printable(self.file)}:{self.line}:{self.column}"
+        message = printable(self.message)
+        return f"{where}: {printable(self.field)}: {message}" if self.field else f"{where}: {message}"
 
 
-class InventoryError(Exception):
+class InventoryError(UsageError):
     """The inventory was rejected; carries every problem found, sorted by position."""
+
+    prefix = ""
 
     def __init__(self, problems: list[Problem]):
         self.problems = sorted(set(problems))

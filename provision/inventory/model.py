@@ -1,10 +1,12 @@
-"""The validated inventory as immutable typed data. Everything downstream reads this."""
+"""The validated inventory as immutable typed data (pure). Everything downstream reads this."""
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Literal
+
+from .programs import Program, program
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,19 @@ class Service:
         return f"provision-{self.name}.service"
 
     @property
+    def program(self) -> Program | None:
+        """jupyter or tensorboard when the command starts one (whatever the service's name)."""
+        return program(self.command)
+
+    @property
     def is_jupyter(self) -> bool:
-        """The catalog's jupyter, or a custom service that runs jupyter with `{config}`."""
-        command = self.command or ""
-        return self.name == "jupyter" or ("jupyter" in command and "{config}" in command)
+        """Gets a rendered jupyter_server_config.py and, in `tunnel`, its token fetched."""
+        return self.program == "jupyter"
+
+    @property
+    def runs_code(self) -> bool:
+        """Executes code for whoever reaches it: never for the open internet."""
+        return self.program is not None
 
     @property
     def is_wildcard(self) -> bool:

@@ -1,1 +1,2 @@
+"""The local lab of real hosts: a pure plan (`plan`) and the shell that builds it (`shell`)."""
 

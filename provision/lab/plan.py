@@ -22,10 +22,7 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from importlib.resources import files
 from typing import Any
-
-import jinja2
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
@@ -289,16 +286,11 @@ def masked_units(node: Node) -> list[str]:
     return [u for u in MASKED_UNITS if u not in keep]
 
 
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(
-            lambda name: files("provision._templates").joinpath("lab", name).read_text()),
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
-        lstrip_blocks=True, autoescape=False)
-
-
 def render(template: str, **ctx: Any) -> str:
-    return _env().get_template(template).render(**ctx)
+    """A lab template (templates/lab/NAME) through the one environment."""
+    from provision.render.env import render as _render
+
+    return _render(f"lab/{template}", **ctx)
 
 
 def zone_records(plan: LabPlan) -> list[tuple[str, str, str, int]]:

@@ -349,11 +349,36 @@ def console_tail(plan: P.LabPlan, node: P.Node, lines: int = 15) -> str:
     return "\n".join("  " + line for line in text.splitlines()[-lines:])
 
 
+def _booted(pid: int) -> bool:
+    """Boot has finished: no /run/nologin (pam_nologin refuses non-root logins until
+    systemd-user-sessions removes it) and the system manager is running or degraded."""
+    leader = container_leader(pid)
+    if leader is None:
+        return False
+    r = subprocess.run(["nsenter", "-t", str(leader), "-a", "--", "sh", "-c",
+                        "test ! -e /run/nologin && systemctl is-system-running"],
+                       capture_output=True, text=True, timeout=10, check=False)
+    return r.stdout.strip() in ("running", "degraded")
+
+
+def _login(plan: P.LabPlan, node: P.Node, user: str = "admin") -> bool:
+    """A real key login as the lab's login user, host key verified: what `apply` will do."""
+    r = subprocess.run(["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
+                        "-o", "StrictHostKeyChecking=yes",
+                        "-o", f"UserKnownHostsFile={plan.paths['known_hosts']}",
+                        "-o", "ConnectTimeout=3", "-i", plan.paths["identity"],
+                        f"{user}@{node.primary.ipv4}", "true"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+    return r.returncode == 0
+
+
 def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
-    """Poll until sshd answers (and DNS, on ns1/resolver). Returns seconds waited."""
+    """Poll until the host is really ready: sshd answers, boot has finished, a login as the
+    login user succeeds (and DNS answers, on ns1/resolver). Returns seconds waited."""
     start = time.monotonic()
     addr = node.primary.ipv4
-    checks: list[Callable[[], bool]] = [lambda: _banner(addr)]
+    checks: list[Callable[[], bool]] = [lambda: _banner(addr), lambda: _booted(pid),
+                                        lambda: _login(plan, node)]
     if node.kind == "ns1":
         checks.append(lambda: _dns_ok(addr, f"ns1.{P.ZONE}"))
     if node.kind == "resolver":
@@ -367,7 +392,8 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
             if time.monotonic() > deadline:
                 raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s; its console said:\n"
                                + console_tail(plan, node))
-            pending = [c for c in pending if not c()]
+            while pending and pending[0]():  # in order: a login is tried once sshd answers
+                pending.pop(0)
             if pending:
                 time.sleep(0.1)
     return time.monotonic() - start

@@ -1,5 +1,5 @@
-"""What a converge does to a host, as plain data. The diff functions produce these; the
-executor in `provision.hosts.script` turns them into one shell script."""
+"""What a converge does to a host, as plain data (pure). The diff functions produce these; the
+executor in `provision.tasks.script` turns them into one shell script."""
 
 from __future__ import annotations
 

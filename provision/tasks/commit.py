@@ -19,13 +19,12 @@ and Ansible's `iptables_state`:
 from __future__ import annotations
 
 import base64
-import functools
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field
-from importlib.resources import files
 from typing import Any, Literal
+
+from provision.render.env import render as _render
 
 from .actions import WriteFile
 
@@ -85,21 +84,6 @@ def timer_unit(commit_id: str) -> str:
     return f"provision-rollback-{check_id(commit_id)}.timer"
 
 
-@functools.cache
-def _env() -> Any:
-    import jinja2
-
-    root = files("provision._templates")
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda n: (root / n).read_text("utf-8")),
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    return env
-
-
-def _render(name: str, **ctx: Any) -> str:
-    return str(_env().get_template(name).render(**ctx))
 
 
 def _b64(text: str) -> str:

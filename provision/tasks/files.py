@@ -1,34 +1,14 @@
-"""Managed files: desired content vs the file on the host -> write, fix attributes, or nothing.
+"""Managed files (pure): desired content vs the file on the host -> write, fix attributes, or nothing.
 Also the clean-up of temp files an interrupted run left behind."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from functools import cache
-from typing import Any
 
-from provision.hosts.facts import FileFact
+from provision.facts import FileFact
 
 from .actions import Action, RemoveTemps, SetAttrs, WriteFile
-
-
-def render_template(name: str, **context: Any) -> str:
-    """Render one of our templates from the `provision._templates` data package."""
-    return _environment().get_template(name).render(**context)
-
-
-@cache
-def _environment() -> Any:
-    from importlib.resources import files
-
-    import jinja2
-
-    root = files("provision._templates")
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda n: (root / n).read_text()),
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, autoescape=False)
 
 
 def sha256(text: str) -> str:

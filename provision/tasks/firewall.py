@@ -11,12 +11,12 @@ files match and whose loader unit is enabled and active needs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from provision.hosts.facts import Facts, Request
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
-from .actions import Action, WriteFile
+from .actions import WriteFile
 from .commit import CommitConfirmed, Staged
 from .files import sha256
 
@@ -53,7 +53,7 @@ class FirewallStep:
         """The artifacts this host gets: Docker's drop-in only where Docker is."""
         return tuple(a for a in self.artifacts if a.kind != "unit-dropin" or facts.docker)
 
-    def diff(self, facts: Facts) -> list[Action]:
+    def diff(self, facts: Facts) -> list[CommitConfirmed]:
         staged: list[Staged] = []
         reasons: list[str] = []
         for a in self.selected(facts):
@@ -73,9 +73,6 @@ class FirewallStep:
         if not reasons:
             return []
         # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch
-        return [cast(Action, CommitConfirmed("firewall", self.host.name, tuple(staged), self.unit,
-                                script=self.script, reasons=tuple(reasons)))]
+        return [CommitConfirmed("firewall", self.host.name, tuple(staged), self.unit,
+                                script=self.script, reasons=tuple(reasons))]
 
-
-def step(inv: Inventory, host: Host) -> FirewallStep:
-    return FirewallStep.build(inv, host)

@@ -1,10 +1,10 @@
-"""Packages from the inventory (`host.packages`, apt): install only what is missing."""
+"""Packages from the inventory (`host.packages`, apt): install only what is missing. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.hosts.facts import Facts, Request
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
 from .actions import Action, InstallPackages

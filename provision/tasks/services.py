@@ -1,4 +1,4 @@
-"""Systemd services from the inventory: unit files and configs rendered by
+"""Systemd services from the inventory (pure diff): unit files and configs rendered by
 `provision.render`, data directories, daemon-reload only when a unit changed, enable +
 start, restart only the services whose unit or config changed (or whose files are newer
 than the running process, which is what an interrupted run leaves behind)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from provision.hosts.facts import Facts, Request
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
 from .actions import (

@@ -7,26 +7,15 @@ atomically, sshd reloaded, and confirmed over a new connection (see `provision.t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from provision.hosts.facts import Facts, Request
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
-from .actions import Action, WriteFile
+from .actions import WriteFile
 from .commit import CommitConfirmed, Staged
 from .files import sha256
-
-# Tests only: extra lines appended to the rendered drop-in (e.g. "AllowUsers nobody" for a
-# valid config that refuses the operator, or an unknown keyword for an invalid one).
-EXTRA_ENV = "PROVISION_TEST_SSHD_EXTRA"
-
-
-def with_extra(content: str, extra: str) -> str:
-    if not extra:
-        return content
-    return content + "# test-only extra lines (" + EXTRA_ENV + ")\n" + extra.rstrip("\n") + "\n"
 
 
 @dataclass(frozen=True)
@@ -35,23 +24,22 @@ class SshdStep:
     host: Host
     name: str = "sshd"
     artifact: Any = field(default=None, compare=False)
-    extra: str = ""
 
     @classmethod
-    def build(cls, inv: Inventory, host: Host, extra: str = "") -> SshdStep:
+    def build(cls, inv: Inventory, host: Host) -> SshdStep:
         from provision.render import render_host
 
         (artifact,) = [a for a in render_host(inv, host) if a.kind == "sshd"]
-        return cls(inv, host, artifact=artifact, extra=extra)
+        return cls(inv, host, artifact=artifact)
 
     @property
     def content(self) -> str:
-        return with_extra(self.artifact.content, self.extra)
+        return str(self.artifact.content)
 
     def request(self) -> Request:
         return Request(files=(self.artifact.path,), units=(self.artifact.service,))
 
-    def diff(self, facts: Facts) -> list[Action]:
+    def diff(self, facts: Facts) -> list[CommitConfirmed]:
         a = self.artifact
         fact = facts.file(a.path)
         want = WriteFile(a.path, self.content, a.mode, a.owner, a.group,
@@ -66,10 +54,6 @@ class SshdStep:
         if not reasons:
             return []
         # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch
-        return [cast(Action, CommitConfirmed("sshd", self.host.name, (Staged(want, "sshd"),), a.service,
-                                reasons=tuple(reasons)))]
+        return [CommitConfirmed("sshd", self.host.name, (Staged(want, "sshd"),), a.service,
+                                reasons=tuple(reasons))]
 
-
-def step(inv: Inventory, host: Host) -> SshdStep:
-    """The playbook's factory (reads the test-only hook from the environment)."""
-    return SshdStep.build(inv, host, extra=os.environ.get(EXTRA_ENV, ""))

@@ -1,4 +1,4 @@
-"""Team accounts: user, home, shell, sudo drop-in, exact authorized_keys.
+"""Team accounts: user, home, shell, sudo drop-in, exact authorized_keys. Pure diff.
 
 Someone removed from the team keeps their account and home (their data), but their
 authorized_keys is emptied (our marker stays, so we still recognise it), their sudoers
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.hosts.facts import Facts, Request
+from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
+from provision.render.env import render as render_template
 
 from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
-from .files import diff_file, render_template
+from .files import diff_file
 
 SUDOERS_DIR = "/etc/sudoers.d"
 SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"

@@ -31,6 +31,8 @@ PROVISION = [str(_SCRIPT)] if _SCRIPT.exists() else [
     sys.executable, "-c", "import sys; from provision.cli import main; sys.exit(main())"]
 PROGRAMS = ("systemd-nspawn", "ip", "nsenter", "ssh", "ssh-keygen", "tsig-keygen", "iptables",
             "ip6tables", "mount", "useradd")
+# provision's CLI with faults injected by the tests (tests/support/faults.py), never shipped
+FAULTY = [sys.executable, str(Path(__file__).parent.parent / "support" / "faults.py")]
 SBIN = ("/usr/sbin/sshd", "/usr/sbin/named", "/usr/sbin/unbound", "/usr/bin/sudo")
 
 
@@ -127,9 +129,12 @@ class Lab:
         return r
 
     def provision_json(self, *args: str, env: dict[str, str] | None = None,
+                       faults: tuple[str, ...] = (),
                        timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-        """`provision ARGS --json` in the operator namespace: (exit code, JSON or {}, stderr)."""
-        r = subprocess.run(["ip", "netns", "exec", self.plan.operator.netns, *PROVISION, *args,
+        """`provision ARGS --json` in the operator namespace: (exit code, JSON or {}, stderr).
+        `faults`: options of tests/support/faults.py, which then runs the CLI."""
+        cli = [*FAULTY, *faults, "--"] if faults else PROVISION
+        r = subprocess.run(["ip", "netns", "exec", self.plan.operator.netns, *cli, *args,
                             "--json"], capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, **(env or {})})
         try:

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import PROVISION, Lab
+from .conftest import FAULTY, PROVISION, Lab
 
 pytestmark = pytest.mark.lab
 
@@ -174,10 +175,9 @@ def test_sigkill_halfway_then_apply_converges_without_temp_files(
     inv = write_inventory(world["dir"] / "inventory-bob2.yml", doc)
     target = "/home/bob/.ssh/authorized_keys"
     before = {h: lab.host(h, "cat", target).stdout for h in GPUS}
-    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes", "-i",
-           str(inv), "--json", "gpu1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PROVISION_TEST_PAUSE_AFTER_TEMP": "8"})
+    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, "--pause-after-temp", "8",
+           "--", "apply", "--yes", "-i", str(inv), "--json", "gpu1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: list[str] = []
     try:
         for _ in range(150):  # until the first temp file lands on gpu1 (or the run ends)
@@ -317,3 +317,32 @@ def test_changed_host_key_is_refused_even_with_accept_new(lab: Lab, world: dict[
     assert hosts["gpu1"]["status"] == "unreachable" and "CHANGED" in hosts["gpu1"]["error"]
     assert hosts["gpu1"]["remote_execs"] == 0
     assert kh.read_text() == before
+
+
+def test_a_booting_host_is_retried_and_the_recap_says_so(lab: Lab, world: dict[str, Any]) -> None:
+    """pam_nologin refuses the login user while /run/nologin exists (a host still booting):
+    the connection is retried with backoff, and the recap says what happened."""
+    nologin = "System is booting up. Unprivileged users are not permitted to log in yet."
+    lab.host("gpu2", "sh", "-c", f"echo '{nologin}' > /run/nologin")
+    lifted = threading.Timer(4.0, lambda: lab.host("gpu2", "rm", "-f", "/run/nologin"))
+    lifted.start()
+    try:
+        code, data, err = run(lab, "plan", "gpu2", inventory=world["inventory"])
+    finally:
+        lifted.cancel()
+        lab.host("gpu2", "rm", "-f", "/run/nologin")
+    r = by_host(data)["gpu2"]
+    assert code == 0 and r["status"] in ("ok", "pending"), (r, err)
+    assert r["retries"] >= 1 and "retried" in r["note"], r
+
+
+def test_a_host_that_never_finishes_booting_is_unreachable_with_the_reason(
+        lab: Lab, world: dict[str, Any]) -> None:
+    lab.host("gpu2", "sh", "-c", "echo 'System is booting up.' > /run/nologin")
+    try:
+        code, data, _ = run(lab, "plan", "gpu2", inventory=world["inventory"])
+    finally:
+        lab.host("gpu2", "rm", "-f", "/run/nologin")
+    r = by_host(data)["gpu2"]
+    assert code == 1 and r["status"] == "unreachable", r
+    assert "then gave up" in r["error"] and "retried" in r["error"], r

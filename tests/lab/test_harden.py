@@ -26,7 +26,7 @@ import yaml
 
 from provision.lab.shell import read_state
 
-from .conftest import PROVISION, Lab
+from .conftest import FAULTY, Lab
 
 pytestmark = pytest.mark.lab
 
@@ -94,10 +94,11 @@ def _unharden(lab: Lab) -> None:
     lab.host(HOST, "sh", "-c", script, check=False)
 
 
-def apply(lab: Lab, inventory: Path, *extra: str, env: dict[str, str] | None = None,
+def apply(lab: Lab, inventory: Path, *extra: str, faults: tuple[str, ...] = (),
           timeout: float = 240) -> tuple[int, dict[str, Any], str]:
     return lab.provision_json("apply", "--yes", "--playbook", "harden", "-i", str(inventory),
-                              "--confirm-timeout", TIMEOUT, *extra, HOST, env=env, timeout=timeout)
+                              "--confirm-timeout", TIMEOUT, *extra, HOST, faults=faults,
+                              timeout=timeout)
 
 
 def result(data: dict[str, Any]) -> dict[str, Any]:
@@ -210,9 +211,9 @@ def test_ssh_audit_passes_and_paramiko_still_connects(lab: Lab, world: dict[str,
     assert r.returncode in (0, 2), f"ssh-audit exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     FIGURES["ssh_audit"] = audit_summary(r)
     assert FIGURES["ssh_audit"]["fail"] == 0
-    from provision.hosts.connect import connect
-    from provision.hosts.session import Remote
     from provision.inventory import load_inventory
+    from provision.ssh.connect import connect
+    from provision.ssh.session import Remote
 
     inv = load_inventory(world["good"])
     with lab.operator_netns():
@@ -243,7 +244,7 @@ def test_firewall_lockout_is_rolled_back_by_the_host(lab: Lab, world: dict[str, 
 def test_sshd_refusing_the_operator_is_rolled_back(lab: Lab, world: dict[str, Any]) -> None:
     dropin = lab.host(HOST, "cat", DROPIN).stdout
     code, data, err = apply(lab, world["good"],
-                            env={"PROVISION_TEST_SSHD_EXTRA": "AllowUsers nobody"})
+                            faults=("--sshd-extra", "AllowUsers nobody"))
     assert code == 1, err + json.dumps(data, indent=1)
     h = result(data)
     assert ("sshd: confirmation over a new connection did not arrive within 6 s; "
@@ -256,7 +257,7 @@ def test_sshd_refusing_the_operator_is_rolled_back(lab: Lab, world: dict[str, An
 def test_invalid_sshd_config_is_never_installed(lab: Lab, world: dict[str, Any]) -> None:
     dropin = lab.host(HOST, "cat", DROPIN).stdout
     code, data, err = apply(lab, world["good"],
-                            env={"PROVISION_TEST_SSHD_EXTRA": "NoSuchKeyword yes"})
+                            faults=("--sshd-extra", "NoSuchKeyword yes"))
     assert code == 1, err
     h = result(data)
     assert "sshd: rejected on the host, nothing changed" in h["error"]
@@ -270,11 +271,10 @@ def test_invalid_sshd_config_is_never_installed(lab: Lab, world: dict[str, Any])
 
 def test_operator_killed_mid_apply_host_rolls_back(lab: Lab, world: dict[str, Any]) -> None:
     before = rules(lab)
-    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes",
-           "--playbook", "harden", "-i", str(world["wider"]), "--json", "--confirm-timeout",
-           TIMEOUT, HOST]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PROVISION_TEST_SLEEP_BEFORE_CONFIRM": "60"})
+    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, "--sleep-before-confirm",
+           "60", "--", "apply", "--yes", "--playbook", "harden", "-i", str(world["wider"]),
+           "--json", "--confirm-timeout", TIMEOUT, HOST]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     applied = False
     commit = ""
     try:

@@ -9,6 +9,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,6 +281,34 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
     assert "hosts" not in keys_only
     # the session lab is untouched
     assert lab.ssh("gpu1", "hostname").stdout.strip() == "gpu1"
+
+
+def test_lab_up_is_ready_for_logins_at_once_even_under_load(lab: Lab) -> None:
+    """Ready means logins work (no pam_nologin 'System is booting up'), not a banner:
+    right after `lab up` returns, the login user gets in on every host, twice, with both
+    cores busy."""
+    name = f"{lab.name}-c"[:24]
+    burn = "import time\nt = time.time() + 90\nwhile time.time() < t: pass"
+    burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    try:
+        for _round in range(2):
+            provision("up", "--gpus", "1", name=name)
+            try:
+                other = P.plan_from_state(
+                    json.loads(Path(f"{P.STATE_ROOT}/{name}/state.json").read_text()))
+                for host in ("bastion", "gpu1"):
+                    r = subprocess.run(
+                        ["ip", "netns", "exec", other.operator.netns, "ssh", "-F",
+                         other.paths["ssh_config"], "-o", "BatchMode=yes", host, "id", "-un"],
+                        capture_output=True, text=True, timeout=60)
+                    assert r.returncode == 0 and r.stdout.strip() == "admin", (host, r.stderr)
+            finally:
+                provision("down", name=name)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+        shutil.rmtree(Path(P.DATA_ROOT) / name, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provision.hosts.facts import Facts, parse
+from provision.facts import Facts, parse
 from provision.inventory import load_inventory
 from provision.inventory.model import Host, Inventory
 

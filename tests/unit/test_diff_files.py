@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from provision.hosts import script
-from provision.hosts.facts import FileFact
+from provision.facts import FileFact
+from provision.tasks import script
 from provision.tasks.actions import RemoveTemps, SetAttrs, WriteFile
 from provision.tasks.files import cleanup, diff_file, sha256
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from converge_cases import facts, inventory
 from probe_records import answer
 
-from provision.hosts.facts import parse
+from provision.facts import parse
 from provision.tasks.actions import InstallPackages
 from provision.tasks.packages import PackagesStep
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from converge_cases import facts, inventory
 from probe_records import answer, file_rec, user_rec
 
-from provision.hosts.facts import parse
+from provision.facts import parse
 from provision.tasks.actions import EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
 from provision.tasks.users import UsersStep, authorized_keys
 
@@ -63,7 +63,7 @@ def converged_answer() -> str:
         recs += [user_rec(p.name, 1001), f"dir\t/home/{p.name}/.ssh\t700\t{p.name}\t{p.name}",
                  file_rec(f"/home/{p.name}/.ssh/authorized_keys", authorized_keys(p.name, p.keys),
                           "600", p.name, p.name), f"managed\t{p.name}"]
-    from provision.tasks.files import render_template
+    from provision.render.env import render as render_template
     recs.append(file_rec("/etc/sudoers.d/provision-alice",
                          render_template("sudoers.j2", user="alice"), "440"))
     return answer(*recs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.hosts.facts import FactsError, Request, parse, probe_script
+from provision.facts import FactsError, Request, parse, probe_script
 
 FIX = Path(__file__).parent.parent / "fixtures" / "facts"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.firewall_rules import (
+from provision.firewall.rules import (
     DOCKER_CHAIN,
     INPUT_CHAIN,
     RenderError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.hosts.facts import Facts
+from provision.facts import Facts
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.tasks import commit as C
@@ -34,12 +34,12 @@ def _one(actions: list[Action]) -> C.CommitConfirmed:
 @pytest.fixture(scope="module")
 def fw(inv: Inventory) -> C.CommitConfirmed:
     step = FirewallStep.build(inv, inv.node("gpu1"))
-    return _one(step.diff(Facts(uid=0, docker=True)))
+    return _one(step.diff(Facts.of(uid=0, docker=True)))
 
 
 @pytest.fixture(scope="module")
 def sshd(inv: Inventory) -> C.CommitConfirmed:
-    return _one(SshdStep.build(inv, inv.node("gpu1")).diff(Facts(uid=0)))
+    return _one(SshdStep.build(inv, inv.node("gpu1")).diff(Facts.of(uid=0)))
 
 
 def _order(text: str, *needles: str) -> list[int]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.firewall_rules import RenderError
-from provision.hosts.facts import Facts, FileFact, UnitFact
+from provision.facts import Facts, FileFact, UnitFact
+from provision.firewall.rules import RenderError
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.playbook import load as load_playbook
@@ -16,7 +16,7 @@ from provision.render import render_host
 from provision.tasks.commit import CommitConfirmed
 from provision.tasks.files import sha256
 from provision.tasks.firewall import FirewallStep
-from provision.tasks.sshd import SshdStep, with_extra
+from provision.tasks.sshd import SshdStep
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
 UNIT = "provision-firewall.service"
@@ -37,7 +37,7 @@ def facts_for(artifacts: tuple[object, ...] = (), *, docker: bool = False,
     units = {}
     if unit is not None:
         units[UNIT] = UnitFact(UNIT, "loaded", unit[0], unit[1], False, None)
-    return Facts(uid=0, files=files, units=units, docker=docker)
+    return Facts.of(uid=0, files=files, units=units, docker=docker)
 
 
 def test_sshd_missing_dropin_is_one_commit(inv: Inventory) -> None:
@@ -53,10 +53,16 @@ def test_sshd_in_place_is_no_change(inv: Inventory) -> None:
     assert step.diff(facts_for((step.artifact,))) == []
 
 
-def test_sshd_test_hook_appends_lines(inv: Inventory) -> None:
+def test_fault_injected_sshd_lines_reach_the_commit(inv: Inventory) -> None:
+    """tests/support/faults.py (the lab's lockout tests) changes what the step installs."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "support"))
+    from faults import sshd_with_extra
+
     plain = SshdStep.build(inv, inv.node("gpu1"))
-    hooked = SshdStep.build(inv, inv.node("gpu1"), extra="AllowUsers nobody")
-    assert hooked.content == with_extra(plain.content, "AllowUsers nobody")
+    hooked = sshd_with_extra(plain, ["AllowUsers nobody"])
+    assert hooked.content.startswith(plain.content)
     assert hooked.content.endswith("AllowUsers nobody\n")
     (a,) = hooked.diff(facts_for((plain.artifact,)))
     assert isinstance(a, CommitConfirmed) and a.files[0].write.old == plain.content

@@ -1,57 +1,73 @@
-"""The host-key policy: unknown refused, accept-new records, other key type refused."""
+"""The one host-key trust path: unknown refused, accept-new records, other type or changed
+key refused, and lookups by address only (never by the inventory's name for the host)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import paramiko
 import pytest
 
-from provision.hosts.connect import HostKeyError, RefuseUnknown
+from provision.ssh.errors import HostKeyError
+from provision.ssh.hostkeys import KnownHosts, judge, key_name
 
 
-class FakeClient:
-    def __init__(self, keys: paramiko.HostKeys):
-        self.keys = keys
+def _key(tmp_path: Path, name: str = "hostkey") -> paramiko.PKey:
+    path = tmp_path / name
+    if not path.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return paramiko.Ed25519Key.from_private_key_file(str(path))
 
-    def get_host_keys(self) -> paramiko.HostKeys:
-        return self.keys
+
+def test_judge_is_pure() -> None:
+    assert judge({}, "ssh-ed25519", b"k") == "unknown"
+    assert judge({"ssh-ed25519": b"k"}, "ssh-ed25519", b"k") == "known"
+    assert judge({"ssh-ed25519": b"k"}, "ssh-ed25519", b"other") == "changed"
+    assert judge({"ecdsa-sha2-nistp256": b"e"}, "ssh-ed25519", b"k") == "changed"
+
+
+def test_openssh_spelling_of_names() -> None:
+    assert key_name("10.0.0.1", 22) == "10.0.0.1"
+    assert key_name("fd00::1", 2222) == "[fd00::1]:2222"
 
 
 def test_unknown_key_refused_with_a_hint(tmp_path: Path) -> None:
     kh = tmp_path / "known_hosts"
-    key = paramiko.Ed25519Key.from_private_key_file(_keyfile(tmp_path))
-    with pytest.raises(HostKeyError, match="--accept-new"):
-        RefuseUnknown(kh, False, "gpu1").missing_host_key(FakeClient(paramiko.HostKeys()),
-                                                          "[10.0.0.1]:22", key)
+    with pytest.raises(HostKeyError, match=r"unknown host key.*--accept-new"):
+        KnownHosts(kh).check("gpu1", "10.0.0.1", 22, _key(tmp_path))
     assert not kh.exists()
 
 
 def test_accept_new_appends_like_openssh(tmp_path: Path) -> None:
     kh = tmp_path / "known_hosts"
-    key = paramiko.Ed25519Key.from_private_key_file(_keyfile(tmp_path))
-    keys = paramiko.HostKeys()
-    RefuseUnknown(kh, True, "gpu1").missing_host_key(FakeClient(keys), "10.0.0.1", key)
-    assert kh.read_text() == f"10.0.0.1 ssh-ed25519 {key.get_base64()}\n"
-    reread = paramiko.HostKeys(str(kh))
-    assert reread.lookup("10.0.0.1")["ssh-ed25519"] == key
+    key = _key(tmp_path)
+    KnownHosts(kh, accept_new=True).check("gpu1", "10.0.0.1", 2222, key)
+    assert kh.read_text() == f"[10.0.0.1]:2222 ssh-ed25519 {key.get_base64()}\n"
+    KnownHosts(kh).check("gpu1", "10.0.0.1", 2222, key)  # now known, without accept-new
 
 
 def test_key_of_another_type_is_treated_as_changed(tmp_path: Path) -> None:
     kh = tmp_path / "known_hosts"
     old = paramiko.ECDSAKey.generate()
-    keys = paramiko.HostKeys()
-    keys.add("10.0.0.1", old.get_name(), old)
-    key = paramiko.Ed25519Key.from_private_key_file(_keyfile(tmp_path))
-    with pytest.raises(HostKeyError, match="different key"):
-        RefuseUnknown(kh, True, "gpu1").missing_host_key(FakeClient(keys), "10.0.0.1", key)
-    assert not kh.exists()
+    kh.write_text(f"10.0.0.1 {old.get_name()} {old.get_base64()}\n")
+    with pytest.raises(HostKeyError, match=r"CHANGED.*different key"):
+        KnownHosts(kh, accept_new=True).check("gpu1", "10.0.0.1", 22, _key(tmp_path))
+    assert kh.read_text().count("\n") == 1
 
 
-def _keyfile(tmp_path: Path) -> str:
-    import subprocess
+def test_changed_key_refused_even_with_accept_new(tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"10.0.0.1 ssh-ed25519 {_key(tmp_path, 'old').get_base64()}\n")
+    with pytest.raises(HostKeyError, match="CHANGED"):
+        KnownHosts(kh, accept_new=True).check("gpu1", "10.0.0.1", 22, _key(tmp_path))
 
-    path = tmp_path / "hostkey"
-    if not path.exists():
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-    return str(path)
+
+def test_a_key_stored_under_the_inventory_name_is_not_trusted(tmp_path: Path) -> None:
+    """The paramiko tunnel used to accept a key recorded under `gpu1`; OpenSSH (which the
+    tunnel's default backend and converge follow) looks up the address only."""
+    kh = tmp_path / "known_hosts"
+    key = _key(tmp_path)
+    kh.write_text(f"gpu1 ssh-ed25519 {key.get_base64()}\n")
+    with pytest.raises(HostKeyError, match="unknown host key"):
+        KnownHosts(kh).check("gpu1", "10.0.0.1", 22, key)

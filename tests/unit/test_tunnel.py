@@ -10,7 +10,7 @@ import pytest
 
 from provision.inventory import load_inventory
 from provision.inventory.model import Expose, Inventory, Service
-from provision.tunnel import (
+from provision.tunnel.plan import (
     LOCAL_BIND,
     Forward,
     Hop,

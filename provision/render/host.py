@@ -1,8 +1,6 @@
-"""Every rendered file: the Jinja environment, the data each template gets, the artifacts.
+"""What lands on a node: the data each template gets, and the artifacts it renders.
 
-Pure apart from `write_tree`: the model in, text out. Templates come from
-`provision._templates` (the top-level `templates/` folder, shipped in the wheel) through
-importlib.resources, so a non-editable install renders the same as a checkout. Output is
+Pure: the model in, text out (templates through `provision.render.env`). Output is
 deterministic: no timestamps, sorted wherever order carries no meaning.
 
 What lands on a node (bastion or host), see `render_host`:
@@ -24,37 +22,23 @@ converge step creates them from `host_directories`.
 
 from __future__ import annotations
 
-import functools
-import importlib.resources
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import jinja2
-
-from provision.firewall_rules import (
+from provision.errors import RenderError
+from provision.firewall.rules import (
     DOCKER_CHAIN,
     HOOKS,
     INPUT_CHAIN,
     HostFirewall,
-    RenderError,
     Ruleset,
     host_firewall,
 )
-from provision.forwards import local_forwards
 from provision.inventory.model import Host, Inventory, Service
 
-__all__ = [
-    "Artifact",
-    "RenderError",
-    "host_directories",
-    "render_host",
-    "render_ssh_config",
-    "write_tree",
-]
+from .env import render as _render
 
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/50-provision.conf"
 SSHD_SERVICE = "ssh.service"  # Debian's unit name
@@ -105,71 +89,6 @@ class Artifact:
     owner: str = "root"
     group: str = "root"
     service: str | None = None  # the systemd unit to reload/restart when this changes
-
-
-# --- the Jinja environment -------------------------------------------------------------
-
-def _load_template(name: str) -> str:
-    return importlib.resources.files("provision._templates").joinpath(name).read_text("utf-8")
-
-
-def _py_literal(value: Any) -> str:
-    if not isinstance(value, str | int | bool):
-        raise RenderError(f"cannot write {type(value).__name__} as a Python literal")
-    return repr(value)
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load_template),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        auto_reload=False,
-    )
-    env.filters["py"] = _py_literal
-    return env
-
-
-def _render(template: str, **data: Any) -> str:
-    return environment().get_template(template).render(**data)
-
-
-# --- ssh_config (the operator's machine) -------------------------------------------------
-
-def render_ssh_config(inv: Inventory, *, user: str | None = None, identity_file: str | None = None,
-                      known_hosts: str | None = None) -> str:
-    """The ssh_config for the whole inventory: a block per bastion and host, defaults last.
-
-    `user`/`identity_file` override the login for every block (team members:
-    `provision tunnel --user alice`); with `user` alone, the team member's own
-    `identity_file` from the inventory is used when there is one.
-    """
-    if user is not None and identity_file is None:
-        person = next((p for p in inv.team if p.name == user), None)
-        identity_file = person.identity_file if person else None
-    nodes = (*sorted(inv.bastions, key=lambda h: h.name), *sorted(inv.hosts, key=lambda h: h.name))
-    blocks = []
-    for node in nodes:
-        forwards = local_forwards(node)
-        blocks.append({
-            "name": node.name,
-            "hostname": node.address,
-            "user": user or node.user,
-            "port": node.port,
-            "identity_file": identity_file or node.identity_file,
-            "proxy_jump": [b.name for b in inv.chain(node)],
-            "forwards": forwards,
-        })
-    return _render("ssh_config.j2", source=_source_name(inv), blocks=blocks,
-                   names=[n.name for n in nodes], known_hosts=known_hosts or inv.known_hosts)
-
-
-def _source_name(inv: Inventory) -> str:
-    return ",".join(os.path.basename(s.rstrip("/")) for s in inv.source.split(",")) or "inventory"
 
 
 # --- per node ----------------------------------------------------------------------------
@@ -228,11 +147,6 @@ def _firewall(host: Host, fw: HostFirewall) -> list[Artifact]:
     ]
 
 
-def is_jupyter(service: Service) -> bool:
-    """Services that get a rendered jupyter_server_config.py."""
-    return service.is_jupyter
-
-
 def jupyter_config_path(service: Service) -> str:
     return f"{JUPYTER_CONFIG_DIR}/{service.name}/jupyter_server_config.py"
 
@@ -249,7 +163,7 @@ def exec_start(host: Host, service: Service) -> str:
         "port": lambda: str(service.port),
         "logdir": lambda: service.logdir,
         "notebook_dir": lambda: service.notebook_dir,
-        "config": lambda: jupyter_config_path(service) if is_jupyter(service) else None,
+        "config": lambda: jupyter_config_path(service) if service.is_jupyter else None,
         "user": lambda: service.user,
         "venv": lambda: f"{service.venv.rstrip('/')}/bin/" if service.venv else "",
     }
@@ -270,7 +184,7 @@ def _service(host: Host, service: Service) -> list[Artifact]:
         raise RenderError(f"host '{host.name}': service name '{service.name}' is reserved "
                           f"({FIREWALL_UNIT} is provision's firewall loader)")
     out = []
-    if is_jupyter(service):
+    if service.is_jupyter:
         config = _render("jupyter_server_config.py.j2", host=host.name, service=service,
                          notebook_dir=service.notebook_dir)
         out.append(Artifact(jupyter_config_path(service), config, "jupyter-config",
@@ -305,20 +219,3 @@ def render_host(inv: Inventory, host: Host, *, allow_lockout: bool = False) -> t
     if dupes:
         raise RenderError(f"host '{host.name}': two artifacts at {', '.join(dupes)}")
     return tuple(sorted(artifacts, key=lambda a: a.path))
-
-
-def write_tree(inv: Inventory, out_dir: Path, *, allow_lockout: bool = False) -> list[Path]:
-    """Write `out_dir/ssh_config` and `out_dir/<node>/<remote path>` for every node.
-
-    Everything is rendered before anything is written, so a RenderError leaves no files.
-    Returns the written paths, sorted.
-    """
-    files: dict[Path, tuple[str, int]] = {out_dir / "ssh_config": (render_ssh_config(inv), 0o600)}
-    for node in (*inv.bastions, *inv.hosts):
-        for a in render_host(inv, node, allow_lockout=allow_lockout):
-            files[out_dir / node.name / a.path.lstrip("/")] = (a.content, a.mode)
-    for path, (content, mode) in sorted(files.items()):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-        path.chmod(mode)
-    return sorted(files)

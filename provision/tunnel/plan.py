@@ -3,8 +3,8 @@
 What to forward and where (service selection, local port choice, remote target), who logs
 in (team member or login user, which key), what URL to print (Jupyter token), when to retry
 (backoff schedule), how to call OpenSSH (argv), what to run on the host to learn tokens, and
-how to read its answer. The I/O lives in `provision.tunnel_io` (session, OpenSSH backend) and
-`provision.tunnel_paramiko` (paramiko backend).
+how to read its answer. The I/O lives in `provision.tunnel.session` (session, OpenSSH backend) and
+`provision.tunnel.paramiko_backend` (paramiko backend).
 """
 
 from __future__ import annotations
@@ -14,28 +14,17 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from provision.forwards import LOCAL_BIND, Forward, forward_for, remote_target
+from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory, Service
+from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 
 BACKENDS = ("openssh", "paramiko")
 PORT_SEARCH = 100  # how far from the wanted port we look for a free one
 KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget
 
 
-class TunnelError(Exception):
+class TunnelError(UsageError):
     """A problem the user must fix (bad names, no free port); exit status 2."""
-
-
-class ConnectError(Exception):
-    """The link could not be established (network, handshake); retried after a loss."""
-
-
-class AuthError(ConnectError):
-    """No key was accepted."""
-
-
-class HostKeyError(ConnectError):
-    """A hop's host key is unknown or changed: never retried, never accepted on trust."""
 
 
 @dataclass(frozen=True)
@@ -176,11 +165,6 @@ def service_url(fwd: Forward, state: ServiceState) -> str:
     return url
 
 
-def is_jupyter(service: Service) -> bool:
-    command = service.command or ""
-    return service.name == "jupyter" or "jupyter server" in command or "jupyter-server" in command
-
-
 def jupyter_bin(service: Service) -> str:
     return f"{service.venv.rstrip('/')}/bin/jupyter" if service.venv else "jupyter"
 
@@ -211,7 +195,7 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             parts.append(f"echo {PROBE_BEGIN} {tag} listen; "
                          f"if timeout 5 bash -c {shlex.quote(check)} 2>/dev/null; "
                          f"then echo yes; else echo no; fi")
-        if is_jupyter(s):
+        if s.is_jupyter:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
@@ -252,7 +236,7 @@ def service_state(service: Service, sections: dict[str, str], login_user: str) -
     """Combine a service's probe sections into what we know about it."""
     listen = sections.get("listen", "").strip()
     listening = True if listen == "yes" else False if listen == "no" else None
-    if not is_jupyter(service):
+    if not service.is_jupyter:
         return ServiceState(listening=listening)
     text = sections.get("jupyter", "")
     found = parse_jupyter_list(text, service.port)

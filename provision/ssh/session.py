@@ -1,4 +1,4 @@
-"""Remote execution over an open connection: one exec per call, script on stdin, counted.
+"""Remote execution over an open connection (I/O): one exec per call, script on stdin, counted.
 
 Runs `sh -s -- ARGS` (behind `sudo -n` when the login user is not root) on a raw paramiko
 session channel of the Fabric connection: the script goes in over stdin, stdout and stderr

@@ -1,4 +1,4 @@
-"""Actions -> one POSIX sh script, run in a single remote exec (pure).
+"""Plain actions -> one POSIX sh script, run in a single remote exec (pure).
 
 The whole script is a function called on its last line, so a script cut short in transit
 never runs at all. Each action announces itself on fd 3 (`@step N`) so the executor knows
@@ -14,6 +14,7 @@ import base64
 import posixpath
 from shlex import quote
 
+from provision.facts import TEMP_PREFIX
 from provision.tasks.actions import (
     Action,
     DaemonReload,
@@ -31,8 +32,6 @@ from provision.tasks.actions import (
 )
 from provision.tasks.users import NOLOGIN
 
-from .facts import TEMP_PREFIX
-
 EOF_MARK = "PROVISION_CONTENT_EOF"
 
 
@@ -40,8 +39,8 @@ def _b64(content: str) -> str:
     return base64.encodebytes(content.encode("utf-8", errors="surrogateescape")).decode()
 
 
-def snippet(action: Action, pause: float = 0) -> str:
-    """Shell lines for one action. `pause` (tests only) sleeps after a temp file is written."""
+def snippet(action: Action) -> str:
+    """Shell lines for one action."""
     a = action
     if isinstance(a, WriteFile):
         d = posixpath.dirname(a.path)
@@ -55,8 +54,6 @@ def snippet(action: Action, pause: float = 0) -> str:
         ]
         if a.validate == "visudo":
             lines.append(f"visudo -qcf \"$t\" || {{ rm -f \"$t\"; echo {quote('visudo rejected ' + a.path)}; exit 1; }}")
-        if pause:
-            lines.append(f"sleep {pause:g}")
         lines.append(f"mv -fT \"$t\" {quote(a.path)}")
         return "\n".join(lines)
     if isinstance(a, SetAttrs):
@@ -89,12 +86,12 @@ def snippet(action: Action, pause: float = 0) -> str:
     raise TypeError(f"no shell for {a!r}")
 
 
-def build(actions: list[Action], pause: float = 0) -> str:
+def build(actions: list[Action]) -> str:
     """The whole batch. Exit status 0 and a final `@done` when every action ran."""
     body = []
     for i, a in enumerate(actions):
         body.append(f"printf '@step\\t{i}\\n' >&3")
-        body.append(snippet(a, pause))
+        body.append(snippet(a))
     return "\n".join([
         "provision_apply() {",
         "set -eu",

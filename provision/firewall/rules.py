@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from provision.errors import RenderError
 from provision.inventory.model import Host, Inventory
 
 INPUT_CHAIN = "PROVISION-INPUT"
@@ -47,10 +48,6 @@ ND_TYPES: tuple[str, ...] = (
 MLD_TYPES: tuple[str, ...] = ("130", "131", "132", "143")
 ECHO_LIMIT = "10/second"
 ECHO_BURST = 20
-
-
-class RenderError(Exception):
-    """The inventory is valid but rendering it would produce something unsafe or impossible."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, replace
 
-from .inventory.model import Host, Service
+from provision.inventory.model import Host, Service
 
 LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (DESIGN §1.7)
 

@@ -1,4 +1,4 @@
-"""The paramiko tunnel backend: an SSH chain over direct-tcpip channels, our own forwarder.
+"""The paramiko tunnel backend (I/O): an SSH chain over direct-tcpip channels, our own forwarder.
 
 sshtunnel binds 0.0.0.0, has no ProxyJump and no known_hosts check, and copies in small
 chunks (DESIGN §6), so the forwarder is written directly on paramiko: one Transport per hop,
@@ -9,52 +9,32 @@ Works where there is no `ssh` binary.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import logging
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import paramiko
 
-from provision.tunnel import (
-    KEEPALIVE_COUNT,
-    LOCAL_BIND,
-    AuthError,
-    ConnectError,
-    Forward,
-    Hop,
-    HostKeyError,
-    nothing_listening,
-)
+from provision.ssh.errors import AuthError, ConnectError
+from provision.ssh.hostkeys import KnownHosts
+from provision.tunnel.plan import KEEPALIVE_COUNT, LOCAL_BIND, Forward, Hop, nothing_listening
 
 WINDOW = 64 * 1024 * 1024  # per-channel window: a 2 MiB window caps throughput on a jump chain
 PACKET = 32 * 1024  # 128 KiB packets measured 5x slower through the jump chain
 CHUNK = 256 * 1024
 CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr")
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+TUNNEL_HINT = "Check the fingerprint, then add it to known_hosts (a tunnel never accepts a key on trust)"
 
 Log = Callable[[str], None]
 
 # paramiko logs refused channel opens as warnings; we report them ourselves, once
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
-
-
-def known_names(hop: Hop) -> list[str]:
-    """How OpenSSH would have written this hop in known_hosts."""
-    names = [hop.address, hop.name]
-    if hop.port != 22:
-        names = [f"[{n}]:{hop.port}" for n in names]
-    return names
 
 
 class Link:
@@ -65,12 +45,9 @@ class Link:
         self.transports: list[paramiko.Transport] = []
         self.sock: socket.socket | None = None
         self.dead: str | None = None
-        keys = paramiko.HostKeys()
-        path = os.path.expanduser(known_hosts)
-        if os.path.exists(path):
-            keys.load(path)
+        store = KnownHosts(Path(os.path.expanduser(known_hosts)), accept_new=False, hint=TUNNEL_HINT)
         try:
-            self._open(keys, path, timeout)
+            self._open(store, timeout)
         except BaseException:
             self.close()
             raise
@@ -79,7 +56,7 @@ class Link:
     def target(self) -> paramiko.Transport:
         return self.transports[-1]
 
-    def _open(self, keys: paramiko.HostKeys, known_hosts: str, timeout: float) -> None:
+    def _open(self, store: KnownHosts, timeout: float) -> None:
         first = self.hops[0]
         try:
             self.sock = socket.create_connection((first.address, first.port), timeout=timeout)
@@ -90,7 +67,7 @@ class Link:
         for i, hop in enumerate(self.hops):
             t = paramiko.Transport(carrier, default_window_size=WINDOW, default_max_packet_size=PACKET)
             self.transports.append(t)
-            known = self._known_keys(keys, hop)
+            known = store.known(hop.address, hop.port)
             opts = t.get_security_options()
             opts.ciphers = [c for c in CIPHERS if c in opts.ciphers]
             preferred = [k for k in opts.key_types if _key_family(k) in {_key_family(n) for n in known}]
@@ -101,7 +78,8 @@ class Link:
                 t.start_client(timeout=timeout)
             except (paramiko.SSHException, OSError, EOFError) as e:
                 raise ConnectError(f"{where}: SSH handshake failed: {e}") from None
-            self._verify(t.get_remote_server_key(), known, hop, known_hosts)
+            store.check(f"{hop.name} ({hop.address}:{hop.port})", hop.address, hop.port,
+                        t.get_remote_server_key())
             self._auth(t, hop, where)
             if i + 1 < len(self.hops):
                 nxt = self.hops[i + 1]
@@ -111,28 +89,6 @@ class Link:
                 except (paramiko.SSHException, OSError) as e:
                     raise ConnectError(f"{hop.name} cannot reach {nxt.name} ({nxt.address}:"
                                        f"{nxt.port}): {e}") from None
-
-    @staticmethod
-    def _known_keys(keys: paramiko.HostKeys, hop: Hop) -> dict[str, paramiko.PKey]:
-        found: dict[str, paramiko.PKey] = {}
-        for name in known_names(hop):
-            entry = keys.lookup(name)
-            if entry:
-                for ktype in entry:
-                    found.setdefault(ktype, entry[ktype])
-        return found
-
-    @staticmethod
-    def _verify(key: paramiko.PKey, known: dict[str, paramiko.PKey], hop: Hop, path: str) -> None:
-        where = f"{hop.name} ({hop.address}:{hop.port})"
-        fp = f"{key.get_name()} {fingerprint(key)}"
-        if not known:
-            raise HostKeyError(f"{where}: host key not in {path} ({fp}); refusing to connect "
-                               f"(add it to known_hosts after checking the fingerprint)")
-        expected = known.get(key.get_name())
-        if expected is None or expected.asbytes() != key.asbytes():
-            raise HostKeyError(f"{where}: HOST KEY MISMATCH: the server offered {fp}, which is "
-                               f"not the key recorded in {path}; refusing to connect")
 
     @staticmethod
     def _auth(t: paramiko.Transport, hop: Hop, where: str) -> None:

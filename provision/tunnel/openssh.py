@@ -1,7 +1,6 @@
-"""The tunnel's I/O: local ports, the OpenSSH backend, and the session that keeps it alive.
-
-Decisions come from `provision.tunnel`; this module only binds, spawns, polls and reports.
-"""
+"""The OpenSSH tunnel backend (I/O): the system `ssh -N -L ...` with the rendered config in a
+private directory, a ControlMaster for remote commands. Decisions (argv, error classes)
+come from `provision.tunnel.plan`."""
 
 from __future__ import annotations
 
@@ -10,74 +9,32 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
-from provision.inventory.model import Host, Inventory, Service
-from provision.tunnel import (
-    LOCAL_BIND,
-    ConnectError,
+from provision.inventory.model import Host, Inventory
+from provision.ssh.errors import ConnectError, HostKeyError
+from provision.ssh.hostkeys import known_hosts_path as _known_hosts
+from provision.tunnel.local import port_accepts
+from provision.tunnel.plan import (
     Forward,
-    HostKeyError,
     Login,
-    Row,
-    ServiceState,
-    backoff,
     classify_ssh_error,
     hops,
     is_host_key_failure,
-    nothing_listening,
     openssh_exec_argv,
     openssh_tunnel_argv,
-    parse_probe,
-    probe_command,
-    rows,
-    service_state,
 )
 
 Log = Callable[[str], None]
 
 
-class Backend(Protocol):
-    name: str
-
-    def connect(self, timeout: float = 10.0) -> None: ...
-    def alive(self) -> str | None: ...
-    def disconnect(self) -> None: ...
-    def run(self, command: str, timeout: float = 20.0) -> tuple[int, str]: ...
-    def probe(self, fwd: Forward, timeout: float = 5.0) -> bool | None: ...
-    def close(self) -> None: ...
-
-
-# --- local ports -----------------------------------------------------------------------
-
-def port_is_free(port: int) -> bool:
-    """Can we listen on 127.0.0.1:port (as ssh would, with SO_REUSEADDR)?"""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((LOCAL_BIND, port))
-        except OSError:
-            return False
-    return True
-
-
-def port_accepts(port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((LOCAL_BIND, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def known_hosts_path(inv: Inventory) -> str:
-    return os.path.expanduser(inv.known_hosts or "~/.ssh/known_hosts")
+    return str(_known_hosts(inv.known_hosts))
 
 
 def write_ssh_config(inv: Inventory, login: Login, directory: str) -> str:
@@ -102,26 +59,6 @@ def private_dir() -> str:
 def find_ssh() -> str | None:
     return shutil.which("ssh")
 
-
-def http_answers(port: int, path: str = "/", timeout: float = 10.0) -> str | None:
-    """GET path on the local forward; the status line, or None when nothing answered."""
-    try:
-        with socket.create_connection((LOCAL_BIND, port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            s.sendall(f"GET {path} HTTP/1.0\r\nHost: {LOCAL_BIND}:{port}\r\n\r\n".encode())
-            data = b""
-            while b"\r\n" not in data and len(data) < 4096:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-    except OSError:
-        return None
-    line = data.split(b"\r\n", 1)[0].decode(errors="replace")
-    return line if line.startswith("HTTP/") else None
-
-
-# --- OpenSSH backend ----------------------------------------------------------------------
 
 class OpenSSHBackend:
     """The system `ssh -N -L …` with the rendered config, a ControlMaster for remote commands."""
@@ -258,77 +195,3 @@ def _listening(port: int) -> bool:
     return False
 
 
-# --- the session ----------------------------------------------------------------------------
-
-class Session:
-    """Connect, learn tokens and listening state, then keep the link up until told to stop."""
-
-    def __init__(self, backend: Backend, host: Host, services: Sequence[Service],
-                 forwards: Sequence[Forward], login_user: str, keepalive: int, log: Log):
-        self.backend = backend
-        self.host = host
-        self.services = tuple(services)
-        self.forwards = tuple(forwards)
-        self.login_user = login_user
-        self.keepalive = keepalive
-        self.log = log
-        self.states: dict[str, ServiceState] = {}
-        self.ready_after: float | None = None
-
-    def start(self) -> list[Row]:
-        t0 = time.monotonic()
-        self.backend.connect()
-        self.ready_after = time.monotonic() - t0
-        self.inspect()
-        return rows(self.forwards, self.states, self.host.name)
-
-    def inspect(self) -> None:
-        """Ask the host for tokens and listening state; report services nobody listens on."""
-        direct = {f.service: self.backend.probe(f) for f in self.forwards}
-        check_remote = any(v is None for v in direct.values())
-        command = probe_command(self.services, self.login_user, check_remote)
-        try:
-            _rc, out = self.backend.run(command)
-        except Exception as e:  # a failed probe must not take the tunnel down
-            out = ""
-            self.log(f"{self.host.name}: could not query services: {e}")
-        sections = parse_probe(out)
-        states = {}
-        for s, f in zip(self.services, self.forwards, strict=True):
-            st = service_state(s, sections.get(s.name, {}), self.login_user)
-            if direct[f.service] is not None:
-                st = ServiceState(direct[f.service], st.token, st.base_url, st.note)
-            states[s.name] = st
-            if st.listening is False:
-                self.log(nothing_listening(f, self.host.name))
-        self.states = states
-
-    def supervise(self, stop: threading.Event) -> None:
-        """Until `stop`: watch the link; when it dies, reconnect with backoff and say so."""
-        poll = max(0.2, min(1.0, self.keepalive / 2))
-        while not stop.wait(poll):
-            reason = self.backend.alive()
-            if reason is None:
-                continue
-            self.log(f"{self.host.name}: link lost: {reason}")
-            self.backend.disconnect()
-            attempt = 0
-            while not stop.is_set():
-                delay = backoff(attempt)
-                self.log(f"{self.host.name}: reconnecting in {delay:.0f}s (attempt {attempt + 1})")
-                if stop.wait(delay):
-                    return
-                try:
-                    self.backend.connect()
-                except HostKeyError:
-                    raise
-                except ConnectError as e:
-                    self.log(f"{self.host.name}: reconnect failed: {e}")
-                    attempt += 1
-                    continue
-                self.log(f"{self.host.name}: reconnected")
-                self.inspect()
-                break
-
-    def close(self) -> None:
-        self.backend.close()

@@ -1,0 +1,88 @@
+"""What a fact is: a shell fragment that prints tab-separated records, and a pure parser.
+
+Pure, no I/O. A fact spec names the record kinds it owns; the probe (`provision.facts.probe`)
+batches the fragments of every requested fact into one script, one round trip per host, and
+hands each parser the records of its kinds. A new fact is one module with a `SPEC`, one
+fragment in `templates/facts/`, one line in `provision.facts.registry`, and fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from provision.errors import OperationError
+
+T = TypeVar("T")
+
+
+class FactsError(OperationError):
+    """The probe's answer could not be understood."""
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One record of the probe's answer: its line number, kind and tab-separated fields."""
+
+    line: int
+    kind: str
+    fields: tuple[str, ...]
+    raw: str  # everything after the kind and its tab (some records carry free text)
+
+
+@dataclass(frozen=True)
+class FactSpec(Generic[T]):
+    name: str  # also the fragment's file name (templates/facts/NAME.sh) and its shell function
+    kinds: tuple[str, ...]  # record kinds this fact parses
+    parse: Callable[[Sequence[Rec]], T]  # pure; gets [] when the fact was not probed
+
+
+def as_int(value: str, rec: Rec, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise FactsError(f"line {rec.line}: bad {what} {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the steps want to know. Order is kept; duplicates are dropped when merged.
+
+    Paths, users, units and packages are arguments to the probe; `facts` names further
+    specs to run (those without arguments: system, sockets, ...).
+    """
+
+    files: tuple[str, ...] = ()
+    dirs: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()  # list files whose path starts with this
+    users: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
+
+    def merge(self, other: Request) -> Request:
+        def m(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys((*a, *b)))
+        return Request(m(self.files, other.files), m(self.dirs, other.dirs),
+                       m(self.prefixes, other.prefixes), m(self.users, other.users),
+                       m(self.units, other.units), m(self.packages, other.packages),
+                       m(self.facts, other.facts))
+
+    def args(self) -> list[str]:
+        return ([f"F:{p}" for p in self.files] + [f"D:{p}" for p in self.dirs]
+                + [f"L:{p}" for p in self.prefixes] + [f"U:{u}" for u in self.users]
+                + [f"S:{u}" for u in self.units] + [f"P:{p}" for p in self.packages])
+
+    def spec_names(self) -> frozenset[str]:
+        """The specs whose fragments this request needs."""
+        names = set(self.facts)
+        if self.files or self.dirs or self.prefixes:
+            names.add("files")
+        if self.users:
+            names |= {"users", "files"}
+        if self.units:
+            names.add("units")
+        if self.packages:
+            names.add("packages")
+        return frozenset(names)

@@ -1,0 +1,48 @@
+"""Fact: who we run as, the OS, Docker, GPUs and the tools present. Pure parser."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .spec import FactSpec, Rec, as_int
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    driver: str
+    memory: str
+
+
+@dataclass(frozen=True)
+class System:
+    uid: int = -1
+    os: dict[str, str] = field(default_factory=dict)
+    docker: bool = False
+    gpus: tuple[Gpu, ...] = ()
+    has: frozenset[str] = frozenset()
+
+
+def parse(records: Sequence[Rec]) -> System:
+    uid, os_, docker = -1, {}, False
+    gpus: list[Gpu] = []
+    has: set[str] = set()
+    for r in records:
+        f = r.fields
+        if r.kind == "id":
+            uid = as_int(f[0], r, "uid")
+        elif r.kind == "os":
+            os_ = dict(zip(("id", "version_id", "pretty_name"), f, strict=False))
+        elif r.kind == "docker":
+            docker = f[0] == "yes"
+        elif r.kind == "gpu":
+            parts = [p.strip() for p in r.raw.split(",")]
+            if len(parts) >= 3:
+                gpus.append(Gpu(parts[0], parts[1], parts[2]))
+        elif r.kind == "has":
+            has.add(f[0])
+    return System(uid, os_, docker, tuple(gpus), frozenset(has))
+
+
+SPEC = FactSpec("system", ("id", "os", "docker", "gpu", "has"), parse)

@@ -1,0 +1,47 @@
+"""Fact: systemd units (`S:` arguments), from `systemctl show`. Pure parser."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .spec import FactSpec, Rec
+
+
+@dataclass(frozen=True)
+class UnitFact:
+    name: str
+    load_state: str
+    unit_file_state: str
+    active_state: str
+    need_daemon_reload: bool
+    active_since: int | None  # unix seconds, when systemd can say
+
+    @property
+    def enabled(self) -> bool:
+        return self.unit_file_state in ("enabled", "enabled-runtime", "static", "alias")
+
+    @property
+    def active(self) -> bool:
+        return self.active_state in ("active", "activating", "reloading")
+
+
+def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
+    out: dict[str, UnitFact] = {}
+    block: dict[str, str] = {}
+    for line in [*(r.raw for r in records), ""]:
+        if line:
+            k, _, v = line.partition("=")
+            block[k] = v
+            continue
+        if "Id" in block:
+            since = block.get("ActiveEnterTimestamp", "")
+            out[block["Id"]] = UnitFact(
+                block["Id"], block.get("LoadState", ""), block.get("UnitFileState", ""),
+                block.get("ActiveState", ""), block.get("NeedDaemonReload") == "yes",
+                int(since[1:]) if since.startswith("@") and since[1:].isdigit() else None)
+        block = {}
+    return out
+
+
+SPEC = FactSpec("units", ("unit",), parse)

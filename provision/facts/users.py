@@ -1,0 +1,53 @@
+"""Fact: accounts (`U:` arguments) and every account whose authorized_keys we manage. Pure parser."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .spec import FactsError, FactSpec, Rec, as_int
+
+MARKER = "# Managed by provision"  # first line of every authorized_keys we write
+
+
+@dataclass(frozen=True)
+class UserFact:
+    name: str
+    uid: int
+    group: str
+    home: str
+    shell: str
+    expire: str  # shadow field 8, "" when unset
+    groups: tuple[str, ...]
+
+    @property
+    def expired(self) -> bool:
+        return self.expire not in ("", "-")
+
+
+@dataclass(frozen=True)
+class Users:
+    users: dict[str, UserFact] = field(default_factory=dict)
+    absent: frozenset[str] = frozenset()
+    managed: tuple[str, ...] = ()  # accounts whose authorized_keys carries our marker
+
+
+def parse(records: Sequence[Rec]) -> Users:
+    users: dict[str, UserFact] = {}
+    absent: set[str] = set()
+    managed: list[str] = []
+    for r in records:
+        f = r.fields
+        if r.kind == "user":
+            if len(f) != 7:
+                raise FactsError(f"line {r.line}: malformed user record")
+            users[f[0]] = UserFact(f[0], as_int(f[1], r, "uid"), f[2], f[3], f[4],
+                                   "" if f[5] == "-" else f[5], tuple(g for g in f[6].split(",") if g))
+        elif r.kind == "nouser":
+            absent.add(f[0])
+        elif r.kind == "managed":
+            managed.append(f[0])
+    return Users(users, frozenset(absent), tuple(dict.fromkeys(managed)))
+
+
+SPEC = FactSpec("users", ("user", "nouser", "managed"), parse)

@@ -1,0 +1,1 @@
+"""The host firewall as data: rules, rulesets and the chains we own (pure, no I/O)."""

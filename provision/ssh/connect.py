@@ -1,0 +1,109 @@
+"""SSH connections from the inventory (I/O): a Fabric Connection per host, its gateway chain
+built hop by hop (bastions outermost first), host keys judged by `provision.ssh.hostkeys`.
+
+Fabric hard-codes paramiko's AutoAddPolicy; we replace it on every hop with a policy that
+hands the key to the one trust path (unknown refused unless accept-new; a key known only
+under another type refused). A changed key of a known type makes paramiko raise
+BadHostKeyException before any policy is asked; `connect` turns it into the same
+HostKeyError. Never share a chain between threads (fabric #2262): call `connect()` once per
+host thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from provision.inventory.model import Host, Inventory
+
+from .errors import HostKeyError
+from .hostkeys import KnownHosts, key_name, known_hosts_path, refusal
+
+CONNECT_TIMEOUT = 10
+
+
+def inventory_known_hosts(inv: Inventory) -> Path:
+    return known_hosts_path(inv.known_hosts)
+
+
+class _Policy:
+    """paramiko's MissingHostKeyPolicy, asked when no key of the offered type is recorded."""
+
+    def __init__(self, store: KnownHosts, node: Host):
+        self.store = store
+        self.node = node
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        self.store.check(self.node.name, self.node.address, self.node.port, key)
+
+
+@dataclass
+class Chain:
+    """The open connection to a host plus the hops it rides on (closed together)."""
+
+    host: Host
+    conn: Any  # fabric.Connection
+    hops: list[Any]
+    retried: Any = None  # provision.ssh.retry.Retried, set by whoever retried the connect
+
+    def close(self) -> None:
+        for c in [self.conn, *reversed(self.hops)]:
+            with contextlib.suppress(Exception):  # closing a dead connection is no error
+                c.close()
+
+
+def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> Any:
+    from fabric import Config, Connection
+
+    config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}},
+                    lazy=True)
+    key = node.identity_file or inv.identity_file
+    connect_kwargs: dict[str, Any] = {"allow_agent": False, "look_for_keys": key is None,
+                                      "banner_timeout": CONNECT_TIMEOUT,
+                                      "auth_timeout": CONNECT_TIMEOUT}
+    if key:
+        connect_kwargs["key_filename"] = os.path.expanduser(key)
+    c = Connection(node.address, user=node.user, port=node.port, config=config,
+                   gateway=gateway if gateway is not None else False,
+                   connect_timeout=CONNECT_TIMEOUT, connect_kwargs=connect_kwargs)
+    # What SSHClient.connect consults (and orders host key types by); no system keys loaded.
+    c.client._host_keys = store.keys
+    c.client.set_missing_host_key_policy(_Policy(store, node))
+    return c
+
+
+def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
+    """Open the connection to `host` through its bastions. Raises HostKeyError for a key we
+    refuse, and socket/paramiko errors for anything else."""
+    from paramiko.ssh_exception import BadHostKeyException
+
+    store = KnownHosts(inventory_known_hosts(inv), accept_new)
+    nodes = {n.address: n for n in (*inv.chain(host), host)}
+    hops: list[Any] = []
+    gateway = None
+    for bastion in inv.chain(host):
+        gateway = _connection(inv, bastion, gateway, store)
+        hops.append(gateway)
+    conn = _connection(inv, host, gateway, store)
+    chain = Chain(host, conn, hops)
+    try:
+        conn.open()
+    except BadHostKeyException as e:
+        chain.close()
+        node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
+        key = e.key
+        raise HostKeyError(refusal("changed", node.name, key_name(node.address, node.port),
+                                   key.get_name(), key.asbytes(), store.path,
+                                   (e.expected_key.get_name(),))) from None
+    except BaseException as e:
+        # keep the transport that failed: sshd may have said why (pam_nologin's message)
+        failed = next((c.client.get_transport() for c in (conn, *reversed(hops))
+                       if c.client.get_transport() is not None), None)
+        with contextlib.suppress(AttributeError, TypeError):
+            e.provision_transport = failed  # type: ignore[attr-defined]
+        chain.close()
+        raise
+    return chain

@@ -1,0 +1,107 @@
+"""The one host-key trust path: converge, confirm, audit (Fabric/paramiko clients) and the
+paramiko tunnel all judge a server's key here, the way OpenSSH does.
+
+Keys are looked up under the hop's address only, in OpenSSH's spelling (`addr` on port
+22, `[addr]:port` elsewhere), never under the inventory's name for it. Unknown keys are
+refused unless accept-new (then appended, like `StrictHostKeyChecking=accept-new`); a
+changed key, or a key known only under another type, is always refused.
+
+`judge` decides (pure); `KnownHosts` is the shell: it reads and appends the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import HostKeyError
+
+Verdict = Literal["known", "unknown", "changed"]
+_append_lock = threading.Lock()
+
+
+def key_name(address: str, port: int) -> str:
+    """How OpenSSH writes a host in known_hosts."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def fingerprint(key_bytes: bytes) -> str:
+    digest = hashlib.sha256(key_bytes).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def judge(known: Mapping[str, bytes], key_type: str, key_bytes: bytes) -> Verdict:
+    """known: key type -> key blob recorded for the host. A key of another type than the
+    recorded ones counts as changed: a key swap looks exactly like that."""
+    if not known:
+        return "unknown"
+    return "known" if known.get(key_type) == key_bytes else "changed"
+
+
+def refusal(verdict: Verdict, label: str, name: str, key_type: str, key_bytes: bytes,
+            path: Path, known_types: tuple[str, ...] = (), hint: str = "") -> str:
+    """The message for a refused key (verdict unknown or changed)."""
+    fp = f"{key_type} {fingerprint(key_bytes)}"
+    if verdict == "unknown":
+        return (f"{label}: unknown host key for {name} ({fp}); not in {path}; refusing"
+                + (f". {hint}" if hint else ""))
+    held = f" ({', '.join(known_types)})" if known_types else ""
+    return (f"{label}: host key for {name} CHANGED: the server offered {fp}, but {path} holds "
+            f"a different key{held} for it; refusing (remove the old entry with "
+            "`ssh-keygen -R` if the change is expected)")
+
+
+ACCEPT_NEW_HINT = ("Check the fingerprint, then run again with --accept-new to record it "
+                   "(like StrictHostKeyChecking=accept-new)")
+
+
+class KnownHosts:
+    """A known_hosts file: lookups for `judge`, and appends for accept-new."""
+
+    def __init__(self, path: Path, accept_new: bool = False, hint: str = ACCEPT_NEW_HINT):
+        import paramiko
+
+        self.path = path
+        self.accept_new = accept_new
+        self.hint = hint
+        self.keys = paramiko.HostKeys()
+        if path.exists():
+            self.keys.load(str(path))
+
+    def known(self, address: str, port: int) -> dict[str, bytes]:
+        entry = self.keys.lookup(key_name(address, port))
+        return {t: k.asbytes() for t, k in entry.items()} if entry else {}
+
+    def check(self, label: str, address: str, port: int, key: Any) -> None:
+        """Accept `key` (a paramiko PKey) for address:port, record it (accept-new), or raise
+        HostKeyError."""
+        name = key_name(address, port)
+        known = self.known(address, port)
+        verdict = judge(known, key.get_name(), key.asbytes())
+        if verdict == "known":
+            return
+        if verdict == "unknown" and self.accept_new:
+            self._append(name, key)
+            return
+        raise HostKeyError(refusal(verdict, label, name, key.get_name(), key.asbytes(),
+                                   self.path, tuple(known), "" if self.accept_new else self.hint))
+
+    def _append(self, name: str, key: Any) -> None:
+        line = f"{name} {key.get_name()} {key.get_base64()}\n"
+        with _append_lock:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                f.write(line)
+        self.keys.add(name, key.get_name(), key)
+
+
+def known_hosts_path(configured: str | None) -> Path:
+    """The inventory's `defaults.known_hosts`, else ~/.ssh/known_hosts."""
+    return Path(os.path.expanduser(configured or "~/.ssh/known_hosts"))

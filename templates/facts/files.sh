@@ -1,0 +1,11 @@
+# F:path (file + temp files beside it)  D:dir (directory + temp files in it)  L:dir/prefix
+fact_files() {
+  for a in "$@"; do
+    v=${a#??}
+    case $a in
+      F:*) file_fact "$v"; tmp_scan "${v%/*}" ;;
+      D:*) dir_fact "$v"; tmp_scan "$v" ;;
+      L:*) for f in "$v"*; do if [ -e "$f" ]; then file_fact "$f"; fi; done ;;
+    esac
+  done
+}

@@ -1,0 +1,28 @@
+# Shared by the fact fragments: one record per line, fields tab-separated.
+file_fact() {
+  if [ -f "$1" ] && [ ! -L "$1" ]; then
+    # shellcheck disable=SC2046
+    set -- "$1" $(stat -c '%a %U %G %Y %s' -- "$1")
+    sum=$(sha256sum < "$1"); sum=${sum%% *}
+    if [ "$6" -le 65536 ]; then c=$(base64 -w0 < "$1"); [ -n "$c" ] || c=.; else c=-; fi
+    printf 'file\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$sum" "$2" "$3" "$4" "$5" "$c"
+  elif [ -e "$1" ] || [ -L "$1" ]; then
+    printf 'file\t%s\tnotfile\n' "$1"
+  else
+    printf 'file\t%s\tabsent\n' "$1"
+  fi
+}
+dir_fact() {
+  if [ -d "$1" ] && [ ! -L "$1" ]; then
+    printf 'dir\t%s\t%s\n' "$1" "$(stat -c "%a$T%U$T%G" -- "$1")"
+  elif [ -e "$1" ] || [ -L "$1" ]; then
+    printf 'dir\t%s\tnotdir\n' "$1"
+  else
+    printf 'dir\t%s\tabsent\n' "$1"
+  fi
+}
+tmp_scan() {
+  for f in "$1"/.provision-tmp.*; do
+    if [ -e "$f" ] || [ -L "$f" ]; then printf 'tmp\t%s\n' "$f"; fi
+  done
+}

@@ -1,0 +1,72 @@
+"""Test-only entry point: provision's CLI with faults injected. Never shipped.
+
+    python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
+                                   [--pause-after-temp S] -- <provision arguments>
+
+Patches the step factory, the confirmation and the script builder of the installed
+package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
+it to force lockouts (a valid sshd config that refuses the operator, an invalid one), to
+cut the operator off mid-apply, and to kill a run while a temp file exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from typing import Any
+
+
+def sshd_with_extra(step: Any, lines: list[str]) -> Any:
+    """An SshdStep whose rendered drop-in carries `lines` at its end."""
+    art = step.artifact
+    content = art.content + "# fault injected by tests/support/faults.py\n" + "".join(
+        f"{line}\n" for line in lines)
+    return dataclasses.replace(step, artifact=dataclasses.replace(art, content=content))
+
+
+def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp: float) -> None:
+    from provision.hosts import confirm as confirm_mod
+    from provision.tasks import script
+    from provision.tasks.sshd import SshdStep
+    from provision.tasks.step import STEPS
+
+    if sshd_extra:
+        STEPS["sshd"] = lambda inv, host: sshd_with_extra(SshdStep.build(inv, host), sshd_extra)
+    if sleep_before_confirm:
+        real_confirm = confirm_mod.confirm
+
+        def late_confirm(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(sleep_before_confirm)
+            return real_confirm(*args, **kwargs)
+
+        confirm_mod.confirm = late_confirm  # type: ignore[assignment]
+    if pause_after_temp:
+        real_snippet = script.snippet
+
+        def slow_snippet(action: Any) -> str:
+            text = real_snippet(action)
+            return text.replace('\nmv -fT "$t"', f'\nsleep {pause_after_temp:g}\nmv -fT "$t"')
+
+        script.snippet = slow_snippet  # type: ignore[assignment]
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    p = argparse.ArgumentParser(prog="faults.py")
+    p.add_argument("--sshd-extra", action="append", default=[])
+    p.add_argument("--sleep-before-confirm", type=float, default=0.0)
+    p.add_argument("--pause-after-temp", type=float, default=0.0)
+    opts = p.parse_args(argv[:split])
+    install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
+    from provision.cli import main as provision_main
+
+    return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
