@@ -18,6 +18,7 @@ from provision.text import printable_lines
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("provision.commands.converge:apply_cmd", "converge hosts to the inventory"),
     "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
+    "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
     "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),

@@ -11,6 +11,7 @@ from typing import Literal
 
 from provision.inventory.model import Host, Inventory, Service
 
+from .dns import dns_findings
 from .internet import covers_internet
 
 Severity = Literal["error", "warning", "info"]
@@ -40,6 +41,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
     from .cloud import findings as cloud_findings
 
     out += cloud_findings(inv)
+    out += dns_findings(inv)
     return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
 
 

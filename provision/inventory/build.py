@@ -385,12 +385,23 @@ class _Resolver:
                 if getattr(z, fieldname) is None:
                     self.fail(zpath, f"provider {z.provider} needs '{fieldname}'")
             records = []
-            for rname, r in z.records.items():
+            for rname, entry in z.records.items():
                 rpath = (*zpath, "records", rname)
-                records.append(self._record(rpath, rname, r))
+                if not isinstance(entry, list):
+                    records.append(self._record(rpath, rname, entry))
+                    continue
+                types = [r.type for r in entry]
+                for i, r in enumerate(entry):
+                    if r.type in types[:i]:
+                        self.fail((*rpath, i), f"a second {r.type} record for '{rname}' (put every "
+                                  "value in one record's 'values')")
+                    elif r.type == "CNAME" and len(entry) > 1:
+                        self.fail((*rpath, i), "a CNAME must be alone at its name")
+                    records.append(self._record((*rpath, i), rname, r))
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 hosted_zone_id=z.hosted_zone_id, project=z.project,
-                                managed_zone=z.managed_zone, endpoint=z.endpoint, server=z.server,
+                                managed_zone=z.managed_zone, endpoint=z.endpoint,
+                                credentials_file=z.credentials_file, server=z.server,
                                 port=z.port, tsig_key_file=z.tsig_key_file))
         return m.Dns(tuple(dd.resolvers), tuple(zones))
 

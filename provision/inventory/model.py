@@ -154,6 +154,7 @@ class Zone:
     project: str | None = None
     managed_zone: str | None = None
     endpoint: str | None = None
+    credentials_file: str | None = None
     server: str | None = None
     port: int = 53
     tsig_key_file: str | None = None

@@ -6,9 +6,18 @@ model in `model.py` is what the rest of the program uses.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictStr,
+    Tag,
+    model_validator,
+)
 
 from .fields import (
     IP,
@@ -180,15 +189,31 @@ class RecordDoc(Strict):
     ttl: Ttl = 300
 
 
+def _one_or_many(value: Any) -> str:
+    # tags are capitalised: error locations drop them like other union branch names
+    return "RecordList" if isinstance(value, list) else "Record"
+
+
+# one record, or a list of records of different types at the same name (A and AAAA); the
+# discriminator keeps errors to the branch the YAML is written in
+RecordEntry = Annotated[
+    Annotated[RecordDoc, Tag("Record")] | Annotated[list[RecordDoc], Field(min_length=1), Tag("RecordList")],
+    Discriminator(_one_or_many)]
+
+
 class ZoneDoc(Strict):
     provider: Literal["route53", "clouddns", "rfc2136"]
-    records: dict[RecordName, RecordDoc] = Field(default_factory=dict)
+    records: dict[RecordName, RecordEntry] = Field(
+        default_factory=dict,
+        description="name -> a record, or a list of records of different types (A and AAAA)")
     # route53
     hosted_zone_id: Annotated[StrictStr, Field(pattern=r"^(/hostedzone/)?Z[A-Z0-9]{1,32}$")] | None = None
     # clouddns
     project: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] | None = None
     managed_zone: Annotated[StrictStr, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")] | None = None
-    endpoint: Url | None = None
+    endpoint: Url | None = Field(None, description="API endpoint override (route53, clouddns)")
+    credentials_file: FilePath | None = Field(
+        None, description="clouddns: service-account JSON key (default: Application Default Credentials)")
     # rfc2136
     server: Address | None = None
     port: Port = 53

@@ -1,0 +1,306 @@
+"""`provision dns plan|apply|check`: DNS records from the inventory, and what servers answer.
+
+CLI only: parse, call `provision.dns.sync` / `provision.dns.propagation`, print through
+the shared plan output. Exit codes: 0 ok, 1 provider/API failure (or a server that
+disagrees, for `check`), 2 bad input, 3 `plan --detailed-exitcode` with changes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
+
+from .common import emit_json, inventory_option, json_option, load
+from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
+
+
+@click.group("dns")
+def dns_group() -> None:
+    """DNS records as code (route53, clouddns, rfc2136) and propagation checks."""
+
+
+def _zone_option(f: Any) -> Any:
+    return click.option("--zone", "zones", multiple=True, metavar="ZONE",
+                        help="only this zone (repeatable; default: every zone)")(f)
+
+
+# --- plan / apply -------------------------------------------------------------------
+
+def _subject(rr: Any, zone: str) -> str:
+    from provision.dns.records import relative
+
+    return f"{relative(rr.name, zone)} {rr.type}"
+
+
+def _change(c: Any, zone: str, markers: set[str]) -> Change:
+    from provision.dns.records import marker_name
+
+    rr = c.new or c.old
+    detail: list[str] = []
+    op: Op
+    if c.op == "create":
+        subject = f"{_subject(rr, zone)} {', '.join(rr.values)} (ttl {rr.ttl})"
+        op = "+"
+    elif c.op == "delete":
+        subject = f"{_subject(rr, zone)} {c.old.describe()}"
+        op = "-"
+    else:
+        subject = _subject(rr, zone)
+        op = "~"
+        if c.old.alias is not None:
+            detail.append(f"was: {c.old.describe()}")
+            detail.append(f"now: {', '.join(c.new.values)} ttl {c.new.ttl}")
+        else:
+            if c.old.values != c.new.values:
+                detail.append(f"values: {', '.join(c.old.values)} -> {', '.join(c.new.values)}")
+            if c.old.ttl != c.new.ttl:
+                detail.append(f"ttl: {c.old.ttl} -> {c.new.ttl}")
+    if marker_name(rr.name, zone) in markers:
+        detail.append(f"ownership marker {marker_name(rr.name, zone)} TXT written")
+    return Change(op, subject, tuple(detail), kind="rrset")
+
+
+def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
+    from provision.dns.records import marker_changes
+
+    out = []
+    for run in runs:
+        name = f"zone {run.zone.name} ({run.zone.provider})"
+        if run.error:
+            out.append(Section(name, error=run.error, status="failed"))
+            continue
+        plan = run.plan
+        if plan.refused:
+            out.append(Section(name, error="; ".join(plan.errors), status="refused"))
+            continue
+        markers = set(marker_changes(plan))
+        notes = list(plan.notes)
+        if plan.guard:
+            notes.append(plan.guard if not force else plan.guard.split(";")[0] + " (--force given)")
+        if run.replanned:
+            notes.append("the zone changed between read and write: re-read and re-planned once")
+        out.append(Section(name, tuple(_change(c, plan.zone, markers) for c in plan.changes),
+                           notes=tuple(notes)))
+    return out
+
+
+def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, list[Any]]:
+    from provision.dns.sync import select_zones
+
+    inv = load(inventory_path)
+    if inv.dns is None or not inv.dns.zones:
+        raise UsageError(f"{inv.source}: no dns.zones in the inventory")
+    try:
+        return inv, select_zones(inv, zones)
+    except KeyError as e:
+        known = ", ".join(z.name for z in inv.dns.zones)
+        raise UsageError(f"unknown zone {e.args[0]!r} (zones: {known})") from None
+
+
+@dns_group.command("plan")
+@inventory_option
+@_zone_option
+@click.option("--detailed-exitcode", is_flag=True, help="exit 3 when there are changes")
+@click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 %% guard)")
+@json_option
+def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitcode: bool,
+             force: bool, as_json: bool) -> None:
+    """Show the record changes apply would make, per zone."""
+    from provision.dns.sync import plan_zones
+
+    inv, selected = _setup(inventory_path, zones)
+    runs = plan_zones(inv, selected)
+    sections = _sections(runs, force)
+    if as_json:
+        emit_json({**to_json(sections), "zones": [_run_json(r) for r in runs]})
+    else:
+        print_plan(sections, title="dns plan")
+    raise Exit(exit_status(sections, detailed_exitcode))
+
+
+def _run_json(run: Any) -> dict[str, Any]:
+    return {"zone": run.zone.name, "provider": run.zone.provider, "error": run.error or None,
+            "records_read": run.records_read, "read_seconds": round(run.read_seconds, 4),
+            "guard": (run.plan.guard or None) if run.plan else None,
+            "applied": run.applied, "replanned": run.replanned,
+            "apply_seconds": round(run.apply_seconds, 4)}
+
+
+@dns_group.command("apply")
+@inventory_option
+@_zone_option
+@click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
+@click.option("--force", is_flag=True, help="apply even when more than 30 %% of a zone's "
+              "managed records change or go")
+@click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
+              metavar="SECONDS", help="how long to wait until the change is served")
+@json_option
+def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, force: bool,
+              timeout: float, as_json: bool) -> None:
+    """Apply the record changes, each zone in one atomic change, and wait until served."""
+    from provision.dns.provider import ProviderError
+    from provision.dns.sync import apply_zone, plan_zones
+
+    if not yes and not sys.stdin.isatty():
+        raise UsageError("dns apply asks for confirmation, and stdin is not a terminal; "
+                         "review `provision dns plan`, then run dns apply with --yes")
+    inv, selected = _setup(inventory_path, zones)
+    runs = plan_zones(inv, selected)
+    sections = _sections(runs, force)
+    if not as_json:
+        print_plan(sections, title="dns apply")
+    guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
+    if guards and not force:
+        raise UsageError("; ".join(guards))
+    pending = [r for r in runs if r.plan is not None and not r.plan.refused and r.plan.change_set]
+    n = sum(len(r.plan.changes) for r in pending if r.plan is not None)
+    if pending and not yes and not click.confirm(
+            f"apply {n} record change(s) to "
+            f"{len(pending)} zone(s)?", default=False, err=True):
+        raise OperationError("apply cancelled; nothing changed")
+    failed = any(bool(r.error) or (r.plan is not None and r.plan.refused) for r in runs)
+    for run in pending:
+        try:
+            apply_zone(run, timeout=timeout, force=force)
+        except ProviderError as e:
+            run.error = e.message
+            failed = True
+        if not as_json:
+            _print_applied(run)
+    if as_json:
+        emit_json({**to_json(_sections(runs, force)), "zones": [_run_json(r) for r in runs]})
+    raise Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _print_applied(run: Any) -> None:
+    from rich.text import Text
+
+    from .common import console
+
+    out = console()
+    if run.error:
+        out.print(Text(f"{run.zone.name}: apply failed: {run.error}", style="bold red"))
+        return
+    n = len(run.plan.changes)
+    how = ("served by every authoritative server" if run.zone.provider == "rfc2136"
+           else "in sync at the provider")
+    again = " (after re-reading the changed zone once)" if run.replanned else ""
+    out.print(Text(f"{run.zone.name}: applied {n} change{'s' if n != 1 else ''}{again}, {how} "
+                   f"in {run.apply_seconds:.2f} s", style="bold green"))
+
+
+# --- check --------------------------------------------------------------------------
+
+@dns_group.command("check")
+@click.argument("name")
+@inventory_option
+@click.option("--zone", "zone_name", default=None, metavar="ZONE", help="the zone NAME is in")
+@click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME", "TXT", "NS", "MX"],
+              case_sensitive=False), default=None,
+              help="record type (default: the inventory's, else A)")
+@json_option
+def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtype: str | None,
+              as_json: bool) -> None:
+    """What every authoritative server of NAME's zone, and every configured resolver,
+    answers for NAME: value, remaining TTL, AA flag; who disagrees and why."""
+    from provision.dns import propagation as prop
+    from provision.dns.provider import ProviderError
+    from provision.dns.records import absolute, desired, in_zone
+
+    inv = load(inventory_path)
+    zones = list(inv.dns.zones) if inv.dns else []
+    if zone_name:
+        zones = [z for z in zones if z.name == zone_name.rstrip(".").lower()]
+        if not zones:
+            raise UsageError(f"unknown zone {zone_name!r}")
+    fq = name.lower() if name.endswith(".") else None
+    zone = None
+    for z in sorted(zones, key=lambda z: -len(z.name)):
+        candidate = fq or absolute(name, z.name)
+        if in_zone(candidate, z.name):
+            zone, fq = z, candidate
+            break
+    if zone is None or fq is None:
+        raise UsageError(f"{name} is in none of the inventory's zones "
+                         f"({', '.join(z.name for z in zones) or 'none'})")
+    declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
+    rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
+    want = declared.get(rtype)
+    expected = want.values if want is not None else None
+    try:
+        from provision.dns.provider_for import provider_for
+
+        servers = provider_for(zone, inv).nameservers()
+    except ProviderError as e:
+        raise OperationError(e.message) from None
+    targets = []
+    resolvers = inv.dns.resolvers if inv.dns else ()
+    for label, addr in servers:
+        if addr is None:
+            addr = _resolve(label, resolvers)
+        if addr is None:
+            raise OperationError(f"cannot find an address for nameserver {label} "
+                                 "(list a resolver under dns.resolvers)")
+        port = zone.port if zone.provider == "rfc2136" and addr == zone.server else 53
+        targets.append(prop.Target(label, addr, "authoritative", port))
+    targets += [prop.Target(r, r, "resolver") for r in resolvers]
+    verdict = prop.assess(fq, rtype, prop.probe(targets, fq, rtype), expected)
+    if as_json:
+        emit_json({"name": fq, "type": rtype, "expected": list(expected) if expected is not None else None,
+                   "ok": verdict.ok, "disagree": list(verdict.disagree), "notes": list(verdict.notes),
+                   "answers": [{"server": a.target.label, "address": a.target.address,
+                                "role": a.target.role, "status": a.status, "aa": a.aa,
+                                "values": list(a.values), "ttl": a.ttl,
+                                "negative_ttl": a.negative_ttl, "error": a.error or None}
+                               for a in verdict.answers]})
+    else:
+        _print_check(verdict)
+    raise Exit(EXIT_OK if verdict.ok else EXIT_FAILED)
+
+
+def _resolve(name: str, resolvers: Sequence[str]) -> str | None:
+    from provision.dns import propagation as prop
+
+    for r in resolvers:
+        for t in ("A", "AAAA"):
+            a = prop.query(prop.Target(r, r, "resolver"), name, t)
+            vals = [v for v in a.values if not v.startswith("CNAME ")]
+            if vals:
+                return vals[0]
+    return None
+
+
+def _print_check(v: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .common import console
+
+    out = console()
+    want = ("(no expectation: compared with the authoritative servers)" if v.expected is None
+            else ", ".join(v.expected) or "no such record")
+    out.print(Text(f"{v.name} {v.type}: expected {want}", style="bold"))
+    table = Table(show_header=True, header_style="bold")
+    for col in ("server", "role", "answer", "ttl", "aa", ""):
+        table.add_column(col)
+    for a in v.answers:
+        answer = ", ".join(a.values) if a.values else a.status
+        ttl = str(a.ttl) if a.ttl is not None else (
+            f"neg {a.negative_ttl}" if a.negative_ttl is not None else "-")
+        bad = a.target.label in v.disagree
+        server = a.target.label if a.target.label == a.target.address else \
+            f"{a.target.label} ({a.target.address})"
+        table.add_row(server, a.target.role, answer, ttl,
+                      "yes" if a.aa else "no",
+                      "[bold red]differs[/]" if bad else "[green]ok[/]")
+    out.print(table)
+    for note in v.notes:
+        out.print(Text(f"  ! {note}", style="magenta"))
+    out.print(Text("every server agrees" if v.ok else
+                   f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}",
+                   style="bold green" if v.ok else "bold red"))

@@ -1,0 +1,136 @@
+"""Google Cloud DNS provider (google-cloud-dns): paged RRsets, one change, poll to `done`.
+
+I/O shell. Cloud DNS has no upsert: one change carries the exact old RRset under
+`deletions` and the new one under `additions`. A deletion that no longer matches the
+zone answers HTTP 412; the caller re-reads and re-plans once (`replan_on_stale`).
+
+Credentials: a service-account file named in the inventory (`credentials_file`), else
+Application Default Credentials. An `endpoint` on plain http:// (a local emulator) gets
+anonymous credentials: no token is ever sent in clear, nor fetched for it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .provider import ProviderError, StaleRead
+from .records import ChangeSet, RRset, rrset
+
+SCOPES = ("https://www.googleapis.com/auth/ndev.clouddns.readwrite",)
+
+
+class CloudDnsProvider:
+    kind = "clouddns"
+    replan_on_stale = True
+
+    def __init__(self, zone: str, *, project: str, managed_zone: str, endpoint: str | None = None,
+                 credentials_file: str | None = None, poll_interval: float = 0.2):
+        self.zone = zone.rstrip(".").lower() + "."
+        self.project = project
+        self.managed_zone = managed_zone
+        self.endpoint = endpoint.rstrip("/") if endpoint else None
+        self.credentials_file = credentials_file
+        self.poll_interval = poll_interval
+        self._zone: Any = None
+
+    def _credentials(self) -> Any:
+        if self.credentials_file:
+            from google.oauth2 import service_account
+
+            try:
+                return service_account.Credentials.from_service_account_file(
+                    self.credentials_file, scopes=list(SCOPES))
+            except (OSError, ValueError) as e:
+                raise ProviderError(f"clouddns: cannot use credentials_file "
+                                    f"{self.credentials_file}: {e}") from None
+        if self.endpoint and self.endpoint.startswith("http://"):
+            from google.auth.credentials import AnonymousCredentials
+
+            return AnonymousCredentials()
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            creds, _ = google.auth.default(scopes=list(SCOPES))
+        except DefaultCredentialsError as e:
+            raise ProviderError(f"clouddns: no Application Default Credentials ({e}); run "
+                                "`gcloud auth application-default login` or set "
+                                "credentials_file in the zone") from None
+        return creds
+
+    @property
+    def mz(self) -> Any:
+        if self._zone is None:
+            from google.cloud import dns as gdns
+
+            options = {"api_endpoint": self.endpoint} if self.endpoint else None
+            client = gdns.Client(project=self.project, credentials=self._credentials(),
+                                 client_options=options)
+            self._zone = client.zone(self.managed_zone, dns_name=self.zone)
+        return self._zone
+
+    def _call(self, what: str, fn: Any, *args: Any) -> Any:
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as aexc
+
+        try:
+            return fn(*args)
+        except gexc.PreconditionFailed as e:
+            raise StaleRead(f"clouddns: {self.zone} changed since it was read (HTTP 412: "
+                            f"{e.message}); nothing was applied") from None
+        except gexc.Conflict as e:
+            raise StaleRead(f"clouddns: a record to create already exists in {self.zone} "
+                            f"(HTTP 409: {e.message}); nothing was applied") from None
+        except gexc.NotFound as e:
+            raise ProviderError(f"clouddns: {what}: not found (project {self.project}, managed "
+                                f"zone {self.managed_zone}): {e.message}") from None
+        except (gexc.Unauthorized, gexc.Forbidden) as e:
+            raise ProviderError(f"clouddns: {what}: permission denied ({e.code}: {e.message}); "
+                                "check the credentials and their role on the project") from None
+        except gexc.GoogleAPIError as e:
+            raise ProviderError(f"clouddns: {what} failed: {e}") from None
+        except aexc.GoogleAuthError as e:
+            raise ProviderError(f"clouddns: {what}: credentials failed: {e}") from None
+        except OSError as e:
+            raise ProviderError(f"clouddns: {what}: cannot reach the API: {e}") from None
+
+    # --- read -----------------------------------------------------------------------
+    def list_rrsets(self) -> list[RRset]:
+        def read() -> list[RRset]:
+            return [rrset(r.name, r.record_type, int(r.ttl), r.rrdatas)
+                    for r in self.mz.list_resource_record_sets()]
+
+        return sorted(self._call("listing records", read))
+
+    def get_rrset(self, name: str, rtype: str) -> RRset | None:
+        return next((rr for rr in self.list_rrsets() if rr.key == (name.lower(), rtype)), None)
+
+    # --- write ----------------------------------------------------------------------
+    def apply(self, changes: ChangeSet) -> str:
+        ch = self.mz.changes()
+        for rr in changes.deletions:
+            ch.delete_record_set(self.mz.resource_record_set(rr.name, rr.type, rr.ttl, list(rr.values)))
+        for rr in changes.additions:
+            ch.add_record_set(self.mz.resource_record_set(rr.name, rr.type, rr.ttl, list(rr.values)))
+        self._call("creating the change", ch.create)
+        self._change = ch
+        return str(ch.name)
+
+    def wait(self, changes: ChangeSet, token: str, timeout: float) -> None:
+        ch = getattr(self, "_change", None)
+        if ch is None or str(ch.name) != token:
+            ch = self.mz.changes()
+            ch.name = token
+        deadline = time.monotonic() + timeout
+        delay = self.poll_interval
+        while ch.status != "done":
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"clouddns: change {token} still {ch.status} after {timeout:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            self._call("polling the change", ch.reload)
+
+    def nameservers(self) -> list[tuple[str, str | None]]:
+        self._call("reading the managed zone", self.mz.reload)
+        return [(n.lower().rstrip(".") + ".", None) for n in (self.mz.name_servers or [])]

@@ -1,0 +1,335 @@
+"""DNS records as data, and the pure plan: desired RRsets vs what the provider serves.
+
+Pure, no I/O. Providers turn their API's records into `RRset`s and a `ChangeSet` into
+their API's calls; everything decided in between lives here:
+
+* names normalised (absolute, lowercase, trailing dot; '@' and relative names resolved);
+* values normalised (IPv6 compressed, CNAME targets absolute and lowercase);
+* only managed records are touched: a record is managed when the inventory declares it
+  (name and type) or when provision's ownership marker says provision wrote it. Other
+  records (SOA, NS, TXT, someone else's A) are never changed or deleted;
+* ownership markers: a TXT RRset at ``_provision.<name>`` with one string per owned type
+  (``"provision owns A"``), written in the same atomic change as the records it covers,
+  so a record removed from the inventory is deleted only if provision created or
+  changed it;
+* a CNAME at the apex, or beside other data at the same name, is refused;
+* a plan that deletes or changes more than 30 % of the managed records of a zone that
+  has at least 10 of them is refused without ``force`` (octoDNS's rule).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from provision.inventory.model import Zone
+
+MANAGED_TYPES = ("A", "AAAA", "CNAME")
+MARKER_LABEL = "_provision"
+MARKER_TYPE = "TXT"
+MARKER_TTL = 300
+_MARKER_PREFIX = '"provision owns '
+GUARD_FRACTION = 0.30
+GUARD_MIN_RECORDS = 10
+
+
+# --- names and values -------------------------------------------------------------------
+
+def absolute(name: str, zone: str) -> str:
+    """`name` as an absolute, lowercase name with a trailing dot.
+
+    '@' (or '') is the apex; a name ending in '.' is already absolute; anything else is
+    relative to `zone`, unless it already ends with the zone's name (``api.example.org``
+    in zone example.org is taken as meant, not as ``api.example.org.example.org``).
+    """
+    origin = zone.rstrip(".").lower() + "."
+    n = name.strip().lower()
+    if n in ("@", ""):
+        return origin
+    if n.endswith("."):
+        return n
+    if n == origin[:-1] or n.endswith("." + origin[:-1]):
+        return n + "."
+    return f"{n}.{origin}"
+
+
+def relative(name: str, zone: str) -> str:
+    """The absolute `name` relative to `zone` ('@' for the apex), for display."""
+    origin = zone.rstrip(".").lower() + "."
+    if name == origin:
+        return "@"
+    if name.endswith("." + origin):
+        return name[: -len(origin) - 1]
+    return name
+
+
+def in_zone(name: str, zone: str) -> bool:
+    origin = zone.rstrip(".").lower() + "."
+    return name == origin or name.endswith("." + origin)
+
+
+def normalise_value(rtype: str, value: str) -> str:
+    """The canonical text of one value, so equal data compares equal across providers."""
+    v = value.strip()
+    if rtype in ("A", "AAAA"):
+        try:
+            return str(ipaddress.ip_address(v))
+        except ValueError:
+            return v
+    if rtype in ("CNAME", "NS", "PTR"):
+        return v.lower() if v.endswith(".") else v.lower() + "."
+    return v
+
+
+@dataclass(frozen=True, order=True)
+class Alias:
+    """A Route53 alias target: it has no TTL of its own (the target's TTL applies)."""
+
+    dns_name: str
+    hosted_zone_id: str
+    evaluate_target_health: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class RRset:
+    """All records of one name and type. `ttl` is None only for a Route53 alias."""
+
+    name: str                       # absolute, lowercase, trailing dot
+    type: str
+    ttl: int | None
+    values: tuple[str, ...] = ()    # normalised, sorted, unique
+    alias: Alias | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.type)
+
+    def describe(self) -> str:
+        if self.alias is not None:
+            return f"alias to {self.alias.dns_name} (alias records have no TTL of their own)"
+        return f"{', '.join(self.values)} ttl {self.ttl}"
+
+
+def rrset(name: str, rtype: str, ttl: int | None, values: Iterable[str],
+          alias: Alias | None = None) -> RRset:
+    """An RRset with its name and values normalised (name must already be absolute)."""
+    rt = rtype.upper()
+    n = name.lower() if name.endswith(".") else name.lower() + "."
+    vals = tuple(sorted({normalise_value(rt, v) for v in values}))
+    return RRset(n, rt, ttl, vals, alias)
+
+
+def desired(zone: Zone) -> list[RRset]:
+    """The RRsets the inventory declares for `zone`."""
+    return [rrset(absolute(r.name, zone.name), r.type, r.ttl, r.values) for r in zone.records]
+
+
+# --- ownership markers --------------------------------------------------------------------
+
+def marker_name(name: str, zone: str) -> str:
+    """Where the ownership marker of `name` lives: ``_provision.<name>`` (a wildcard's
+    ``*`` label becomes ``_wildcard``: a wildcard must stay the leftmost label)."""
+    labels = name.split(".")
+    if labels[0] == "*":
+        labels[0] = "_wildcard"
+    return ".".join([MARKER_LABEL, *labels])
+
+
+def marked_name(marker: str) -> str | None:
+    """The record name a marker RRset covers, or None if `marker` is not a marker name."""
+    labels = marker.split(".")
+    if len(labels) < 3 or labels[0] != MARKER_LABEL:
+        return None
+    rest = labels[1:]
+    if rest[0] == "_wildcard":
+        rest[0] = "*"
+    return ".".join(rest)
+
+
+def owned_types(marker: RRset) -> set[str]:
+    out = set()
+    for v in marker.values:
+        if v.startswith(_MARKER_PREFIX) and v.endswith('"'):
+            out.add(v[len(_MARKER_PREFIX):-1])
+    return out
+
+
+def marker_rrset(name: str, zone: str, types: Iterable[str]) -> RRset:
+    return RRset(marker_name(name, zone), MARKER_TYPE, MARKER_TTL,
+                 tuple(sorted(f'{_MARKER_PREFIX}{t}"' for t in set(types))))
+
+
+def ownership(actual: Iterable[RRset], zone: str) -> dict[str, tuple[RRset, set[str]]]:
+    """name -> (its marker RRset, the types provision owns there)."""
+    out = {}
+    for rr in actual:
+        if rr.type != MARKER_TYPE:
+            continue
+        target = marked_name(rr.name)
+        if target is None or not in_zone(target, zone):
+            continue
+        types = owned_types(rr)
+        if types:
+            out[target] = (rr, types)
+    return out
+
+
+# --- the plan -----------------------------------------------------------------------------
+
+Op = Literal["create", "update", "delete"]
+
+
+@dataclass(frozen=True)
+class RecordChange:
+    op: Op
+    old: RRset | None
+    new: RRset | None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        rr = self.new or self.old
+        assert rr is not None
+        return rr.key
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """What a provider applies atomically.
+
+    `deletions` are the exact RRsets read from the provider (a provider that can, makes
+    their presence a prerequisite); `additions` are the new RRsets. An RRset in
+    `additions` whose key is not in `deletions` must not exist yet.
+    """
+
+    deletions: tuple[RRset, ...] = ()
+    additions: tuple[RRset, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.deletions or self.additions)
+
+
+@dataclass(frozen=True)
+class ZonePlan:
+    zone: str                                   # absolute
+    changes: tuple[RecordChange, ...] = ()      # record changes, in name/type order
+    change_set: ChangeSet = field(default_factory=ChangeSet)  # records + markers
+    errors: tuple[str, ...] = ()                # conflicts: nothing may be applied
+    notes: tuple[str, ...] = ()                 # said, not acted on
+    managed: int = 0                            # managed records that exist now
+    guard: str = ""                             # why --force is needed ("" if not)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.errors)
+
+
+def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> ZonePlan:
+    """The changes that make the managed records of `zone` equal `want`."""
+    origin = absolute("@", zone)
+    have = {rr.key: rr for rr in actual}
+    want_by_key = {rr.key: rr for rr in want}
+    owners = ownership(actual, origin)
+    owned = {(n, t) for n, (_, types) in owners.items() for t in types if t in MANAGED_TYPES}
+    errors: list[str] = []
+    notes: list[str] = []
+
+    for rr in want:
+        if not in_zone(rr.name, origin):
+            errors.append(f"{rr.name} {rr.type}: not inside zone {origin}")
+        if rr.type == "CNAME" and rr.name == origin:
+            errors.append(f"{relative(rr.name, origin)} CNAME: a CNAME is not allowed at the zone apex")
+
+    changes: list[RecordChange] = []
+    for key, new in sorted(want_by_key.items()):
+        old = have.get(key)
+        if old is None:
+            changes.append(RecordChange("create", None, new))
+        elif not _same(old, new):
+            changes.append(RecordChange("update", old, new))
+            if old.alias is not None:
+                notes.append(f"{relative(old.name, origin)} {old.type} is an alias to "
+                             f"{old.alias.dns_name} (no TTL of its own); the plan replaces it "
+                             f"with plain records, ttl {new.ttl}")
+    for key in sorted(owned - want_by_key.keys()):
+        if key in have:
+            changes.append(RecordChange("delete", have[key], None))
+
+    errors += _conflicts(origin, changes, have)
+
+    managed_keys = (owned | want_by_key.keys()) & have.keys()
+    touched = sum(1 for c in changes if c.op != "create")
+    guard = ""
+    if len(managed_keys) >= GUARD_MIN_RECORDS and touched > GUARD_FRACTION * len(managed_keys):
+        guard = (f"the plan changes or deletes {touched} of the {len(managed_keys)} managed "
+                 f"records in {origin} (more than {int(GUARD_FRACTION * 100)} %); "
+                 "check it and pass --force to apply it")
+    if errors:
+        return ZonePlan(origin, tuple(changes), ChangeSet(), tuple(errors), tuple(notes),
+                        len(managed_keys), guard)
+    return ZonePlan(origin, tuple(changes), _change_set(origin, changes, owners), (),
+                    tuple(notes), len(managed_keys), guard)
+
+
+def _same(old: RRset, new: RRset) -> bool:
+    return old.alias is None and old.ttl == new.ttl and old.values == new.values
+
+
+def _conflicts(origin: str, changes: Sequence[RecordChange],
+               have: dict[tuple[str, str], RRset]) -> list[str]:
+    """CNAME beside other data at the same name, after the plan is applied."""
+    after = {k for k in have if k[1] not in ("RRSIG", "NSEC", "NSEC3")}
+    for c in changes:
+        if c.op == "delete":
+            after.discard(c.key)
+        else:
+            after.add(c.key)
+    by_name: dict[str, set[str]] = {}
+    for name, rtype in after:
+        by_name.setdefault(name, set()).add(rtype)
+    out = []
+    for c in changes:
+        if c.op == "delete" or c.new is None:
+            continue
+        types = by_name.get(c.new.name, set())
+        others = sorted(types - {"CNAME"})
+        if c.new.type == "CNAME" and others:
+            out.append(f"{relative(c.new.name, origin)} CNAME: the name also has "
+                       f"{', '.join(others)} records (a CNAME must be alone at its name)")
+        elif c.new.type != "CNAME" and "CNAME" in types:
+            out.append(f"{relative(c.new.name, origin)} {c.new.type}: the name has a CNAME "
+                       "(nothing else may exist beside a CNAME)")
+    return list(dict.fromkeys(out))
+
+
+def _change_set(origin: str, changes: Sequence[RecordChange],
+                owners: dict[str, tuple[RRset, set[str]]]) -> ChangeSet:
+    deletions = [c.old for c in changes if c.old is not None]
+    additions = [c.new for c in changes if c.new is not None]
+    by_name: dict[str, list[RecordChange]] = {}
+    for c in changes:
+        by_name.setdefault(c.key[0], []).append(c)
+    for name, cs in sorted(by_name.items()):
+        old_marker, types = owners.get(name, (None, set()))
+        new_types = set(types)
+        for c in cs:
+            if c.op == "delete":
+                new_types.discard(c.key[1])
+            else:
+                new_types.add(c.key[1])
+        new_marker = marker_rrset(name, origin, new_types) if new_types else None
+        if old_marker == new_marker:
+            continue
+        if old_marker is not None:
+            deletions.append(old_marker)
+        if new_marker is not None:
+            additions.append(new_marker)
+    return ChangeSet(tuple(deletions), tuple(additions))
+
+
+def marker_changes(plan: ZonePlan) -> list[str]:
+    """Marker RRsets the change set touches (for the plan's detail lines)."""
+    names = {rr.name for rr in (*plan.change_set.deletions, *plan.change_set.additions)
+             if rr.type == MARKER_TYPE and marked_name(rr.name) is not None}
+    return sorted(names)

@@ -1,0 +1,167 @@
+"""Route53 provider (boto3): paged listing, one change batch per apply, the INSYNC waiter.
+
+I/O shell. Changes are DELETE of the exact RRset read plus CREATE of the new one (never
+UPSERT), so Route53 itself refuses a batch whose RRsets changed since the read
+(InvalidChangeBatch), and applies the batch atomically. Alias records are read with
+their target and no TTL (an alias has none of its own); provision never writes a TTL on
+an alias. RRsets with a routing policy (SetIdentifier) are not managed and left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .provider import ProviderError, StaleRead
+from .records import Alias, ChangeSet, RRset, rrset
+
+MAX_BATCH = 1000  # Route53's limit of changes in one ChangeResourceRecordSets call
+
+
+def _unescape(name: str) -> str:
+    """Route53 returns some characters as octal escapes (`\\052` for `*`)."""
+    return re.sub(r"\\(\d{3})", lambda m: chr(int(m.group(1), 8)), name).lower()
+
+
+class Route53Provider:
+    kind = "route53"
+    replan_on_stale = False
+
+    def __init__(self, zone: str, *, hosted_zone_id: str | None = None,
+                 endpoint_url: str | None = None, region: str = "us-east-1",
+                 client: Any = None, page_size: int = 300, wait_delay: float = 5.0):
+        self.zone = zone.rstrip(".").lower() + "."
+        self._zone_id = hosted_zone_id.rsplit("/", 1)[-1] if hosted_zone_id else None
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self._client = client
+        self.page_size = page_size
+        self.wait_delay = wait_delay
+        self.skipped: list[str] = []   # routing-policy RRsets seen and left alone
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("route53", region_name=self.region,
+                                        endpoint_url=self.endpoint_url)
+        return self._client
+
+    def _call(self, what: str, fn: Any, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+        try:
+            return fn(**kwargs)
+        except NoCredentialsError:
+            raise ProviderError("route53: no AWS credentials found (set AWS_PROFILE or "
+                                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)") from None
+        except ClientError as e:
+            err = e.response.get("Error", {})
+            code, msg = err.get("Code", "?"), err.get("Message", "")
+            if code == "InvalidChangeBatch" and ("not found" in msg or "already exists" in msg
+                                                 or "but the values provided do not match" in msg):
+                raise StaleRead(f"route53: {self.zone} changed since it was read, nothing was "
+                                f"applied ({msg.strip('[]')}); run plan again") from None
+            raise ProviderError(f"route53: {what} failed: {code}: {msg}") from None
+        except BotoCoreError as e:
+            raise ProviderError(f"route53: {what} failed: {e}") from None
+
+    @property
+    def zone_id(self) -> str:
+        if self._zone_id is None:
+            r = self._call("finding the hosted zone", self.client.list_hosted_zones_by_name,
+                           DNSName=self.zone, MaxItems="10")
+            ids = [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
+                   if z["Name"].lower() == self.zone and not z.get("Config", {}).get("PrivateZone")]
+            ids = ids or [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
+                          if z["Name"].lower() == self.zone]
+            if len(ids) != 1:
+                raise ProviderError(f"route53: {'no' if not ids else 'more than one'} hosted zone "
+                                    f"named {self.zone}; set hosted_zone_id in the inventory")
+            self._zone_id = ids[0]
+        return self._zone_id
+
+    # --- read -----------------------------------------------------------------------
+    def _from_api(self, r: dict[str, Any]) -> RRset:
+        name = _unescape(r["Name"])
+        if "AliasTarget" in r:
+            a = r["AliasTarget"]
+            return RRset(name, r["Type"], None, (),
+                         Alias(a["DNSName"].lower(), a["HostedZoneId"],
+                               bool(a.get("EvaluateTargetHealth", False))))
+        return rrset(name, r["Type"], int(r["TTL"]), [x["Value"] for x in r.get("ResourceRecords", [])])
+
+    def list_rrsets(self) -> list[RRset]:
+        """Every RRset, one paged pass (StartRecordName/StartRecordType)."""
+        out: dict[tuple[str, str], RRset] = {}
+        kwargs: dict[str, Any] = {"HostedZoneId": self.zone_id, "MaxItems": str(self.page_size)}
+        while True:
+            page = self._call("listing records", self.client.list_resource_record_sets, **kwargs)
+            for r in page["ResourceRecordSets"]:
+                if "SetIdentifier" in r:
+                    self.skipped.append(f"{r['Name']} {r['Type']} ({r['SetIdentifier']})")
+                    continue
+                rr = self._from_api(r)
+                out[rr.key] = rr
+            if not page.get("IsTruncated"):
+                break
+            kwargs["StartRecordName"] = page["NextRecordName"]
+            kwargs["StartRecordType"] = page["NextRecordType"]
+            if "NextRecordIdentifier" in page:
+                kwargs["StartRecordIdentifier"] = page["NextRecordIdentifier"]
+            else:
+                kwargs.pop("StartRecordIdentifier", None)
+        return sorted(out.values())
+
+    def get_rrset(self, name: str, rtype: str) -> RRset | None:
+        page = self._call("reading a record", self.client.list_resource_record_sets,
+                          HostedZoneId=self.zone_id, StartRecordName=name, StartRecordType=rtype,
+                          MaxItems="1")
+        for r in page["ResourceRecordSets"]:
+            rr = self._from_api(r)
+            if rr.key == (name.lower(), rtype) and "SetIdentifier" not in r:
+                return rr
+        return None
+
+    # --- write ----------------------------------------------------------------------
+    @staticmethod
+    def _to_api(rr: RRset) -> dict[str, Any]:
+        out: dict[str, Any] = {"Name": rr.name, "Type": rr.type}
+        if rr.alias is not None:  # an alias has no TTL of its own: never send one
+            out["AliasTarget"] = {"HostedZoneId": rr.alias.hosted_zone_id,
+                                  "DNSName": rr.alias.dns_name,
+                                  "EvaluateTargetHealth": rr.alias.evaluate_target_health}
+        else:
+            out["TTL"] = rr.ttl
+            out["ResourceRecords"] = [{"Value": v} for v in rr.values]
+        return out
+
+    def change_batch(self, changes: ChangeSet) -> dict[str, Any]:
+        items = ([{"Action": "DELETE", "ResourceRecordSet": self._to_api(rr)} for rr in changes.deletions]
+                 + [{"Action": "CREATE", "ResourceRecordSet": self._to_api(rr)} for rr in changes.additions])
+        return {"Comment": "provision dns apply", "Changes": items}
+
+    def apply(self, changes: ChangeSet) -> str:
+        batch = self.change_batch(changes)
+        if len(batch["Changes"]) > MAX_BATCH:
+            raise ProviderError(f"route53: {len(batch['Changes'])} changes do not fit in one atomic "
+                                f"batch (at most {MAX_BATCH}); apply the inventory in smaller steps")
+        r = self._call("applying the change batch", self.client.change_resource_record_sets,
+                       HostedZoneId=self.zone_id, ChangeBatch=batch)
+        return str(r["ChangeInfo"]["Id"])
+
+    def wait(self, changes: ChangeSet, token: str, timeout: float) -> None:
+        from botocore.exceptions import WaiterError
+
+        waiter = self.client.get_waiter("resource_record_sets_changed")
+        attempts = max(1, int(timeout / self.wait_delay) + 1)
+        try:
+            waiter.wait(Id=token, WaiterConfig={"Delay": self.wait_delay, "MaxAttempts": attempts})
+        except WaiterError as e:
+            raise ProviderError(f"route53: change {token} not INSYNC after {timeout:g} s ({e})") from None
+
+    def nameservers(self) -> list[tuple[str, str | None]]:
+        r = self._call("reading the hosted zone", self.client.get_hosted_zone, Id=self.zone_id)
+        names = r.get("DelegationSet", {}).get("NameServers", [])
+        return [(n.lower().rstrip(".") + ".", None) for n in names]

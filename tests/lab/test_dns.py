@@ -1,0 +1,235 @@
+"""`provision dns` against the lab's real BIND (RFC 2136 + TSIG) and Unbound."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from provision.lab import plan as P
+
+from .conftest import PROVISION, Lab
+
+
+def _ask(lab: Lab, server: str, name: str, rtype: str, rd: bool = False) -> tuple[str, list[str], bool]:
+    """(rcode, sorted values, AA) from `server`, asked from the operator namespace."""
+    import dns.flags
+    import dns.message
+    import dns.query
+    import dns.rcode
+    import dns.rdatatype
+
+    q = dns.message.make_query(f"{name}.{P.ZONE}.", rtype)
+    if not rd:
+        q.flags &= ~dns.flags.RD
+    with lab.operator_netns():
+        r = dns.query.udp(q, server, timeout=2)
+    want = dns.rdatatype.from_text(rtype)
+    values = sorted(x.to_text() for rr in r.answer if rr.rdtype == want for x in rr)
+    return dns.rcode.to_text(r.rcode()), values, bool(r.flags & dns.flags.AA)
+
+
+def _run(lab: Lab, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, *args],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def _inventory(lab: Lab, tmp_path: Path, edit: Any = None, key_file: str | None = None) -> Path:
+    doc = yaml.safe_load(lab.inventory.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    if edit:
+        edit(zone["records"])
+    if key_file:
+        zone["tsig_key_file"] = key_file
+    p = tmp_path / "inventory.yml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+@pytest.fixture
+def restore(lab: Lab) -> Iterator[None]:
+    """Put the zone back as the lab's inventory says (records provision added go, since
+    their ownership markers say provision created them)."""
+    yield
+    r = _run(lab, "dns", "apply", "-i", str(lab.inventory), "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_fresh_lab_plans_no_changes(lab: Lab) -> None:
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(lab.inventory), "--detailed-exitcode")
+    assert code == 0, (data, err)
+    assert data["summary"] == {"add": 0, "change": 0, "destroy": 0}
+    assert data["zones"][0]["records_read"] > 5
+
+
+def test_change_add_delete_then_no_op_and_unmanaged_untouched(lab: Lab, tmp_path: Path,
+                                                              restore: None) -> None:
+    ns1 = lab.addr("ns1")
+    before_ns1 = _ask(lab, ns1, "ns1", "A")
+    before_gpu1_v6 = _ask(lab, ns1, "gpu1", "AAAA")
+    new_app = f"10.{lab.plan.octet}.1.201"
+
+    def edit(records: dict[str, Any]) -> None:
+        records["app"] = {"type": "A", "values": [new_app], "ttl": 60}
+        records["www"] = {"type": "CNAME", "value": f"app.{P.ZONE}"}
+        records["v6"] = {"type": "AAAA", "values": ["fd00:0:0::1"]}
+
+    inv = _inventory(lab, tmp_path, edit)
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert code == 3, (data, err)
+    assert data["summary"] == {"add": 2, "change": 1, "destroy": 0}
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    assert code == 0, (data, err)
+    assert data["zones"][0]["applied"] is True
+    # served by ns1 at once (apply waited for it)
+    assert _ask(lab, ns1, "app", "A") == ("NOERROR", [new_app], True)
+    assert _ask(lab, ns1, "www", "CNAME") == ("NOERROR", [f"app.{P.ZONE}."], True)
+    assert _ask(lab, ns1, "v6", "AAAA") == ("NOERROR", ["fd00::1"], True)
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert code == 0 and data["summary"] == {"add": 0, "change": 0, "destroy": 0}, (data, err)
+
+    # change the AAAA and the CNAME
+    def edit2(records: dict[str, Any]) -> None:
+        edit(records)
+        records["www"]["value"] = f"gpu1.{P.ZONE}"
+        records["v6"]["values"] = ["fd00::2"]
+
+    inv = _inventory(lab, tmp_path, edit2)
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    assert code == 0 and data["summary"] == {"add": 0, "change": 2, "destroy": 0}, (data, err)
+    assert _ask(lab, ns1, "www", "CNAME") == ("NOERROR", [f"gpu1.{P.ZONE}."], True)
+    assert _ask(lab, ns1, "v6", "AAAA") == ("NOERROR", ["fd00::2"], True)
+
+    # remove www and v6 from the inventory: provision created them, so they go
+    def drop(records: dict[str, Any]) -> None:
+        edit(records)
+        del records["www"], records["v6"]
+
+    inv = _inventory(lab, tmp_path, drop)
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    assert code == 0, (data, err)
+    assert data["summary"] == {"add": 0, "change": 0, "destroy": 2}
+    assert _ask(lab, ns1, "www", "CNAME")[0] == "NXDOMAIN"
+    assert _ask(lab, ns1, "v6", "AAAA")[0] == "NXDOMAIN"
+    assert _ask(lab, ns1, "_provision.www", "TXT")[0] == "NXDOMAIN"
+    # records provision does not manage: exactly as BIND started with them
+    assert _ask(lab, ns1, "ns1", "A") == before_ns1 and before_ns1[1] == [ns1]
+    assert _ask(lab, ns1, "gpu1", "AAAA") == before_gpu1_v6 and before_gpu1_v6[1]
+
+
+def test_a_record_dropped_from_the_inventory_that_provision_never_wrote_stays(
+        lab: Lab, tmp_path: Path) -> None:
+    inv = _inventory(lab, tmp_path, lambda records: records.pop("gpu1"))
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert code == 0, (data, err)
+
+
+def test_a_wrong_tsig_key_is_a_clear_error(lab: Lab, tmp_path: Path) -> None:
+    key = tmp_path / "wrong.key"
+    key.write_text(f'key "{P.TSIG_KEY_NAME}" {{\n\talgorithm hmac-sha256;\n'
+                   '\tsecret "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=";\n};\n')
+    inv = _inventory(lab, tmp_path, key_file=str(key))
+    r = _run(lab, "dns", "plan", "-i", str(inv))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "TSIG key 'lab-tsig'" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    code, data, err = lab.provision_json("dns", "check", "app", "-i", str(inv))  # needs no key
+    assert code in (0, 1) and "TSIG" not in err, (data, err)
+    ns1 = next(a for a in data["answers"] if a["role"] == "authoritative")
+    assert ns1["aa"] and ns1["values"], data
+
+
+def test_a_record_changed_between_read_and_write_is_not_overwritten(
+        lab: Lab, tmp_path: Path, restore: None) -> None:
+    import dns.query
+    import dns.rcode
+    import dns.update
+
+    from provision.dns.provider import StaleRead
+    from provision.dns.provider_for import provider_for
+    from provision.dns.sync import apply_zone, plan_zones
+    from provision.inventory import load_inventory
+
+    theirs = f"10.{lab.plan.octet}.1.222"
+    ours = f"10.{lab.plan.octet}.1.223"
+
+    def someone_else() -> None:  # between our read and our write
+        upd = dns.update.Update(P.ZONE, keyring=lab.tsig_keyring())
+        upd.replace("app", 300, "A", theirs)
+        r = dns.query.tcp(upd, lab.addr("ns1"), timeout=5)
+        assert r.rcode() == dns.rcode.NOERROR
+
+    inv = load_inventory(_inventory(lab, tmp_path, lambda rec: rec["app"].update(values=[ours])))
+    zone = inv.dns.zones[0] if inv.dns else None
+    assert zone is not None
+    provider = provider_for(zone, inv)
+    provider.before_write = someone_else  # type: ignore[attr-defined]
+    with lab.operator_netns():
+        run = plan_zones(inv, [zone], make_provider=lambda z, i: provider)[0]
+        assert run.plan is not None and [c.op for c in run.plan.changes] == ["update"]
+        with pytest.raises(StaleRead, match="changed since it was read"):
+            apply_zone(run, timeout=10)
+    assert _ask(lab, lab.addr("ns1"), "app", "A")[1] == [theirs]
+
+
+def test_apply_one_change_until_every_authoritative_server_serves_it(
+        lab: Lab, tmp_path: Path, restore: None) -> None:
+    value = f"10.{lab.plan.octet}.1.231"
+    inv = _inventory(lab, tmp_path, lambda rec: rec["app"].update(values=[value]))
+    t0 = time.perf_counter()
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    wall = time.perf_counter() - t0
+    assert code == 0, (data, err)
+    seconds = data["zones"][0]["apply_seconds"]
+    print(f"\nlab apply of one change until served by every authoritative server: "
+          f"{seconds * 1000:.0f} ms (process wall time {wall:.2f} s)")
+    assert _ask(lab, lab.addr("ns1"), "app", "A") == ("NOERROR", [value], True)
+
+
+def test_check_shows_each_server_and_explains_a_stale_resolver(lab: Lab, tmp_path: Path,
+                                                               restore: None) -> None:
+    import secrets
+
+    resolver = lab.addr("resolver")
+    name = f"stale{secrets.token_hex(3)}"
+    first, second = f"10.{lab.plan.octet}.1.232", f"10.{lab.plan.octet}.1.233"
+    inv = _inventory(lab, tmp_path, lambda rec: rec.update({name: {"type": "A", "values": [first]}}))
+    assert lab.provision_json("dns", "apply", "-i", str(inv), "--yes")[0] == 0
+    assert _ask(lab, resolver, name, "A", rd=True)[1] == [first]  # now cached for 300 s
+    inv = _inventory(lab, tmp_path, lambda rec: rec.update({name: {"type": "A", "values": [second]}}))
+    assert lab.provision_json("dns", "apply", "-i", str(inv), "--yes")[0] == 0
+    code, data, err = lab.provision_json("dns", "check", name, "-i", str(inv))
+    assert code == 1, (data, err)
+    by_role = {a["role"]: a for a in data["answers"]}
+    assert by_role["authoritative"]["values"] == [second] and by_role["authoritative"]["aa"]
+    assert by_role["resolver"]["values"] == [first] and not by_role["resolver"]["aa"]
+    assert data["disagree"] == [resolver]
+    assert any("remaining TTL" in n for n in data["notes"]), data["notes"]
+
+
+def test_check_explains_negative_caching_for_a_missing_name(lab: Lab) -> None:
+    code, data, err = lab.provision_json("dns", "check", "nothere", "-i", str(lab.inventory))
+    assert code == 0, (data, err)
+    assert {a["status"] for a in data["answers"]} == {"NXDOMAIN"}
+    assert any("SOA minimum" in n for n in data["notes"]), data["notes"]
+
+
+def test_one_rrset_can_be_read_for_migrations(lab: Lab) -> None:
+    from provision.dns.provider_for import provider_for
+    from provision.inventory import load_inventory
+
+    inv = load_inventory(lab.inventory)
+    assert inv.dns is not None
+    provider = provider_for(inv.dns.zones[0], inv)
+    with lab.operator_netns():
+        rr = provider.get_rrset(f"ns1.{P.ZONE}.", "A")
+        assert provider.get_rrset(f"nothere.{P.ZONE}.", "A") is None
+        servers = provider.nameservers()
+    assert rr is not None and rr.values == (lab.addr("ns1"),) and rr.ttl == 300
+    assert servers == [(f"ns1.{P.ZONE}.", lab.addr("ns1"))]

@@ -1,0 +1,56 @@
+"""The rfc2136 provider's message building and key parsing (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from provision.dns.provider import ProviderError
+from provision.dns.records import ChangeSet, rrset
+from provision.dns.rfc2136 import Rfc2136Provider, read_tsig_key
+
+SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="
+
+
+def _key(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "k.key"
+    p.write_text(text)
+    return str(p)
+
+
+def test_reads_bind_key_blocks_and_nsupdate_lines(tmp_path: Path) -> None:
+    bind = f'key "lab-tsig" {{\n\talgorithm hmac-sha256;\n\tsecret "{SECRET}";\n}};\n'
+    assert read_tsig_key(_key(tmp_path, bind)) == ("lab-tsig", "hmac-sha256", SECRET)
+    assert read_tsig_key(_key(tmp_path, f"hmac-sha512:k1:{SECRET}\n")) == ("k1", "hmac-sha512", SECRET)
+    with pytest.raises(ProviderError, match="not a TSIG key"):
+        read_tsig_key(_key(tmp_path, "hello"))
+    with pytest.raises(ProviderError, match="cannot read the TSIG key file"):
+        read_tsig_key(str(tmp_path / "missing.key"))
+
+
+def test_the_update_requires_exactly_what_was_read(tmp_path: Path) -> None:
+    import dns.rdataclass
+    import dns.rdatatype
+
+    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, _key(tmp_path, f"hmac-sha256:lab-tsig:{SECRET}"))
+    old = rrset("app.lab.test.", "A", 300, ["10.0.0.1", "10.0.0.2"])
+    new = rrset("app.lab.test.", "A", 60, ["10.0.0.3"])
+    add = rrset("www.lab.test.", "CNAME", 300, ["app.lab.test."])
+    upd = p.update_message(ChangeSet((old,), (new, add)))
+    # on the wire these are RRs; the server groups them by name and type into RRsets
+    merged: dict[tuple[str, str, str], list[str]] = {}
+    for r in upd.prerequisite:
+        key = (str(r.name), dns.rdatatype.to_text(r.rdtype), dns.rdataclass.to_text(r.rdclass))
+        merged.setdefault(key, []).extend(x.to_text() for x in r)
+    prereq = {(*k, tuple(sorted(v))) for k, v in merged.items()}
+    # value-dependent "exists" for what we read, "not exists" for what we create
+    assert ("app.lab.test.", "A", "IN", ("10.0.0.1", "10.0.0.2")) in prereq
+    assert ("www.lab.test.", "CNAME", "NONE", ()) in prereq
+    assert len(prereq) == 2
+    updates = {(str(r.name), dns.rdatatype.to_text(r.rdtype),
+                dns.rdataclass.to_text(r.deleting) if r.deleting else "IN") for r in upd.update}
+    assert ("app.lab.test.", "A", "ANY") in updates       # delete the RRset
+    assert ("app.lab.test.", "A", "IN") in updates        # add the new one
+    assert ("www.lab.test.", "CNAME", "IN") in updates
+    assert upd.keyring is not None  # signed at to_wire()
