@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .spec import FactsError, FactSpec, Rec, as_int
 
 MARKER = "# Managed by provision"  # first line of every authorized_keys we write
+CREATED_BY = "provision"  # the GECOS field of accounts we create
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,12 @@ class UserFact:
     shell: str
     expire: str  # shadow field 8, "" when unset
     groups: tuple[str, ...]
+    comment: str = ""  # GECOS full name; ours say CREATED_BY
+
+    @property
+    def system(self) -> bool:
+        """A system account (Debian: uid below 1000, or nobody)."""
+        return self.uid < 1000 or self.uid == 65534
 
     @property
     def expired(self) -> bool:
@@ -39,10 +46,11 @@ def parse(records: Sequence[Rec]) -> Users:
     for r in records:
         f = r.fields
         if r.kind == "user":
-            if len(f) != 7:
+            if len(f) not in (7, 8):
                 raise FactsError(f"line {r.line}: malformed user record")
             users[f[0]] = UserFact(f[0], as_int(f[1], r, "uid"), f[2], f[3], f[4],
-                                   "" if f[5] == "-" else f[5], tuple(g for g in f[6].split(",") if g))
+                                   "" if f[5] == "-" else f[5], tuple(g for g in f[6].split(",") if g),
+                                   f[7] if len(f) == 8 else "")
         elif r.kind == "nouser":
             absent.add(f[0])
         elif r.kind == "managed":

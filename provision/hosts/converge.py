@@ -25,7 +25,7 @@ from provision.playbook import Playbook
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
-from provision.tasks.step import Planned
+from provision.tasks.step import Planned, Refused
 
 from .gather import Unreachable, connecting, probe, reason
 
@@ -104,6 +104,8 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool) ->
             actions += [(s.name, a) for a in s.diff(run.facts)]
         run.actions = actions
         run.status = "pending" if actions else "ok"
+    except Refused as e:
+        run.status, run.error = "failed", str(e)
     except Exception as e:
         run.status, run.error = "failed", f"facts: {reason(e)}"
     finally:

@@ -15,6 +15,7 @@ import posixpath
 from shlex import quote
 
 from provision.facts import TEMP_PREFIX
+from provision.facts.users import CREATED_BY
 from provision.tasks.actions import (
     Action,
     DaemonReload,
@@ -34,6 +35,23 @@ from provision.tasks.users import NOLOGIN
 
 EOF_MARK = "PROVISION_CONTENT_EOF"
 
+# Before any write, chown or chmod as root: no component of the path may be a symlink that
+# someone other than root owns. A team member who swaps their ~/.ssh (or a data directory's
+# parent) for a link to /etc/sudoers.d must not get root to write or chown there.
+SAFE_PATH = r"""provision_safe_path() {
+  c=''
+  set -f; oldifs=$IFS; IFS=/
+  for part in ${1#/}; do
+    c="$c/$part"
+    if [ -L "$c" ] && [ "$(stat -c %u -- "$c")" != 0 ]; then
+      IFS=$oldifs; set +f
+      echo "refusing $1: $c is a symlink owned by uid $(stat -c %u -- "$c"), not root" >&2
+      return 1
+    fi
+  done
+  IFS=$oldifs; set +f
+}"""
+
 
 def _b64(content: str) -> str:
     return base64.encodebytes(content.encode("utf-8", errors="surrogateescape")).decode()
@@ -45,6 +63,7 @@ def snippet(action: Action) -> str:
     if isinstance(a, WriteFile):
         d = posixpath.dirname(a.path)
         lines = [
+            f"provision_safe_path {quote(a.path)}",
             f"mkdir -p {quote(d)}",
             f"t=$(mktemp {quote(d + '/' + TEMP_PREFIX)}XXXXXXXXXX)",
             f"base64 -d > \"$t\" <<'{EOF_MARK}'",
@@ -57,17 +76,21 @@ def snippet(action: Action) -> str:
         lines.append(f"mv -fT \"$t\" {quote(a.path)}")
         return "\n".join(lines)
     if isinstance(a, SetAttrs):
-        return f"chown {quote(a.owner + ':' + a.group)} {quote(a.path)}\nchmod {a.mode:04o} {quote(a.path)}"
+        p = quote(a.path)
+        return (f"provision_safe_path {p}\nchown -h {quote(a.owner + ':' + a.group)} {p}\n"
+                f"chmod {a.mode:04o} {p}")
     if isinstance(a, RemoveFile):
-        return f"rm -f {quote(a.path)}"
+        return f"provision_safe_path {quote(a.path)}\nrm -f {quote(a.path)}"
     if isinstance(a, RemoveTemps):
         return "rm -f " + " ".join(quote(p) for p in a.paths)
     if isinstance(a, Mkdir):
         p = quote(a.path)
-        return f"mkdir -p {p}\nchown {quote(a.owner + ':' + a.group)} {p}\nchmod {a.mode:04o} {p}"
+        return (f"provision_safe_path {p}\nmkdir -p {p}\nprovision_safe_path {p}\n"
+                f"chown -h {quote(a.owner + ':' + a.group)} {p}\nchmod {a.mode:04o} {p}")
     if isinstance(a, EnsureUser):
         if a.create:
-            return f"useradd -m -U -d {quote(a.home)} -s {quote(a.shell)} {quote(a.name)}"
+            return (f"useradd -m -U -c {quote(CREATED_BY)} -d {quote(a.home)} -s {quote(a.shell)} "
+                    f"{quote(a.name)}")
         return f"usermod -s {quote(a.shell)} -e '' {quote(a.name)}"
     if isinstance(a, RetireUser):
         return f"usermod -e 1 -s {NOLOGIN} {quote(a.name)}"
@@ -96,6 +119,7 @@ def build(actions: list[Action]) -> str:
         "provision_apply() {",
         "set -eu",
         "umask 022",
+        SAFE_PATH,
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from provision.errors import OperationError
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
@@ -18,6 +19,10 @@ from .commit import CommitConfirmed
 
 # What a diff may plan: plain actions (one batch) or a commit-confirmed change.
 Planned = Action | CommitConfirmed
+
+
+class Refused(OperationError):
+    """A step will not touch this host as it is (the recap says why); nothing is applied."""
 
 
 class Step(Protocol):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.facts import Facts, Request
+from provision.facts import Facts, Request, UserFact
+from provision.facts.users import CREATED_BY, MARKER
 from provision.inventory.model import Host, Inventory
 from provision.render.env import render as render_template
 
 from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
 from .files import diff_file
+from .step import Refused
 
 SUDOERS_DIR = "/etc/sudoers.d"
 SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"
@@ -27,6 +29,19 @@ def sudoers_path(user: str) -> str:
 
 def authorized_keys(user: str, keys: tuple[str, ...]) -> str:
     return render_template("authorized_keys.j2", user=user, keys=keys)
+
+
+def _may_manage(u: UserFact, facts: Facts) -> None:
+    """Only accounts we created (GECOS) or adopted (our marker in authorized_keys), and never
+    a system account: a teammate naming a person `root` or after the login user must not
+    get their keys replaced."""
+    if u.system:
+        raise Refused(f"users: refusing to manage '{u.name}': it is a system account on this "
+                      f"host (uid {u.uid}); give the team member another name")
+    if u.comment != CREATED_BY and u.name not in facts.managed_users:
+        raise Refused(f"users: refusing to manage '{u.name}' (uid {u.uid}): the account exists "
+                      "and was not created by provision; to hand it over, put the line "
+                      f"'{MARKER}' at the top of ~{u.name}/.ssh/authorized_keys")
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,8 @@ class UsersStep:
         team = {p.name: p for p in self.inv.team}
         for p in self.inv.team:
             u = facts.users.get(p.name)
+            if u is not None:
+                _may_manage(u, facts)
             if u is None:
                 home, group = f"/home/{p.name}", p.name
                 actions.append(EnsureUser(p.name, home, p.shell, create=True))

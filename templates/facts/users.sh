@@ -3,7 +3,7 @@
 fact_users() {
   user_fact() {
     line=$(getent passwd "$1") || { printf 'nouser\t%s\n' "$1"; return 0; }
-    IFS=: read -r _ _ uid _ _ home shell <<PROBE_EOF
+    IFS=: read -r _ _ uid _ gecos home shell <<PROBE_EOF
 $line
 PROBE_EOF
     exp=-
@@ -12,8 +12,8 @@ PROBE_EOF
 $sline
 PROBE_EOF
     fi
-    printf 'user\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$uid" "$(id -gn "$1")" "$home" "$shell" \
-      "${exp:--}" "$(id -Gn "$1" | tr ' ' ,)"
+    printf 'user\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$uid" "$(id -gn "$1")" "$home" "$shell" \
+      "${exp:--}" "$(id -Gn "$1" | tr ' ' ,)" "$(printf '%s' "${gecos%%,*}" | tr -d '\t')"
     dir_fact "$home/.ssh"
     file_fact "$home/.ssh/authorized_keys"
     tmp_scan "$home/.ssh"

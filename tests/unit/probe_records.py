@@ -14,9 +14,10 @@ def file_rec(path: str, content: str, mode: str = "644", owner: str = "root",
 
 
 def user_rec(name: str, uid: int = 1001, home: str | None = None, shell: str = "/bin/bash",
-             expire: str = "-", group: str | None = None) -> str:
+             expire: str = "-", group: str | None = None, comment: str = "provision") -> str:
+    """An account as the probe reports it; by default one that provision created."""
     return (f"user\t{name}\t{uid}\t{group or name}\t{home or '/home/' + name}\t{shell}\t{expire}"
-            f"\t{group or name}")
+            f"\t{group or name}\t{comment}")
 
 
 def unit_block(unit: str, active: str = "active", enabled: str = "enabled",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from provision.facts import FileFact
 from provision.tasks import script
@@ -75,3 +78,27 @@ def test_truncated_script_runs_nothing(tmp_path: Path) -> None:
     cut = text[: text.index("mv -fT")]
     out = subprocess.run(["sh", "-s"], input=cut, capture_output=True, text=True)
     assert out.returncode != 0 and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chowns a symlink to another uid (needs root)")
+def test_writes_refuse_a_path_through_a_symlink_owned_by_a_user(tmp_path: Path) -> None:
+    """~/.ssh swapped for a link to a root directory must not make root write or chown there."""
+    from provision.tasks.actions import Mkdir, WriteFile
+
+    target = tmp_path / "etc-sudoers.d"
+    target.mkdir()
+    home = tmp_path / "home" / "bob"
+    home.mkdir(parents=True)
+    (home / ".ssh").symlink_to(target)
+    os.chown(home / ".ssh", 4242, 4242, follow_symlinks=False)
+    for action in (Mkdir(str(home / ".ssh"), 0o700, "root", "root"),
+                   WriteFile(str(home / ".ssh" / "authorized_keys"), "x\n")):
+        r = subprocess.run(["sh", "-s"], input=script.build([action]), capture_output=True, text=True)
+        assert r.returncode != 0 and "symlink owned by uid 4242" in r.stderr, r.stderr
+    assert list(target.iterdir()) == []
+    # a symlink root owns is trusted (/home -> /data/home on many GPU servers)
+    os.chown(home / ".ssh", 0, 0, follow_symlinks=False)
+    r = subprocess.run(["sh", "-s"], input=script.build([WriteFile(str(home / ".ssh" / "k"), "x\n")]),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (target / "k").read_text() == "x\n"

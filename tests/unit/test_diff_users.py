@@ -94,3 +94,28 @@ def test_wrong_owner_only_fixes_attributes() -> None:
                            "644", "root", "root"))
     acts = [a for a in step().diff(parse(text)) if "alice/.ssh/authorized_keys" in a.describe()]
     assert [a.describe() for a in acts] == ["set /home/alice/.ssh/authorized_keys to 0600 alice:alice"]
+
+
+def test_a_system_account_named_in_the_team_is_refused() -> None:
+    """A teammate with write access to the inventory names a person `root`-like: their
+    keys would replace the account's. check refuses reserved names; apply refuses any
+    existing system account on the host, whatever its name."""
+    import pytest
+
+    from provision.tasks.step import Refused
+
+    fx = parse(answer(user_rec("alice", uid=998, comment="")))
+    with pytest.raises(Refused, match="system account"):
+        step().diff(fx)
+
+
+def test_an_account_provision_did_not_create_is_refused_until_adopted() -> None:
+    import pytest
+
+    from provision.tasks.step import Refused
+
+    foreign = answer(user_rec("alice", comment="Alice Admin"), user_rec("bob"))
+    with pytest.raises(Refused, match="not created by provision"):
+        step().diff(parse(foreign))
+    adopted = parse(answer(user_rec("alice", comment="Alice Admin"), "managed\talice", user_rec("bob")))
+    assert step().diff(adopted)  # managed now: the step plans its usual actions
