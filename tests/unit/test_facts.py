@@ -44,7 +44,7 @@ def test_drifted_host() -> None:
     assert ak.kind == "file" and ak.mode == 0o600 and ak.owner == "alice"
     assert ak.content is not None and ak.content.startswith("# Managed by provision\n")
     assert f.temps == ("/home/alice/.ssh/.provision-tmp.Ab12Cd34Ef",)
-    assert f.managed_users == ("bob", "carol")
+    assert f.managed_users == ("alice", "bob", "carol")
     assert f.users["bob"].shell == "/bin/sh"
     assert not f.packages["htop"].installed
     assert [x.path for x in f.prefixed("/etc/sudoers.d/provision-")] == [
