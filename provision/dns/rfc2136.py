@@ -76,8 +76,6 @@ class Rfc2136Provider:
             self.keyring = dns.tsigkeyring.from_text({self.key_name: (self.algorithm, secret)})
         except Exception as e:
             raise ProviderError(f"{key_file}: unusable TSIG key: {e}") from None
-        # test hook: called after the read and before the write (see tests/lab/test_dns.py)
-        self.before_write: Any = None
 
     # --- read -----------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
@@ -164,8 +162,6 @@ class Rfc2136Provider:
         import dns.tsig
 
         upd = self.update_message(changes)
-        if self.before_write is not None:
-            self.before_write()
         try:
             r = dns.query.tcp(upd, self.server, port=self.port, timeout=self.timeout)
         except dns.tsig.PeerError as e:

@@ -169,7 +169,14 @@ def test_a_record_changed_between_read_and_write_is_not_overwritten(
     zone = inv.dns.zones[0] if inv.dns else None
     assert zone is not None
     provider = provider_for(zone, inv)
-    provider.before_write = someone_else  # type: ignore[attr-defined]
+    build_update = provider.update_message
+
+    def update_message(changes: Any) -> Any:  # the update is built after our read...
+        message = build_update(changes)
+        someone_else()  # ...and someone else writes before it is sent
+        return message
+
+    provider.update_message = update_message  # type: ignore[method-assign]
     with lab.operator_netns():
         run = plan_zones(inv, [zone], make_provider=lambda z, i: provider)[0]
         assert run.plan is not None and [c.op for c in run.plan.changes] == ["update"]
