@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from provision.errors import OperationError
 from provision.facts import Facts, FactsError, Request, parse, probe_script
 from provision.inventory.model import Host, Inventory
 from provision.ssh.connect import Chain, connect
@@ -24,7 +25,7 @@ PROBE_TIMEOUT = 120.0
 T = TypeVar("T")
 
 
-class Unreachable(Exception):
+class Unreachable(OperationError):
     """The host could not be reached or refused us; the message says why, in one line."""
 
 

@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from provision.errors import UsageError
+
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
 TSIG_KEY_NAME = "lab-tsig"
@@ -54,7 +56,7 @@ UNMASKED_FOR = {
 }
 
 
-class PlanError(ValueError):
+class PlanError(UsageError):
     """A request the lab cannot be built from (bad name, too many GPUs)."""
 
 

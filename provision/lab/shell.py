@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from provision.errors import OperationError
+
 from . import plan as P
 from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
 
@@ -29,7 +31,7 @@ NSPAWN_RUN = "/run/systemd/nspawn"
 STOP_GRACE = 3.5
 
 
-class LabError(RuntimeError):
+class LabError(OperationError):
     pass
 
 

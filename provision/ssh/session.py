@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass
 from shlex import quote
 
+from provision.errors import OperationError
+
 from .connect import Chain
 
 
-class RemoteTimeout(Exception):
+class RemoteTimeout(OperationError):
     pass
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from provision.errors import OperationError
 from provision.inventory.model import Host, Service
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.tunnel.plan import (
@@ -28,7 +29,7 @@ T = TypeVar("T")
 POLL = 0.05  # how often a wait looks at the stop flag (Ctrl-C lands within this)
 
 
-class Interrupted(Exception):
+class Interrupted(OperationError):
     """Stopped (Ctrl-C, SIGTERM, SIGHUP) while waiting on the network."""
 
 
