@@ -8,6 +8,7 @@ prerequisite fails instead (the pattern of tests/lab/conftest.py).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -87,3 +88,74 @@ def verify_problems(*argv: str) -> list[str]:
 def verify(*argv: str) -> None:
     problems = verify_problems(*argv)
     assert not problems, "\n".join(problems)
+
+
+# --- systemd's own word splitting, for ExecStart= ------------------------------------------
+
+def systemd_words(text: str) -> list[tuple[str, str]]:
+    """Split one ExecStart= value as systemd does (extract_first_word with EXTRACT_UNQUOTE |
+    EXTRACT_CUNESCAPE): whitespace separates words, '...' and "..." quote anywhere in a
+    word, a backslash escapes the next character. Returns (word, raw text of the word).
+    Raises ValueError on an open quote or a trailing backslash (systemd refuses the line)."""
+    words: list[tuple[str, str]] = []
+    cur: list[str] = []
+    raw: list[str] = []
+    in_word = False
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            raw.append(c)
+            if c == quote:
+                quote = None
+            elif c == "\\" and quote == '"':
+                i += 1
+                if i >= len(text):
+                    raise ValueError("trailing backslash")
+                raw.append(text[i])
+                cur.append(text[i])
+            else:
+                cur.append(c)
+        elif c in " \t":
+            if in_word:
+                words.append(("".join(cur), "".join(raw)))
+                cur, raw, in_word = [], [], False
+        elif c in "'\"":
+            quote, in_word = c, True
+            raw.append(c)
+        elif c == "\\":
+            i += 1
+            if i >= len(text):
+                raise ValueError("trailing backslash")
+            raw += [c, text[i]]
+            cur.append(text[i])
+            in_word = True
+        else:
+            cur.append(c)
+            raw.append(c)
+            in_word = True
+        i += 1
+    if quote:
+        raise ValueError("unterminated quote")
+    if in_word:
+        words.append(("".join(cur), "".join(raw)))
+    return words
+
+
+def exec_commands(value: str) -> list[tuple[str, list[str]]]:
+    """ExecStart= value -> [(prefix characters, argv)], split at lone ';' words as systemd does."""
+    commands: list[list[str]] = [[]]
+    for word, raw in systemd_words(value):
+        if raw == ";":
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    out = []
+    for argv in commands:
+        if not argv:
+            continue
+        m = re.match(r"^[-@:+!]+", argv[0])
+        prefix = m.group() if m else ""
+        out.append((prefix, [argv[0][len(prefix):], *argv[1:]]))
+    return out
