@@ -188,6 +188,7 @@ class Case:
     data: dict[str, Any] | None = None
     text: str | None = None  # raw YAML, for what a dict cannot say (tags, duplicates, bytes)
     checker: Checker | None = None
+    line: int | None = None  # the line a refusal must point at (raw-text cases)
 
 
 PREFIXES = {"plus": "+", "bang": "!", "bangbang": "!!", "dash": "-", "at": "@", "colon": ":"}
@@ -239,12 +240,16 @@ CASES: list[Case] = [
          inv(("hosts.gpu1.address", "fe80::1%a,b"))),
     Case("address__bastion_scope_quote", "ssh_config HostName of the jump host", "refuse",
          inv(("bastions.jump.address", "fe80::1%'x"))),
+    Case("address__host_benign_scope_id", "ssh_config HostName (%-expansion), ip6tables", "refuse",
+         inv(("hosts.gpu1.address", "fe80::1%eth0"))),
+    Case("address__ssh_from_benign_scope_id", "ip6tables -s (unloadable)", "refuse",
+         inv(("hosts.gpu1.ssh_from", ["10.0.0.0/24", "fe80::%eth0/64"]))),
     Case("address__host_dash_option", "ssh argv (-o ProxyCommand)", "refuse",
          inv(("hosts.gpu1.address", "-oProxyCommand=id"))),
     Case("address__bind_scope_backslash", "unit ExecStart continuation", "refuse",
          inv(cmd("/opt/venv/bin/uvicorn app:api --host {bind} --port {port}", bind="fe80::1%x\\"))),
     Case("address__bind_scope_cmdsubst", "tunnel probe bash -c, ExecStart", "refuse",
-         inv(svc("jupyter", bind="fe80::1%$(touch${IFS}/tmp/pwned)"))),
+         inv(svc("jupyter", bind="fe80::1%$(reboot)"))),
     Case("address__bind_scope_specifier", "unit %-specifier expansion", "refuse",
          inv(cmd("/opt/venv/bin/uvicorn app:api --host {bind} --port {port}", bind="fe80::1%h"))),
     Case("address__bind_scope_python_quote", "jupyter_server_config.py, ExecStart", "refuse",
@@ -296,7 +301,7 @@ CASES: list[Case] = [
     Case("systemd__command_percent_specifier", "unit %-specifier", "refuse",
          inv(cmd("/usr/bin/env %n --port {port}"))),
     Case("systemd__command_dollar_var", "unit $VAR expansion", "refuse",
-         inv(cmd("/usr/bin/env ${HOME} --port {port}"))),
+         inv(cmd("/usr/bin/env $HOME --port {port}"))),
     Case("systemd__command_trailing_backslash", "unit line continuation", "refuse",
          inv(cmd("/usr/bin/env --port {port} \\"))),
     Case("systemd__command_escaped_semicolon", "unit ExecStart escapes", "refuse",
@@ -508,29 +513,29 @@ CASES: list[Case] = [
     Case("team__sudo_string", "sudoers", "refuse", inv(("team.bob.sudo", "yes"))),
     # YAML features ----------------------------------------------------------------------------
     Case("yaml__tag_python", "loader", "refuse",
-         text="version: 1\nhosts:\n  gpu1: !!python/object/apply:os.system ['id']\n"),
+         text="version: 1\nhosts:\n  gpu1: !!python/object/apply:os.system ['id']\n", line=3),
     Case("yaml__tag_binary", "loader", "refuse",
-         text="version: 1\nhosts:\n  gpu1:\n    address: !!binary MTAuMC4wLjE=\n"),
+         text="version: 1\nhosts:\n  gpu1:\n    address: !!binary MTAuMC4wLjE=\n", line=4),
     Case("yaml__tag_custom", "loader", "refuse",
-         text="version: 1\nhosts:\n  gpu1:\n    address: !shell id\n"),
+         text="version: 1\nhosts:\n  gpu1:\n    address: !shell id\n", line=4),
     Case("yaml__tag_timestamp", "loader", "refuse",
-         text="version: 1\ndefaults:\n  user: !!timestamp 2001-12-14\n"),
+         text="version: 1\ndefaults:\n  user: !!timestamp 2001-12-14\n", line=3),
     Case("yaml__tag_set", "loader", "refuse",
-         text="version: 1\nhosts:\n  gpu1:\n    ssh_from: !!set {10.0.0.0/8: null}\n"),
+         text="version: 1\nhosts:\n  gpu1:\n    ssh_from: !!set {10.0.0.0/8: null}\n", line=4),
     Case("yaml__merge_key", "loader", "refuse",
-         text="version: 1\nbase: &b {address: 10.0.0.1}\nhosts:\n  gpu1:\n    <<: *b\n"),
+         text="version: 1\nbase: &b {address: 10.0.0.1}\nhosts:\n  gpu1:\n    <<: *b\n", line=5),
     Case("yaml__duplicate_host", "loader", "refuse",
          text="version: 1\nhosts:\n  gpu1: {address: 10.0.0.1, ssh_from: [10.0.0.0/8]}\n"
-              "  gpu1: {address: 10.0.0.2, ssh_from: [10.0.0.0/8]}\n"),
+              "  gpu1: {address: 10.0.0.2, ssh_from: [10.0.0.0/8]}\n", line=4),
     Case("yaml__duplicate_nested_key", "loader", "refuse",
          text="version: 1\nhosts:\n  gpu1:\n    address: 10.0.0.1\n    address: 10.6.6.6\n"
-              "    ssh_from: [10.0.0.0/8]\n"),
+              "    ssh_from: [10.0.0.0/8]\n", line=5),
     Case("yaml__non_string_key", "loader", "refuse",
-         text="version: 1\nhosts:\n  1: {address: 10.0.0.1}\n"),
+         text="version: 1\nhosts:\n  1: {address: 10.0.0.1}\n", line=3),
     Case("yaml__raw_escape_byte", "loader message on a terminal", "refuse",
-         text="version: 1\nhosts: \x1b[2J\x1b[32mok\n"),
+         text="version: 1\nhosts: \x1b[2J\x1b[32mok\n", line=2),
     Case("yaml__two_documents", "loader", "refuse",
-         text="version: 1\n---\nversion: 1\nhosts: {}\n"),
+         text="version: 1\n---\nversion: 1\nhosts: {}\n", line=3),
 ]
 
 IDS = [c.name for c in CASES]
@@ -599,6 +604,9 @@ def test_hostile_case(case: Case, tmp_path: Path) -> None:
     if kind == "refuse":
         result = cli("check", "-i", str(path))
         assert_clean_refusal(result, path, f"{case.name} ({case.sink})")
+        if case.line is not None:
+            assert re.search(rf"^{re.escape(str(path))}:{case.line}:\d+: ", result.stderr, re.M), \
+                f"expected line {case.line}: {result.stderr}"
     elif kind in ("error", "warning", "ok"):
         status, found, r = findings_of(path)
         assert status != 2, f"valid inventory refused:\n{r.stderr}"
