@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from tools import exec_commands, in_netns, make_netns, need_tools, ssh_g, verify_problems
 
@@ -40,7 +40,11 @@ from provision.render import render_host, render_ssh_config
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
-EDGY = settings(SETTINGS, max_examples=25)
+# No shrinking for the edgy variants: while the loader lets such values through, shrinking
+# several distinct failures through subprocesses takes minutes; the first failing example
+# is reported as found.
+EDGY = settings(SETTINGS, max_examples=25, report_multiple_bugs=False,
+                phases=[Phase.explicit, Phase.reuse, Phase.generate])
 VENV = sys.prefix  # has python, jupyter and tensorboard: units whose programs exist here
 IDENTITY = "~/.ssh/provision_prop_key"
 KNOWN_HOSTS = "~/.ssh/provision_prop_known_hosts"
@@ -140,6 +144,7 @@ def services(draw: Any, edgy: bool = False) -> dict[str, Any]:
 
 @st.composite
 def inventories(draw: Any, edgy: bool = False) -> dict[str, Any]:
+    edgy = edgy and draw(st.integers(0, 2)) > 0  # a third stay plain: progress once refused
     addresses = st.one_of(ADDRESSES, st.sampled_from(EDGY_ADDRESSES)) if edgy else ADDRESSES
     defaults: dict[str, Any] = {"user": draw(st.sampled_from(USERS)), "identity_file": IDENTITY,
                                 "known_hosts": KNOWN_HOSTS}
