@@ -809,3 +809,45 @@ def test_systemd_word_splitting(value: str, expected: list[tuple[str, list[str]]
 def test_shlex_agrees_on_plain_commands() -> None:
     cmd_ = "/usr/bin/python3 -c \"import http.server\" --port 8000"
     assert exec_commands(cmd_) == [("", shlex.split(cmd_))]
+
+
+# --- (5) at apply time: an existing account that is not ours is never taken over ---------------
+
+EXISTING = {
+    "system_uid": ("gitlab-runner", 998, "/home/gitlab-runner"),
+    "human_not_created_by_us": ("carl", 1005, "/home/carl"),
+    "system_uid_in_var": ("svcacct", 120, "/var/lib/svcacct"),
+}
+
+
+@pytest.mark.parametrize("name,uid,home", list(EXISTING.values()), ids=list(EXISTING))
+def test_users_step_refuses_an_existing_account_that_is_not_ours(
+        name: str, uid: int, home: str, tmp_path: Path) -> None:
+    """team: a member named like an account that exists on the host with a system uid, or
+    that provision did not create (no marker in its authorized_keys), is refused: no key,
+    shell, sudoers or directory change for it (an error for that host is fine)."""
+    from probe_records import answer, file_rec, user_rec
+
+    from provision.errors import ProvisionError
+    from provision.facts import parse
+    from provision.tasks.actions import EnsureUser, Mkdir, SetAttrs, WriteFile
+    from provision.tasks.users import UsersStep
+
+    data = inv((f"team.{name}", {"keys": [f"{ED2} x@y"], "sudo": True}))
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    model = load_inventory(path)
+    theirs = f"{ED} someone-else@their-laptop\n"
+    facts = parse(answer(
+        user_rec(name, uid=uid, home=home, shell="/usr/sbin/nologin" if uid < 1000 else "/bin/bash"),
+        file_rec(f"{home}/.ssh/authorized_keys", theirs, mode="600", owner=name, group=name),
+    ))
+    try:
+        actions = UsersStep(model, model.node("gpu1")).diff(facts)
+    except ProvisionError:
+        return
+    touched = [a.describe() for a in actions
+               if isinstance(a, EnsureUser | Mkdir | SetAttrs | WriteFile)
+               and (getattr(a, "name", None) == name or home in getattr(a, "path", "")
+                    or getattr(a, "path", "").endswith(f"provision-{name}"))]
+    assert not touched, f"existing account {name} (uid {uid}) would be taken over: {touched}"
