@@ -7,46 +7,21 @@ root skips with the reason; under CI=true a missing prerequisite fails instead.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tools import in_netns as _in
+from tools import need, need_root, need_tools, run, ssh_g
+from tools import netns as netns  # the fixture
+from tools import verify as _verify
 
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.render import write_tree
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
-CI = os.environ.get("CI") == "true"
-
-
-def need(ok: bool, reason: str) -> None:
-    if ok:
-        return
-    if CI:
-        pytest.fail(f"missing prerequisite under CI=true: {reason}")
-    pytest.skip(reason)
-
-
-def need_tools(*names: str) -> None:
-    missing = [n for n in names if shutil.which(n) is None]
-    need(not missing, f"not installed: {', '.join(missing)}")
-
-
-def need_root() -> None:
-    need(os.geteuid() == 0, "needs root")
-
-
-def run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if check and p.returncode != 0:
-        pytest.fail(f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
-    return p
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +38,9 @@ def tree(inv: Inventory, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # --- ssh_config -------------------------------------------------------------------------------
 
-def _ssh_g(config: Path, host: str) -> list[str]:
-    return run("ssh", "-G", "-F", str(config), host).stdout.splitlines()
-
-
 def test_openssh_reads_the_ssh_config(tree: Path) -> None:
     need_tools("ssh")
-    gpu1 = _ssh_g(tree / "ssh_config", "gpu1")
+    gpu1 = ssh_g(tree / "ssh_config", "gpu1")
     assert "proxyjump jump" in gpu1
     assert "hostname 10.0.1.21" in gpu1
     forwards = sorted(ln for ln in gpu1 if ln.startswith("localforward "))
@@ -78,32 +49,16 @@ def test_openssh_reads_the_ssh_config(tree: Path) -> None:
     for line in ("exitonforwardfailure yes", "forwardagent no", "stricthostkeychecking true",
                  "serveraliveinterval 15", "serveralivecountmax 3", "identitiesonly yes"):
         assert line in gpu1
-    jump = _ssh_g(tree / "ssh_config", "jump")
+    jump = ssh_g(tree / "ssh_config", "jump")
     assert not any(ln.startswith("proxyjump") for ln in jump)
     assert not any(ln.startswith("localforward") for ln in jump)
     # the defaults block must not leak to hosts the inventory does not name
-    other = _ssh_g(tree / "ssh_config", "unrelated.example.org")
+    other = ssh_g(tree / "ssh_config", "unrelated.example.org")
     assert "serveraliveinterval 0" in other
     assert "stricthostkeychecking true" not in other
 
 
 # --- iptables, inside a throwaway network namespace ---------------------------------------------
-
-@pytest.fixture
-def netns() -> Iterator[str]:
-    need_root()
-    need_tools("ip", "iptables", "ip6tables", "iptables-restore", "ip6tables-restore")
-    name = f"prv-render-{uuid.uuid4().hex[:8]}"
-    run("ip", "netns", "add", name)
-    try:
-        yield name
-    finally:
-        run("ip", "netns", "delete", name, check=False)
-
-
-def _in(ns: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run("ip", "netns", "exec", ns, *argv, check=check)
-
 
 @pytest.mark.parametrize("node", ["jump", "gpu1", "gpu2"])
 def test_rules_pass_iptables_restore_test(tree: Path, netns: str, node: str) -> None:
@@ -173,13 +128,6 @@ def test_sshd_accepts_the_dropin(tree: Path, tmp_path: Path, node: str) -> None:
 
 
 # --- systemd ------------------------------------------------------------------------------------
-
-def _verify(*argv: str) -> None:
-    p = run("systemd-analyze", "verify", *argv, check=False)
-    problems = [ln for ln in (p.stdout + p.stderr).splitlines()
-                if ln.strip() and "Failed to create" not in ln]
-    assert p.returncode == 0 and not problems, "\n".join(problems) or p.stderr
-
 
 def test_service_units_verify(tmp_path: Path) -> None:
     """Units whose ExecStart points at programs that exist here (this venv's)."""
