@@ -6,7 +6,13 @@ import re
 
 # C0 controls (newline and tab included), DEL, C1 controls, and the bidi/format characters
 # that reorder or hide text on a terminal.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def unsafe(text: str) -> str | None:
+    """The first character `printable` would escape, or None."""
+    m = _UNSAFE.search(text)
+    return m.group() if m else None
 
 
 def printable(text: str) -> str:

@@ -15,14 +15,16 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StrictInt
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\s]")
+from provision.text import printable, unsafe
+
+_SPACE = re.compile(r"\s")
 
 
 def _no_control(value: str, what: str) -> str:
-    bad = _CONTROL.search(value)
+    bad = unsafe(value) or (m.group() if (m := _SPACE.search(value)) else None)
     if bad:
         raise ValueError(f"{what} must not contain whitespace or control characters "
-                         f"(found {bad.group()!r})")
+                         f"(found {printable(bad)!r})")
     if not value:
         raise ValueError(f"{what} must not be empty")
     return value
@@ -221,8 +223,10 @@ def check_package(value: str) -> str:
 
 def check_command(value: str) -> str:
     """A service command line: one line of printable text, placeholders {bind} {port} only."""
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise ValueError("a command must be one line without control characters")
+    bad = unsafe(value)
+    if bad:
+        raise ValueError(f"a command must be one line without control or direction-changing "
+                         f"characters (found {printable(bad)!r})")
     if not value.strip():
         raise ValueError("a command must not be empty")
     for field in re.findall(r"\{([^{}]*)\}", value):
@@ -235,7 +239,7 @@ def check_command(value: str) -> str:
         if char in value:
             raise ValueError(f"'{char}' is not allowed in a command ({why} in unit files; "
                              "put complex command lines in a script and run that)")
-    first = value.lstrip()[:1]
+    first = re.sub(r"^(\{venv\})+", "", value.lstrip())[:1]  # {venv} may be empty
     if first in ("+", "!", "@", "-", ":"):
         raise ValueError(f"a command must not start with {first!r} (systemd reads + ! !! @ - : "
                          "as prefixes that change privileges or how it runs the command)")

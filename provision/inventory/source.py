@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from provision.text import printable
+from provision.text import printable, unsafe
 
 from .errors import InventoryError, Problem
 
@@ -124,7 +124,7 @@ class _Builder:
     def build(self, events: Any) -> Any:
         stack: list[_Frame] = []
         root: Any = None
-        have_root = False
+        have_root = second_document = False
 
         def place(value: Any, event: Any, size: int) -> None:
             nonlocal root, have_root
@@ -174,9 +174,10 @@ class _Builder:
             if isinstance(event, yaml.StreamStartEvent | yaml.StreamEndEvent | yaml.DocumentEndEvent):
                 continue
             if isinstance(event, yaml.DocumentStartEvent):
-                if have_root:
-                    raise self.fail(event, (), "more than one YAML document in a file (remove '---')")
+                second_document = have_root
                 continue
+            if second_document:  # point at what the second document holds
+                raise self.fail(event, (), "more than one YAML document in a file (remove '---')")
             path = child_path()
             is_key = bool(stack) and isinstance(stack[-1].value, dict) and stack[-1].key is _NO_KEY
             if isinstance(event, yaml.AliasEvent):
@@ -223,11 +224,18 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
                                       f"{MAX_FILE_BYTES:,}): split the inventory into a directory "
                                       "of files")])
     problems: list[Problem] = []
-    for lineno, text_line in enumerate(text.splitlines(), 1):
+    for lineno, text_line in enumerate(text.split("\n"), 1):
         stripped = text_line.lstrip(" ")
         if stripped.startswith("\t"):
             problems.append(Problem(file, lineno, len(text_line) - len(stripped) + 1, "",
                                     "tab used for indentation (YAML allows spaces only)"))
+        # NEL, line/paragraph separators, bidi overrides: YAML folds or keeps them, and a
+        # reviewer does not see what the file says (write them as escapes if ever needed)
+        bad = unsafe(text_line.replace("\t", " ").rstrip("\r"))
+        if bad:
+            problems.append(Problem(file, lineno, text_line.index(bad) + 1, "",
+                                    f"character {printable(bad)!r} is not allowed in an inventory "
+                                    "file (it changes how lines or text read)"))
     if problems:
         raise InventoryError(problems)
     builder = _Builder(file)
@@ -240,6 +248,12 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = " ".join(x for x in (e.context, e.problem) if x)
         raise InventoryError([Problem(file, line, col, "", f"YAML syntax error: {what}")]) from None
+    except yaml.reader.ReaderError as e:  # a character YAML refuses: locate it by its index
+        before = text[: max(0, e.position)]
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        raise InventoryError([Problem(file, line, col, "", f"YAML error: character "
+                                      f"{printable(chr(e.character)) if isinstance(e.character, int) else printable(str(e.character))!r} "
+                                      f"is not allowed ({e.reason})")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -300,9 +314,9 @@ def load_source(path: Path) -> SourceDoc:
     """Load a file or directory inventory into one positioned document."""
     files = inventory_files(path)
     bad = [f for f in files if printable(f.name) != f.name]
-    if bad:
-        raise InventoryError([Problem(printable(str(f)), 1, 1, "", "inventory file names must not "
-                                      "contain control characters or newlines (rename the file)")
+    if bad:  # located at the directory: the name itself is what cannot be shown as it is
+        raise InventoryError([Problem(f"{path}/", 1, 1, "", f"the file name {printable(f.name)!r} "
+                                      "contains control characters or newlines; rename it")
                               for f in bad])
     if not files:
         raise InventoryError([Problem(str(path), 1, 1, "", "no *.yml or *.yaml files in this directory")])

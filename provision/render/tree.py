@@ -45,8 +45,13 @@ def write_tree(inv: Inventory, out_dir: Path, *, allow_lockout: bool = False) ->
     """
     files = layout(inv, allow_lockout=allow_lockout)
     out_dir = out_dir.absolute()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=out_dir.parent))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RenderError(f"--out {out_dir} exists and is not a directory")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=out_dir.parent))
+    except OSError as e:
+        raise RenderError(f"cannot write under {out_dir.parent}: {e.strerror}") from None
     try:
         for rel, (content, mode) in sorted(files.items()):
             path = staging / rel
