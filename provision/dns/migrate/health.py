@@ -30,10 +30,10 @@ class Check:
 def parse(spec: str) -> Check:
     s = spec.strip()
     if s.startswith("tcp:"):
-        port = s[4:]
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
+        text = s[4:]
+        if not text.isdigit() or not 1 <= int(text) <= 65535:
             raise ValueError(f"--health {spec}: the port must be 1-65535")
-        return Check("tcp", int(port))
+        return Check("tcp", int(text))
     u = urlsplit(s)
     if u.scheme in ("http", "https") and u.hostname:
         try:

@@ -154,8 +154,8 @@ def reconcile(j: Journal | None, view: ZoneView, *, name: str, zone: str, provid
                 return Reconciled(j, closed="finalized", needs_served=True, notes=(note,),
                                   source="journal")
             stamp = {"lowered": {"lowered_at": None}, "switched": {"switched_at": None}}[after]
-            return Reconciled(j.at(after, now, f"{after} (found in the zone after an interruption)",
-                                   **stamp),  # type: ignore[arg-type]
+            return Reconciled(j.at("lowered" if after == "lowered" else "switched", now,
+                                   f"{after} (found in the zone after an interruption)", **stamp),
                               True, needs_served=True, notes=(note,), source="journal")
         if matches(view, state(j, before)):
             note = f"an interrupted {j.phase} never reached the zone: nothing was changed"
