@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from provision.dns.records import RRset, rrset
+from provision.dns.records import MIGRATION_LABEL, RRset, rrset
 
-LABEL = "_provision-migration"
+LABEL = MIGRATION_LABEL
 TYPE = "TXT"
 MarkerPhase = Literal["lowered", "switched"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
@@ -362,3 +362,19 @@ def next_step(r: Reconciled, now: float) -> str:
 def overdue(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> list[Journal]:
     """Open migrations started more than `limit` seconds ago (for `provision check`)."""
     return [j for j in journals if now - j.started_at > limit]
+
+
+def overdue_findings(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> list[Any]:
+    """`provision check` warnings for open migrations older than `limit` seconds."""
+    from provision.exposure import Finding
+
+    out = []
+    for j in overdue(journals, now, limit):
+        where = relative(j.name, j.zone)
+        age = (now - j.started_at) / 86400
+        out.append(Finding(
+            "warning", "dns-migration-open", f"dns {j.name}",
+            f"a migration of {j.name} {j.type} has been open for {age:.1f} days (phase "
+            f"{j.phase}; TTL held at {j.lower_ttl} s instead of {j.original_ttl} s)",
+            f"provision dns migrate status {where}; then finalize or rollback"))
+    return out
