@@ -94,7 +94,7 @@ class Ctx:
     name: str
     store: JournalStore
     say: Say = lambda s: None
-    provider_factory: Callable[[Zone, Inventory], Provider] = make_provider
+    provider_factory: Callable[[Zone, Inventory], Provider] | None = None  # default: make_provider
     timeout: float = 300.0
     now: Callable[[], float] = time.time
     rtype: str = "A"                  # the migrating record's type, once known
@@ -109,7 +109,7 @@ class Ctx:
     @property
     def provider(self) -> Provider:
         if self._provider is None:
-            self._provider = self.provider_factory(self.zone, self.inv)
+            self._provider = (self.provider_factory or make_provider)(self.zone, self.inv)
         return self._provider
 
     @property
@@ -493,8 +493,7 @@ def _serves(j: Journal, a: prop.Answer) -> str:
     return "other"
 
 
-def open_names(inv: Inventory, store: JournalStore,
-               factory: Callable[[Zone, Inventory], Provider] = make_provider) -> tuple[list[str], list[str]]:
+def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str]]:
     """Names with an open migration: every local journal, and every marker in the
     inventory's zones (a teammate's). Returns (names, problems)."""
     names = []
@@ -506,7 +505,7 @@ def open_names(inv: Inventory, store: JournalStore,
             names.append(j.name)
     for z in (inv.dns.zones if inv.dns else ()):
         try:
-            rrsets = factory(z, inv).list_rrsets()
+            rrsets = make_provider(z, inv).list_rrsets()
         except ProviderError as e:
             problems.append(f"zone {z.name}: markers not read: {e.message}")
             continue
