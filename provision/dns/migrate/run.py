@@ -50,11 +50,12 @@ def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
     n = name.strip()
     if not n or any(c.isspace() or ord(c) < 32 for c in n) or ".." in n.strip("."):
         raise UsageError(f"{name!r} is not a record name")
-    fq = n.lower() if n.endswith(".") else None
+    fq = n.lower() if n.endswith(".") else n.lower() + "."
     for z in sorted(zones, key=lambda z: -len(z.name)):
-        cand = fq or absolute(n, z.name)
-        if in_zone(cand, z.name):
-            return z, cand
+        if in_zone(fq, z.name):
+            return z, fq
+    if len(zones) == 1 and not n.endswith(".") and "." not in n:
+        return zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
     raise UsageError(f"{name} is in none of the inventory's zones "
                      f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
 
@@ -64,7 +65,6 @@ def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
 
     out = []
     for v in values:
-        v = v.strip()
         if not v or any(c.isspace() or ord(c) < 32 or c in "\"'\\;" for c in v):
             raise UsageError(f"--to {v!r}: not a valid {rtype} value")
         if rtype in ("A", "AAAA"):
