@@ -373,3 +373,26 @@ def test_route53_alias_has_no_ttl_to_lower(r53: dict[str, Any], state: Path) -> 
     assert "alias" in r.output and "no TTL of its own" in r.output
     assert "migrate start target.example.org." in r.output
     assert _journals(state) == []
+
+
+def test_a_record_changed_behind_the_migration_is_a_conflict_only_rollback_resolves(
+        fake: FakeCloudDns, state: Path, tmp_path: Path) -> None:
+    inv = str(_inv(tmp_path, fake))
+    before = dict(fake.rrsets(PROJECT, MZ)[(API, "A")])
+    assert _cli("dns", "migrate", "start", API, "--to", "127.0.0.2", "--lower-ttl", "1",
+                "-i", inv).exit_code == 0
+    fake.set_rrset(PROJECT, MZ, API, "A", 1, ["127.0.0.7"])  # someone else, by hand
+    r = _cli("dns", "migrate", "status", API, "-i", inv, "--json")
+    assert r.exit_code == 1, r.output
+    [s] = json.loads(r.stdout)
+    assert "changed outside this migration" in s["conflict"] and "127.0.0.7" in s["conflict"]
+    assert s["next"] == "provision dns migrate rollback api"
+    posts = _posts(fake)
+    for cmd in (["cutover", API, "--force"], ["finalize", API]):
+        r = _cli("dns", "migrate", *cmd, "-i", inv)
+        assert r.exit_code == 1 and "changed outside this migration" in r.output, r.output
+    assert _posts(fake) == posts
+    r = _cli("dns", "migrate", "rollback", API, "-i", inv)
+    assert r.exit_code == 0, r.output
+    assert fake.rrsets(PROJECT, MZ)[(API, "A")] == before
+    assert _journals(state) == []

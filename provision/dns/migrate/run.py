@@ -269,6 +269,8 @@ def _existing(ctx: Ctx, rtype: str | None) -> list[Any]:
 
 def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None) -> Journal:
     loaded = load(ctx, rtype)
+    if loaded.rec.conflict and loaded.rec.journal is None:
+        raise UsageError(loaded.rec.conflict)
     if loaded.rec.open or loaded.rec.conflict:
         j = loaded.rec.journal
         assert j is not None
