@@ -67,3 +67,49 @@ def test_check_warns_offline_about_a_migration_open_for_more_than_a_day(
     found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "dns-migration-open"]
     assert len(found) == 1 and "api.example.org." in found[0]["message"]
     assert "3.0 days" in found[0]["message"] and "rollback" in found[0]["fix"]
+
+
+def test_the_lock_keeps_a_second_process_out_and_status_can_tell(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from provision.dns.migrate.store import JournalStore
+    from provision.errors import OperationError
+
+    store = JournalStore(tmp_path / "m")
+    assert not store.busy("api.example.org.")
+    with store.lock("api.example.org."):
+        code = ("import sys; from pathlib import Path; from provision.dns.migrate.store import "
+                f"JournalStore; s = JournalStore(Path({str(tmp_path / 'm')!r})); "
+                "print(s.busy('api.example.org.'))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "True"
+        probe = ("from pathlib import Path; from provision.dns.migrate.store import JournalStore\n"
+                 f"s = JournalStore(Path({str(tmp_path / 'm')!r}))\n"
+                 "try:\n    s.lock('api.example.org.').__enter__()\nexcept Exception as e:\n"
+                 "    print(type(e).__name__, e)")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert out.stdout.startswith(OperationError.__name__) and "another provision process" in out.stdout
+    assert not store.busy("api.example.org.")
+
+
+def test_journal_writes_are_atomic_and_archived_on_close(tmp_path: Path) -> None:
+    from provision.dns.migrate.store import JournalStore
+
+    store = JournalStore(tmp_path / "m")
+    j = journal.Journal(name="api.example.org.", type="A", zone="example.org.", provider="rfc2136",
+                        original_values=("192.0.2.1",), original_ttl=300,
+                        target_values=("192.0.2.2",), lower_ttl=60, phase="lowering",
+                        started_at=1.0)
+    store.save(j)
+    assert store.load(j.name) == j
+    store.save(j.at("lowered", 2.0, lowered_at=2.0))
+    loaded = store.load(j.name)
+    assert loaded is not None and loaded.phase == "lowered"
+    assert [p.name for p in (tmp_path / "m").iterdir() if p.name.endswith(".tmp")] == []
+    dest = store.archive(loaded, "rolled back")
+    assert store.load(j.name) is None and dest.parent.name == "closed"
+    assert journal.from_json(dest.read_text()).history[-1][1] == "closed: rolled back"
+    (tmp_path / "m" / "bad.example.org.json").write_text("{")
+    with pytest.raises(UsageError.__mro__[1]):  # ProvisionError: a clear message, not a traceback
+        store.load("bad.example.org.")

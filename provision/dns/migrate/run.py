@@ -454,7 +454,7 @@ def status_of(ctx: Ctx) -> dict[str, Any] | None:
     if j is None:
         return None
     if rec.closed:
-        if loaded.journal is not None:
+        if loaded.journal is not None and not ctx.store.busy(ctx.name):
             ctx.store.archive(loaded.journal, rec.closed)
         ctx.say(f"{ctx.where}: closed ({rec.closed}); {' '.join(rec.notes)}")
         return None
@@ -462,6 +462,10 @@ def status_of(ctx: Ctx) -> dict[str, Any] | None:
     answers = probe(ctx, j)
     what, left = P.time_left(j, now)
     notes = list(rec.notes) + ctx.notes
+    if ctx.store.busy(ctx.name):
+        notes = [n for n in notes if "interrupted" not in n]
+        notes.insert(0, "another provision process on this machine is working on this "
+                        "migration right now (e.g. a `run` waiting)")
     if j.phase in ("switched", "verified", "switching"):
         notes += [n for n in P.verify(j, answers, now).notes if n not in notes]
     else:

@@ -103,6 +103,22 @@ class JournalStore:
             os.close(fd)
 
 
+    def busy(self, name: str) -> bool:
+        """Another process holds the lock of `name` right now (a run in progress)."""
+        p = self.root / (file_name(name)[:-5] + ".lock")
+        try:
+            fd = os.open(p, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
