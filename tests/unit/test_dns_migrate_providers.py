@@ -396,3 +396,29 @@ def test_a_record_changed_behind_the_migration_is_a_conflict_only_rollback_resol
     assert r.exit_code == 0, r.output
     assert fake.rrsets(PROJECT, MZ)[(API, "A")] == before
     assert _journals(state) == []
+
+
+def test_run_stops_at_a_failing_health_check_and_resumes(fake: FakeCloudDns, state: Path,
+                                                        tmp_path: Path) -> None:
+    import socket
+
+    inv = str(_inv(tmp_path, fake))
+    srv = socket.socket()
+    srv.bind(("127.0.0.2", 0))  # the new value; nothing listens yet
+    port = srv.getsockname()[1]
+    r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "--lower-ttl", "1",
+             "--health", f"tcp:{port}", "-i", inv)
+    assert r.exit_code == 1 and "health check failed" in r.output, r.output
+    assert fake.rrsets(PROJECT, MZ)[(API, "A")]["rrdatas"] == ["127.0.0.1"]
+    [s] = _json(_cli("dns", "migrate", "status", API, "-i", inv, "--json"))
+    assert s["phase"] == "lowered"
+    srv.listen()
+    try:
+        r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "--lower-ttl", "1",
+                 "--health", f"tcp:{port}", "-i", inv)
+        assert r.exit_code == 0, r.output
+        assert "resuming the open migration (phase lowered)" in r.output
+    finally:
+        srv.close()
+    got = fake.rrsets(PROJECT, MZ)[(API, "A")]
+    assert got["rrdatas"] == ["127.0.0.2"] and got["ttl"] == 2
