@@ -194,7 +194,10 @@ def settle(ctx: Ctx, loaded: Loaded) -> Journal | None:
         st = P.state(j, "original" if rec.closed == "rolled back" else
                      "finalized" if rec.closed == "finalized" else
                      "lowered" if j.phase == "lowered" else "switched")
-        served_at = wait_served(ctx, st, ChangeSet(), "")
+        if not j.token and ctx.zone.provider != "rfc2136":
+            ctx.say(f"{ctx.where}: the provider's change id was lost in the interruption: "
+                    "the change is taken as served from now")
+        served_at = wait_served(ctx, st, ChangeSet(), j.token)
         if not rec.closed:
             j = (replace(j, lowered_at=served_at) if j.phase == "lowered"
                  else replace(j, switched_at=served_at))
@@ -238,7 +241,7 @@ def change(ctx: Ctx, j: Journal, view: P.ZoneView, intent: str, target: P.StateN
     """Journal the intent, apply the atomic change to `target`, wait until served.
     Returns the intent journal (token set) and the moment the change was served."""
     now = ctx.now()
-    j1 = j.at(intent, now, **intent_fields)  # type: ignore[arg-type]
+    j1 = j.at(intent, now, token="", **intent_fields)  # type: ignore[arg-type]
     ctx.store.save(j1)
     cs = P.change_to(j1, view, target, now)
     try:
