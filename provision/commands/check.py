@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from provision.errors import Exit
@@ -23,7 +25,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     from provision.exposure import findings
 
     inv = load(inventory_path)
-    found = findings(inv)
+    found = (*findings(inv), *_migration_findings())
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
     if as_json:
         emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
@@ -61,6 +63,18 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
     out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
     raise Exit(status)
+
+
+def _migration_findings() -> list[Any]:
+    """Open `dns migrate` journals on this machine older than a day (offline: the journal
+    directory only; a teammate's migration shows in `dns migrate status`, from the zone)."""
+    import time
+
+    from provision.dns.migrate.phases import overdue_findings
+    from provision.dns.migrate.store import JournalStore
+
+    entries = JournalStore().all()
+    return overdue_findings([j for _, j, _ in entries if j is not None], time.time())
 
 
 def _location(inv: object, field: str) -> str:

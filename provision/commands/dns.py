@@ -304,3 +304,9 @@ def _print_check(v: Any) -> None:
     out.print(Text("every server agrees" if v.ok else
                    f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}",
                    style="bold green" if v.ok else "bold red"))
+
+
+# --- migrate --------------------------------------------------------------------------
+from .dns_migrate import migrate_group  # noqa: E402  (a subgroup; imports only click)
+
+dns_group.add_command(migrate_group)

@@ -12,6 +12,8 @@ their API's calls; everything decided in between lives here:
   (``"provision owns A"``), written in the same atomic change as the records it covers,
   so a record removed from the inventory is deleted only if provision created or
   changed it;
+* a record under an open migration (its ``_provision-migration.<name>`` marker is in the
+  zone) is left alone: `dns apply` never undoes a lowered TTL or a cutover half-way;
 * a CNAME at the apex, or beside other data at the same name, is refused;
 * a plan that deletes or changes more than 30 % of the managed records of a zone that
   has at least 10 of them is refused without ``force`` (octoDNS's rule).
@@ -30,6 +32,7 @@ MANAGED_TYPES = ("A", "AAAA", "CNAME")
 MARKER_LABEL = "_provision"
 MARKER_TYPE = "TXT"
 MARKER_TTL = 300
+MIGRATION_LABEL = "_provision-migration"   # an open `dns migrate`: its record is left alone
 _MARKER_PREFIX = '"provision owns '
 GUARD_FRACTION = 0.30
 GUARD_MIN_RECORDS = 10
@@ -256,6 +259,16 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
         if key in have:
             changes.append(RecordChange("delete", have[key], None))
 
+    migrating = {n for rr in actual if rr.type == MARKER_TYPE
+                 and (n := _migrating(rr.name)) is not None and in_zone(n, origin)}
+    held = [c for c in changes if c.key[0] in migrating]
+    if held:
+        changes = [c for c in changes if c.key[0] not in migrating]
+        for c in held:
+            notes.append(f"{relative(c.key[0], origin)} {c.key[1]}: left alone while its "
+                         f"migration is open (provision dns migrate status "
+                         f"{relative(c.key[0], origin)}); finalize or roll it back first")
+
     errors += _conflicts(origin, changes, have)
 
     managed_keys = (owned | want_by_key.keys()) & have.keys()
@@ -270,6 +283,18 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
                         len(managed_keys), guard)
     return ZonePlan(origin, tuple(changes), _change_set(origin, changes, owners), (),
                     tuple(notes), len(managed_keys), guard)
+
+
+def _migrating(name: str) -> str | None:
+    """The record name an open migration's marker (``_provision-migration.<name>``, see
+    provision.dns.migrate.marker) covers, or None."""
+    labels = name.split(".")
+    if len(labels) < 3 or labels[0] != MIGRATION_LABEL:
+        return None
+    rest = labels[1:]
+    if rest[0] == "_wildcard":
+        rest[0] = "*"
+    return ".".join(rest)
 
 
 def _same(old: RRset, new: RRset) -> bool:

@@ -1,12 +1,16 @@
 """Test-only entry point: provision's CLI with faults injected. Never shipped.
 
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
-                                   [--pause-after-temp S] -- <provision arguments>
+                                   [--pause-after-temp S] [--kill-after-phase PHASE]
+                                   [--kill-after-change N] -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
 it to force lockouts (a valid sshd config that refuses the operator, an invalid one), to
-cut the operator off mid-apply, and to kill a run while a temp file exists.
+cut the operator off mid-apply, and to kill a run while a temp file exists. The
+`dns migrate` crash tests kill the process (SIGKILL: no cleanup runs) right after the
+journal is written with a phase, or right after the Nth provider change returned and
+before the journal records it.
 """
 
 from __future__ import annotations
@@ -52,6 +56,41 @@ def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp
         script.snippet = slow_snippet  # type: ignore[assignment]
 
 
+def kill_migrations(after_phase: str, after_change: int) -> None:
+    import os
+    import signal
+
+    from provision.dns.migrate import run as migrate_run
+    from provision.dns.migrate.store import JournalStore
+
+    def die() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if after_phase:
+        real_save = JournalStore.save
+
+        def save_then_die(self: Any, j: Any) -> None:
+            real_save(self, j)
+            if j.phase == after_phase:
+                die()
+
+        JournalStore.save = save_then_die  # type: ignore[method-assign]
+    if after_change:
+        real_apply = migrate_run.apply_change
+        calls = [0]
+
+        def apply_then_die(provider: Any, changes: Any) -> str:
+            token = real_apply(provider, changes)
+            calls[0] += 1
+            if calls[0] == after_change:
+                die()
+            return token
+
+        migrate_run.apply_change = apply_then_die
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
@@ -61,8 +100,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--sshd-extra", action="append", default=[])
     p.add_argument("--sleep-before-confirm", type=float, default=0.0)
     p.add_argument("--pause-after-temp", type=float, default=0.0)
+    p.add_argument("--kill-after-phase", default="")
+    p.add_argument("--kill-after-change", type=int, default=0)
     opts = p.parse_args(argv[:split])
     install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
+    if opts.kill_after_phase or opts.kill_after_change:
+        kill_migrations(opts.kill_after_phase, opts.kill_after_change)
     from provision.cli import main as provision_main
 
     return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)

@@ -1,0 +1,350 @@
+"""`provision dns migrate start|status|cutover|verify|finalize|rollback|run`.
+
+CLI only: parse, call `provision.dns.migrate.run`, print. Exit codes: 0 done, 1 a
+provider/health check/verification failed (the migration stays resumable), 2 bad input
+or a refusal (a migration already open, cutover before the old TTL ran out, none open).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from provision.errors import EXIT_FAILED, EXIT_OK, Exit, UsageError
+
+from .common import emit_json, inventory_option, json_option, load
+
+
+@click.group("migrate")
+def migrate_group() -> None:
+    """TTL-lowering cutovers of one record: lower the TTL, wait out the old one,
+    health-check, switch, verify everywhere, raise the TTL back. Resumable; the zone
+    carries a marker while a migration is open, so nobody forgets one half-done."""
+
+
+def _say(as_json: bool) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        click.echo(line, err=as_json)
+    return say
+
+
+def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 300.0) -> Any:
+    from provision.dns.migrate import run as R
+    from provision.dns.migrate.store import JournalStore
+
+    inv = load(inventory_path)
+    if inv.dns is None or not inv.dns.zones:
+        raise UsageError(f"{inv.source}: no dns.zones in the inventory")
+    zone, fq = R.find_zone(inv, name)
+    return R.Ctx(inv, zone, fq, JournalStore(), say=_say(as_json), timeout=timeout)
+
+
+def _journal_json(j: Any) -> dict[str, Any] | None:
+    if j is None:
+        return None
+    d = asdict(j)
+    d["history"] = [{"at": t, "event": e} for t, e in j.history]
+    return d
+
+
+def _name_arg(f: Any) -> Any:
+    return click.argument("name")(f)
+
+
+def _timeout_option(f: Any) -> Any:
+    return click.option("--timeout", type=click.FloatRange(1, 3600), default=300.0,
+                        show_default=True, metavar="SECONDS",
+                        help="how long to wait for a change to be served")(f)
+
+
+def _health_option(f: Any) -> Any:
+    return click.option("--health", "health", multiple=True, metavar="tcp:PORT|URL",
+                        help="check every new value first: tcp:PORT (connect) or "
+                             "http://HOST:PORT/PATH (GET sent to each new value, 2xx); repeatable")(f)
+
+
+def _checks(specs: tuple[str, ...]) -> list[Any]:
+    from provision.dns.migrate.health import parse
+
+    try:
+        return [parse(s) for s in specs]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+_TO = click.option("--to", "to", multiple=True, required=True, metavar="VALUE",
+                   help="the new value (repeat for several A/AAAA values)")
+_LOWER = click.option("--lower-ttl", type=click.IntRange(1, 604800), default=60,
+                      show_default=True, metavar="SECONDS",
+                      help="the TTL during the migration")
+_TYPE = click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME"],
+                     case_sensitive=False), default=None,
+                     help="which record at NAME (default: the one there)")
+
+
+@migrate_group.command("start")
+@_name_arg
+@_TO
+@_LOWER
+@_TYPE
+@inventory_option
+@_timeout_option
+@json_option
+def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
+              inventory_path: str | None, timeout: float, as_json: bool) -> None:
+    """Journal the record, re-publish it with the lowered TTL, and wait until every
+    authoritative server serves that."""
+    from provision.dns.migrate import run as R
+
+    ctx = _ctx(inventory_path, name, as_json, timeout)
+    with ctx.store.lock(ctx.name):
+        j = R.start(ctx, to, lower_ttl, rtype)
+    if as_json:
+        emit_json({"migration": _journal_json(j), "next": f"provision dns migrate cutover {ctx.where}"})
+    raise Exit(EXIT_OK)
+
+
+@migrate_group.command("status")
+@click.argument("name", required=False)
+@inventory_option
+@json_option
+def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> None:
+    """The phase, the time left, and what each authoritative server and resolver answers
+    now. Without NAME: every open migration (local journals and markers in the zones)."""
+    from provision.dns.migrate import run as R
+    from provision.dns.migrate.store import JournalStore
+
+    inv = load(inventory_path)
+    if inv.dns is None or not inv.dns.zones:
+        raise UsageError(f"{inv.source}: no dns.zones in the inventory")
+    say = _say(as_json)
+    if name:
+        names, problems = [name], list[str]()
+    else:
+        names, problems = R.open_names(inv, JournalStore())
+    out = []
+    for n in names:
+        try:
+            zone, fq = R.find_zone(inv, n)
+        except UsageError as e:
+            problems.append(f"journal for {n}: {e.message}")
+            continue
+        ctx = R.Ctx(inv, zone, fq, JournalStore(), say=say)
+        s = R.status_of(ctx)
+        if s is not None:
+            out.append(s)
+    for p in problems:
+        say(f"! {p}")
+    if as_json:
+        emit_json(out)
+    else:
+        _print_status(out, name)
+    raise Exit(EXIT_FAILED if any(s["conflict"] for s in out) else EXIT_OK)
+
+
+def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .common import console
+
+    out = console()
+    if not items:
+        out.print(f"no open migration{' of ' + name if name else ''}")
+        return
+    for s in items:
+        out.print(Text(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})",
+                       style="bold"))
+        out.print(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
+                  f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)")
+        if s["seconds_left"] is not None:
+            out.print(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}")
+        if s["conflict"]:
+            out.print(Text(f"  conflict: {s['conflict']}", style="bold red"))
+        table = Table(show_header=True, header_style="bold")
+        for col in ("server", "role", "answer", "ttl", "aa", "serves"):
+            table.add_column(col)
+        for a in s["answers"]:
+            table.add_row(a["server"], a["role"], ", ".join(a["values"]) or a["status"],
+                          "-" if a["ttl"] is None else str(a["ttl"]), "yes" if a["aa"] else "no",
+                          a["serves"])
+        out.print(table)
+        for n in s["notes"]:
+            out.print(Text(f"  ! {n}", style="magenta"))
+        if s["next"]:
+            out.print(f"  next: {s['next']}")
+
+
+@migrate_group.command("cutover")
+@_name_arg
+@_health_option
+@click.option("--force", is_flag=True, help="do not wait for the old TTL to run out (caches "
+              "may still serve the old value; says for how long)")
+@inventory_option
+@_timeout_option
+@json_option
+def cutover_cmd(name: str, health: tuple[str, ...], force: bool, inventory_path: str | None,
+                timeout: float, as_json: bool) -> None:
+    """Health-check every new value, then switch (lowered TTL) and wait until every
+    authoritative server serves the new values."""
+    from provision.dns.migrate import run as R
+
+    checks = _checks(health)
+    ctx = _ctx(inventory_path, name, as_json, timeout)
+    with ctx.store.lock(ctx.name):
+        j, warning = R.cutover(ctx, checks, force)
+    if as_json:
+        emit_json({"migration": _journal_json(j), "warning": warning or None,
+                   "stale_until": R._iso(j.stale_until)})
+    raise Exit(EXIT_OK)
+
+
+@migrate_group.command("verify")
+@_name_arg
+@inventory_option
+@json_option
+def verify_cmd(name: str, inventory_path: str | None, as_json: bool) -> None:
+    """Every authoritative server serves the new values (AA, RD off); every configured
+    resolver does too. Stale caches are named with their remaining TTL (exit 1)."""
+    from provision.dns.migrate import run as R
+
+    ctx = _ctx(inventory_path, name, as_json)
+    with ctx.store.lock(ctx.name):
+        j, v, answers = R.verify(ctx)
+    if as_json:
+        emit_json({"name": j.name, "ok": v.ok, "authoritative_ok": v.authoritative_ok,
+                   "phase": j.phase,
+                   "stale": [{"server": s.server, "values": list(s.values), "ttl": s.ttl,
+                              "status": s.status} for s in v.stale],
+                   "notes": list(v.notes) + ctx.notes,
+                   "answers": [{"server": a.target.label, "role": a.target.role,
+                                "status": a.status, "aa": a.aa, "values": list(a.values),
+                                "ttl": a.ttl} for a in answers]})
+    else:
+        for a in answers:
+            click.echo(f"  {a.target.label} ({a.target.role}): "
+                       f"{', '.join(a.values) or a.status} ttl {a.ttl}")
+        for n in [*v.notes, *ctx.notes]:
+            click.echo(f"  ! {n}")
+        click.echo(f"{ctx.where}: verified" if v.ok else
+                   f"{ctx.where}: not verified: {len(v.stale)} stale resolver(s)"
+                   f"{'' if v.authoritative_ok else ', authoritative servers disagree'}")
+    raise Exit(EXIT_OK if v.ok else EXIT_FAILED)
+
+
+@migrate_group.command("finalize")
+@_name_arg
+@click.option("--ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
+              help="the TTL to raise to (default: the original)")
+@inventory_option
+@_timeout_option
+@json_option
+def finalize_cmd(name: str, ttl: int | None, inventory_path: str | None, timeout: float,
+                 as_json: bool) -> None:
+    """Once verified: raise the TTL back (to the original, or --ttl) and close."""
+    from provision.dns.migrate import run as R
+
+    ctx = _ctx(inventory_path, name, as_json, timeout)
+    with ctx.store.lock(ctx.name):
+        j = R.finalize(ctx, ttl)
+    if as_json:
+        emit_json({"migration": _journal_json(j), "closed": "finalized"})
+    else:
+        click.echo(f"{ctx.where}: finalized: {', '.join(j.target_values)} ttl {j.final_ttl}")
+    raise Exit(EXIT_OK)
+
+
+@migrate_group.command("rollback")
+@_name_arg
+@inventory_option
+@_timeout_option
+@json_option
+def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json: bool) -> None:
+    """From any phase: restore the original values and TTL exactly, and close."""
+    from provision.dns.migrate import run as R
+
+    ctx = _ctx(inventory_path, name, as_json, timeout)
+    with ctx.store.lock(ctx.name):
+        j, outcome = R.rollback(ctx)
+    if as_json:
+        emit_json({"migration": _journal_json(j), "closed": outcome})
+    else:
+        assert j is not None
+        click.echo(f"{ctx.where}: {outcome}: {', '.join(j.original_values)} ttl {j.original_ttl}")
+    raise Exit(EXIT_OK)
+
+
+@migrate_group.command("run")
+@_name_arg
+@_TO
+@_LOWER
+@_TYPE
+@_health_option
+@click.option("--final-ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
+              help="the TTL to raise to at the end (default: the original)")
+@click.option("--verify-grace", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
+              metavar="SECONDS", help="how long past the TTL window resolvers may lag before "
+              "run stops (resumable)")
+@inventory_option
+@_timeout_option
+@json_option
+def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
+            health: tuple[str, ...], final_ttl: int | None, verify_grace: float,
+            inventory_path: str | None, timeout: float, as_json: bool) -> None:
+    """Every phase in one go, waiting with a countdown; stops at the first failure and
+    leaves the migration resumable (run it again, or use the single commands)."""
+    from provision.dns.migrate import run as R
+
+    checks = _checks(health)
+    ctx = _ctx(inventory_path, name, as_json, timeout)
+    t0 = time.monotonic()
+    with ctx.store.lock(ctx.name):
+        j, timings = R.run_all(ctx, to, lower_ttl, rtype, checks, final_ttl, verify_grace,
+                               countdown=_countdown(as_json))
+    if as_json:
+        emit_json({"migration": _journal_json(j), "closed": "finalized",
+                   "seconds": round(time.monotonic() - t0, 2), "timings": timings})
+    else:
+        click.echo(f"{ctx.where}: done in {time.monotonic() - t0:.1f} s: "
+                   f"{', '.join(j.target_values)} ttl {j.final_ttl}")
+    raise Exit(EXIT_OK)
+
+
+def _countdown(as_json: bool) -> Callable[[float, str], None]:
+    """Wait until the monotonic `deadline`: a progress bar on a terminal, else a plain
+    line every 10 s (on stderr with --json)."""
+    def wait(seconds: float, what: str) -> None:
+        if seconds <= 0:
+            return
+        end = time.monotonic() + seconds
+        stream = sys.stderr if as_json else sys.stdout
+        if stream.isatty():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("{task.description}"), BarColumn(),
+                          TimeRemainingColumn(), transient=True,
+                          console=None if not as_json else _stderr_console()) as prog:
+                task = prog.add_task(what, total=seconds)
+                while (left := end - time.monotonic()) > 0:
+                    prog.update(task, completed=seconds - left)
+                    time.sleep(min(0.2, left))
+            return
+        click.echo(f"waiting {seconds:.0f} s: {what}", err=as_json)
+        last = time.monotonic()
+        while (left := end - time.monotonic()) > 0:
+            if time.monotonic() - last >= 10:
+                click.echo(f"  {left:.0f} s left", err=as_json)
+                last = time.monotonic()
+            time.sleep(min(0.2, left))
+    return wait
+
+
+def _stderr_console() -> Any:
+    from .common import console
+
+    return console(stderr=True)

@@ -1,0 +1,97 @@
+"""Health checks of the new values before a cutover: `tcp:PORT` and `http(s)://HOST:PORT/PATH`.
+
+`parse` is pure (a spec's text to a `Check`, or ValueError with a clear message); `run`
+does the I/O: a TCP connect to each new value, or an HTTP GET sent to each new value
+with the URL's host as Host header (and TLS name), expecting 2xx. Run from where the CLI
+runs; redirects are not followed (a 3xx is a failure).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: Literal["tcp", "http", "https"]
+    port: int
+    host: str = ""        # Host header / TLS name (http)
+    path: str = "/"
+
+    def describe(self) -> str:
+        if self.kind == "tcp":
+            return f"tcp:{self.port}"
+        return f"{self.kind}://{self.host}:{self.port}{self.path}"
+
+
+def parse(spec: str) -> Check:
+    s = spec.strip()
+    if s.startswith("tcp:"):
+        text = s[4:]
+        if not text.isdigit() or not 1 <= int(text) <= 65535:
+            raise ValueError(f"--health {spec}: the port must be 1-65535")
+        return Check("tcp", int(text))
+    u = urlsplit(s)
+    if u.scheme in ("http", "https") and u.hostname:
+        try:
+            port = u.port or (443 if u.scheme == "https" else 80)
+        except ValueError:
+            raise ValueError(f"--health {spec}: bad port") from None
+        if any(c.isspace() or ord(c) < 32 for c in s):
+            raise ValueError(f"--health {spec}: whitespace or control characters")
+        path = u.path or "/"
+        if u.query:
+            path += "?" + u.query
+        return Check(u.scheme, port, u.hostname, path)  # type: ignore[arg-type]
+    raise ValueError(f"--health {spec}: expected tcp:PORT or http://HOST:PORT/PATH")
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    value: str
+    ok: bool
+    detail: str
+
+
+def run(check: Check, value: str, timeout: float = 5.0) -> Result:
+    """One check against one new value (an address, or a CNAME target name)."""
+    host = value.rstrip(".")
+    try:
+        if check.kind == "tcp":
+            with socket.create_connection((host, check.port), timeout=timeout):
+                pass
+            return Result(check.describe(), value, True, f"connected to {host}:{check.port}")
+        return _http(check, host, timeout)
+    except OSError as e:
+        return Result(check.describe(), value, False,
+                      f"{host}:{check.port}: {e.strerror or e}")
+
+
+def _http(check: Check, host: str, timeout: float) -> Result:
+    import http.client
+    import ssl
+
+    conn: http.client.HTTPConnection
+    if check.kind == "https":
+        ctx = ssl.create_default_context()
+
+        class To(http.client.HTTPSConnection):
+            def connect(self) -> None:  # the address of the new value, the name of the URL
+                sock = socket.create_connection((host, check.port), timeout)
+                self.sock = ctx.wrap_socket(sock, server_hostname=check.host)
+
+        conn = To(check.host, check.port, timeout=timeout, context=ctx)
+    else:
+        conn = http.client.HTTPConnection(host, check.port, timeout=timeout)
+    try:
+        conn.request("GET", check.path, headers={"Host": check.host, "User-Agent": "provision"})
+        resp = conn.getresponse()
+        resp.read(65536)
+    finally:
+        conn.close()
+    ok = 200 <= resp.status < 300
+    return Result(check.describe(), host, ok, f"GET {check.path} via {host}: HTTP {resp.status}")

@@ -1,0 +1,100 @@
+"""The in-zone marker of an open migration: a TXT RRset ``_provision-migration.<name>``.
+
+Pure, no I/O. The marker is written in the same atomic change as the record it
+describes (lowering writes it, the switch rewrites it, finalize and rollback delete it),
+so the zone alone says whether a migration is open and in which phase, from any machine
+and even without the journal. One TXT string per fact, each ``key=value``:
+
+    "provision-migration=1" "phase=lowered" "type=A" "ttl=300" "lower=60"
+    "started=2026-11-30T03:20:00Z" "at=2026-11-30T03:20:01Z" "from=203.0.113.10" "to=203.0.113.20"
+
+``ttl`` is the original TTL, ``at`` the time of the change that wrote this phase.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from provision.dns.records import MIGRATION_LABEL, RRset, rrset
+
+LABEL = MIGRATION_LABEL
+TYPE = "TXT"
+MarkerPhase = Literal["lowered", "switched"]
+
+
+@dataclass(frozen=True)
+class Marker:
+    phase: MarkerPhase
+    type: str
+    original_ttl: int
+    lower_ttl: int
+    started_at: float
+    at: float
+    original_values: tuple[str, ...]
+    target_values: tuple[str, ...]
+
+
+def marker_name(name: str) -> str:
+    """``_provision-migration.<name>`` (a wildcard's ``*`` becomes ``_wildcard``)."""
+    labels = name.split(".")
+    if labels[0] == "*":
+        labels[0] = "_wildcard"
+    return ".".join([LABEL, *labels])
+
+
+def marked_name(marker: str) -> str | None:
+    """The record name a marker covers, or None when `marker` is no marker name."""
+    labels = marker.split(".")
+    if len(labels) < 3 or labels[0] != LABEL:
+        return None
+    rest = labels[1:]
+    if rest[0] == "_wildcard":
+        rest[0] = "*"
+    return ".".join(rest)
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def marker_rrset(name: str, m: Marker) -> RRset:
+    """The marker RRset for record `name` (absolute). `at` is rounded up to the second:
+    a time read back from the marker is never earlier than the change."""
+    strings = ["provision-migration=1", f"phase={m.phase}", f"type={m.type}",
+               f"ttl={m.original_ttl}", f"lower={m.lower_ttl}",
+               f"started={iso(math.floor(m.started_at))}", f"at={iso(math.ceil(m.at))}",
+               *(f"from={v}" for v in m.original_values), *(f"to={v}" for v in m.target_values)]
+    return rrset(marker_name(name), TYPE, m.lower_ttl, [f'"{s}"' for s in strings])
+
+
+def parse(rr: RRset) -> Marker | None:
+    """The marker an RRset holds, or None when it is not one provision wrote."""
+    facts: dict[str, list[str]] = {}
+    for v in rr.values:
+        s = v.strip()
+        if s.startswith('"') and s.endswith('"'):
+            s = s[1:-1]
+        key, sep, value = s.partition("=")
+        if sep:
+            facts.setdefault(key, []).append(value)
+    try:
+        if facts.get("provision-migration") != ["1"]:
+            return None
+        phase = facts["phase"][0]
+        if phase not in ("lowered", "switched"):
+            return None
+        return Marker(phase=phase,  # type: ignore[arg-type]
+                      type=facts["type"][0], original_ttl=int(facts["ttl"][0]),
+                      lower_ttl=int(facts["lower"][0]),
+                      started_at=parse_iso(facts["started"][0]), at=parse_iso(facts["at"][0]),
+                      original_values=tuple(sorted(facts.get("from", []))),
+                      target_values=tuple(sorted(facts.get("to", []))))
+    except (KeyError, IndexError, ValueError):
+        return None

@@ -1,0 +1,584 @@
+"""The imperative shell of `provision dns migrate`: journal files, provider calls, DNS
+queries, health checks, sleeps.
+
+I/O. Every decision is `phases`' (pure); this module reads the journal, the record and
+its marker, asks the servers, and carries out what was decided. Each zone change goes
+the same way (`_change`): journal the intent (fsync), apply one atomic change whose
+prerequisites are the exact RRsets read, wait until every authoritative server serves
+it (values and TTL, AA set; Route53 INSYNC / Cloud DNS `done` first), then journal the
+new phase with the time it was served. A crash anywhere in between is recognised by
+`phases.reconcile` on the next command.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from provision.dns import propagation as prop
+from provision.dns.provider import Provider, ProviderError, StaleRead
+from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
+from provision.errors import OperationError, UsageError
+from provision.inventory.model import Inventory, Zone
+
+from . import health as H
+from . import phases as P
+from .journal import Journal
+from .marker import LABEL, marked_name, marker_name, parse
+from .store import JournalStore
+
+Say = Callable[[str], None]
+
+
+def make_provider(zone: Zone, inv: Inventory) -> Provider:
+    from provision.dns.provider_for import provider_for
+
+    return provider_for(zone, inv)
+
+
+def apply_change(provider: Provider, changes: ChangeSet) -> str:
+    """The one provider write of every phase (a function of its own so that tests can
+    kill the process right after it, before the journal records it)."""
+    return provider.apply(changes)
+
+
+def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
+    """The inventory zone holding `name` (the longest match) and the absolute name."""
+    zones = list(inv.dns.zones) if inv.dns else []
+    n = name.strip()
+    if not n or any(c.isspace() or ord(c) < 32 for c in n) or ".." in n.strip("."):
+        raise UsageError(f"{name!r} is not a record name")
+    fq = n.lower() if n.endswith(".") else n.lower() + "."
+    for z in sorted(zones, key=lambda z: -len(z.name)):
+        if in_zone(fq, z.name):
+            return z, fq
+    if len(zones) == 1 and not n.endswith(".") and "." not in n:
+        return zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
+    raise UsageError(f"{name} is in none of the inventory's zones "
+                     f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+
+
+def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
+    import ipaddress
+
+    out = []
+    for v in values:
+        if not v or any(c.isspace() or ord(c) < 32 or c in "\"'\\;" for c in v):
+            raise UsageError(f"--to {v!r}: not a valid {rtype} value")
+        if rtype in ("A", "AAAA"):
+            try:
+                addr = ipaddress.ip_address(v)
+            except ValueError:
+                raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
+                                 f"and the record is {rtype}") from None
+            if "%" in v or addr.version != (4 if rtype == "A" else 6):
+                raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
+                                 f"and the record is {rtype}")
+        elif rtype == "CNAME":
+            labels = v.rstrip(".").split(".")
+            if len(v) > 253 or any(not lab or len(lab) > 63 for lab in labels) or \
+                    not all(c.isalnum() or c in "-_" for lab in labels for c in lab):
+                raise UsageError(f"--to {v}: not a host name (a CNAME points at a name)")
+        out.append(normalise_value(rtype, v))
+    if rtype == "CNAME" and len(set(out)) != 1:
+        raise UsageError("a CNAME holds exactly one target: give one --to")
+    return tuple(sorted(set(out)))
+
+
+@dataclass
+class Ctx:
+    inv: Inventory
+    zone: Zone
+    name: str
+    store: JournalStore
+    say: Say = lambda s: None
+    provider_factory: Callable[[Zone, Inventory], Provider] | None = None  # default: make_provider
+    timeout: float = 300.0
+    now: Callable[[], float] = time.time
+    rtype: str = "A"                  # the migrating record's type, once known
+    _provider: Provider | None = None
+    _auth: list[prop.Target] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return relative(self.name, self.zone.name)
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = (self.provider_factory or make_provider)(self.zone, self.inv)
+        return self._provider
+
+    @property
+    def resolvers(self) -> tuple[str, ...]:
+        return self.inv.dns.resolvers if self.inv.dns else ()
+
+    def auth_targets(self) -> list[prop.Target]:
+        """The zone's authoritative servers with an address (names resolved through the
+        configured resolvers only; those without an address are skipped, and said)."""
+        if self._auth is None:
+            out = []
+            for label, addr in self.provider.nameservers():
+                if addr is None:
+                    addr = _resolve(label, self.resolvers)
+                if addr is None:
+                    self.notes.append(f"authoritative server {label} not asked: no address "
+                                      "(list a resolver under dns.resolvers)")
+                    continue
+                port = self.zone.port if self.zone.provider == "rfc2136" and \
+                    addr == self.zone.server else 53
+                out.append(prop.Target(label, addr, "authoritative", port))
+            self._auth = out
+        return self._auth
+
+    def targets(self) -> list[prop.Target]:
+        return [*self.auth_targets(), *(prop.Target(r, r, "resolver") for r in self.resolvers)]
+
+
+def _resolve(name: str, resolvers: Sequence[str]) -> str | None:
+    for r in resolvers:
+        for t in ("A", "AAAA"):
+            a = prop.query(prop.Target(r, r, "resolver"), name, t)
+            vals = [v for v in a.values if not v.startswith("CNAME ")]
+            if vals:
+                return vals[0]
+    return None
+
+
+def _call(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except StaleRead as e:
+        raise OperationError(e.message) from None
+    except ProviderError as e:
+        raise OperationError(e.message) from None
+
+
+# --- reading -------------------------------------------------------------------------
+
+@dataclass
+class Loaded:
+    journal: Journal | None        # the file as it is
+    view: P.ZoneView
+    rec: P.Reconciled
+
+
+def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
+    j = ctx.store.load(ctx.name)
+    if j is not None and j.zone != ctx.zone.name.rstrip(".") + ".":
+        raise UsageError(f"the journal of {ctx.name} is for zone {j.zone}, not {ctx.zone.name}")
+    marker_rr = _call(lambda: ctx.provider.get_rrset(marker_name(ctx.name), "TXT"))
+    mk = None if marker_rr is None else parse(marker_rr)
+    rtype = (j.type if j else None) or (mk.type if mk else None) or rtype
+    if rtype:
+        ctx.rtype = rtype
+    record = _call(lambda: ctx.provider.get_rrset(ctx.name, rtype)) if rtype else None
+    view = P.ZoneView(record, marker_rr)
+    rec = P.reconcile(j, view, name=ctx.name, zone=ctx.zone.name.rstrip(".") + ".",
+                      provider=ctx.zone.provider, now=ctx.now())
+    return Loaded(j, view, rec)
+
+
+def settle(ctx: Ctx, loaded: Loaded) -> Journal | None:
+    """Bring the journal file in line with what reconcile found (before a command acts)."""
+    rec = loaded.rec
+    j = rec.journal
+    for n in rec.notes:
+        ctx.say(f"{ctx.where}: {n}")
+    if j is None:
+        return None
+    if rec.needs_served:
+        st = P.state(j, "original" if rec.closed == "rolled back" else
+                     "finalized" if rec.closed == "finalized" else
+                     "lowered" if j.phase == "lowered" else "switched")
+        if not j.token and ctx.zone.provider != "rfc2136":
+            ctx.say(f"{ctx.where}: the provider's change id was lost in the interruption: "
+                    "the change is taken as served from now")
+        served_at = wait_served(ctx, st, ChangeSet(), j.token)
+        if not rec.closed:
+            j = (replace(j, lowered_at=served_at) if j.phase == "lowered"
+                 else replace(j, switched_at=served_at))
+            ctx.store.save(j)
+    if rec.closed:
+        if loaded.journal is not None or rec.source == "journal":
+            ctx.store.archive(j, rec.closed)
+        ctx.say(f"{ctx.where}: migration closed ({rec.closed})")
+        return None
+    if rec.changed:
+        ctx.store.save(j)
+    return j
+
+
+# --- changing the zone --------------------------------------------------------------
+
+def wait_served(ctx: Ctx, st: P.State, changes: ChangeSet, token: str) -> float:
+    """Until the provider has the change (Route53 INSYNC, Cloud DNS done) and every
+    authoritative server we can ask serves `st`; returns that moment."""
+    provider = ctx.provider
+    if token and provider.kind != "rfc2136":
+        _call(lambda: provider.wait(changes, token, ctx.timeout))
+    targets = ctx.auth_targets()
+    if not targets:
+        return ctx.now()
+    deadline = time.monotonic() + ctx.timeout
+    while True:
+        answers = prop.probe(targets, ctx.name, ctx.rtype, timeout=2.0)
+        ok, problems = P.served(answers, st.values, st.ttl)
+        if ok:
+            return ctx.now()
+        if time.monotonic() >= deadline:
+            raise OperationError(f"{ctx.where}: after {ctx.timeout:g} s not every "
+                                 f"authoritative server serves it: {'; '.join(problems)}; "
+                                 "run status, then the same command again")
+        time.sleep(0.05)
+
+
+def change(ctx: Ctx, j: Journal, view: P.ZoneView, intent: str, target: P.StateName,
+           **intent_fields: Any) -> tuple[Journal, float]:
+    """Journal the intent, apply the atomic change to `target`, wait until served.
+    Returns the intent journal (token set) and the moment the change was served."""
+    now = ctx.now()
+    j1 = j.at(intent, now, token="", **intent_fields)  # type: ignore[arg-type]
+    ctx.store.save(j1)
+    cs = P.change_to(j1, view, target, now)
+    try:
+        token = apply_change(ctx.provider, cs)
+    except StaleRead as e:
+        ctx.store.save(j)  # nothing was applied: the intent is void
+        raise OperationError(f"{e.message} (migration of {ctx.where} left in phase {j.phase})") \
+            from None
+    except ProviderError as e:
+        raise OperationError(f"{e.message}; the migration of {ctx.where} may or may not have "
+                             "moved: `status` tells, from the zone") from None
+    j1 = replace(j1, token=token)
+    ctx.store.save(j1)
+    return j1, wait_served(ctx, P.state(j1, target), cs, token)
+
+
+# --- commands ------------------------------------------------------------------------
+
+def _existing(ctx: Ctx, rtype: str | None) -> list[Any]:
+    types = [rtype.upper()] if rtype else ["A", "AAAA", "CNAME"]
+    found = []
+    for t in types:
+        rr = ctx.provider.get_rrset(ctx.name, t)
+        if rr is not None:
+            found.append(rr)
+    return found
+
+
+def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None) -> Journal:
+    loaded = load(ctx, rtype)
+    if loaded.rec.conflict and loaded.rec.journal is None:
+        raise UsageError(loaded.rec.conflict)
+    if loaded.rec.open or loaded.rec.conflict:
+        j = loaded.rec.journal
+        assert j is not None
+        raise UsageError(f"a migration of {ctx.where} is already open (phase {j.phase}, "
+                         f"started {_iso(j.started_at)}, to {', '.join(j.target_values)}): "
+                         "see `provision dns migrate status`; finish or roll it back first")
+    found = _call(lambda: _existing(ctx, rtype))
+    if not found:
+        raise UsageError(f"{ctx.name} has no {rtype or 'A, AAAA or CNAME'} record in zone "
+                         f"{ctx.zone.name}: a migration moves an existing record (create new "
+                         "ones with `provision dns apply`)")
+    if len(found) > 1:
+        fam = "AAAA" if ":" in to[0] else "A"
+        found = [rr for rr in found if rr.type == fam] or found[:1]
+    current = found[0]
+    if current.alias is not None:
+        raise UsageError(_alias_message(ctx, current))
+    assert current.ttl is not None
+    values = validate_values(current.type, to)
+    if values == current.values:
+        raise UsageError(f"{ctx.where} {current.type} already holds {', '.join(values)}")
+    settle(ctx, loaded)  # a stale local journal (closed elsewhere) is archived first
+    lower = min(lower_ttl, current.ttl)
+    if lower < lower_ttl:
+        ctx.say(f"{ctx.where}: the TTL is already {current.ttl} s, not above --lower-ttl "
+                f"{lower_ttl}: kept at {current.ttl}")
+    now = ctx.now()
+    j = Journal(name=ctx.name, type=current.type, zone=ctx.zone.name.rstrip(".") + ".",
+                provider=ctx.zone.provider, original_values=current.values,
+                original_ttl=current.ttl, target_values=values, lower_ttl=lower,
+                phase="lowering", started_at=now, history=((round(now, 3), "started"),))
+    ctx.rtype = current.type
+    view = P.ZoneView(current, None)
+    ctx.say(f"{ctx.where} {current.type}: lowering the TTL {current.ttl} -> {lower} s "
+            f"(values {', '.join(current.values)} kept)")
+    j1, served_at = change(ctx, j, view, "lowering", "lowered")
+    j2 = j1.at("lowered", ctx.now(), lowered_at=served_at)
+    ctx.store.save(j2)
+    ctx.say(f"{ctx.where}: lowered TTL served by every authoritative server; cutover allowed "
+            f"from {_iso(served_at + j2.original_ttl)} (in {j2.original_ttl} s)")
+    return j2
+
+
+def _alias_message(ctx: Ctx, rr: Any) -> str:
+    a = rr.alias
+    target = a.dns_name.rstrip(".").lower() + "."
+    same_zone = in_zone(target, ctx.zone.name)
+    if same_zone:
+        return (f"{ctx.where} {rr.type} is a Route53 alias to {target}: an alias has no TTL of "
+                f"its own (resolvers cache it for the target's TTL). Migrate the target "
+                f"instead: provision dns migrate start {target} --to …")
+    return (f"{ctx.where} {rr.type} is a Route53 alias to {target} (an AWS resource): an "
+            "alias has no TTL of its own and the target's TTL is set by AWS, so it cannot be "
+            "lowered; change the alias with `provision dns apply` and expect caches to hold "
+            "the old target for the AWS-set TTL (60 s for load balancers)")
+
+
+def _open(ctx: Ctx, loaded: Loaded, allow_conflict: bool = False) -> Journal:
+    if loaded.rec.conflict and not allow_conflict:
+        raise OperationError(loaded.rec.conflict)
+    j = settle(ctx, loaded)
+    if j is None:
+        raise UsageError(f"no open migration of {ctx.where} (start one with "
+                         "`provision dns migrate start`)")
+    ctx.rtype = j.type
+    return j
+
+
+def health_checks(checks: Sequence[H.Check], values: Sequence[str]) -> list[H.Result]:
+    return [H.run(c, v) for c in checks for v in values]
+
+
+def cutover(ctx: Ctx, checks: Sequence[H.Check], force: bool) -> tuple[Journal, str]:
+    loaded = load(ctx)
+    j = _open(ctx, loaded)
+    if j.phase in ("switched", "verified"):
+        return j, "already cut over"
+    if j.phase != "lowered":
+        raise UsageError(f"{ctx.where}: cutover needs phase lowered, the migration is {j.phase}")
+    gate = P.cutover_gate(j, ctx.now(), force)
+    if not gate.ok:
+        raise UsageError(gate.message)
+    warn = gate.message
+    if warn:
+        ctx.say(f"{ctx.where}: {warn}")
+    if checks:
+        results = health_checks(checks, j.target_values)
+        for r in results:
+            ctx.say(f"{ctx.where}: health {r.check} {r.value}: {'ok' if r.ok else 'FAILED'} ({r.detail})")
+        bad = [r for r in results if not r.ok]
+        if bad:
+            raise OperationError(f"{ctx.where}: health check failed ({'; '.join(f'{r.check} {r.value}: {r.detail}' for r in bad)}); "
+                                 f"nothing switched, the record still holds "
+                                 f"{', '.join(j.original_values)} (phase lowered)")
+    else:
+        ctx.say(f"{ctx.where}: no --health given: the new values were not checked")
+    ctx.say(f"{ctx.where}: switching {', '.join(j.original_values)} -> "
+            f"{', '.join(j.target_values)} (ttl {j.lower_ttl})")
+    j1, served_at = change(ctx, j, loaded.view, "switching", "switched",
+                           forced=gate.wait > 0)
+    j2 = j1.at("switched", ctx.now(), switched_at=served_at)
+    ctx.store.save(j2)
+    ctx.say(f"{ctx.where}: new values served by every authoritative server; caches may hold "
+            f"the old ones until {_iso(j2.stale_until or served_at)}")
+    return j2, warn
+
+
+def probe(ctx: Ctx, j: Journal) -> list[prop.Answer]:
+    return prop.probe(ctx.targets(), ctx.name, j.type)
+
+
+def verify(ctx: Ctx) -> tuple[Journal, P.Verification, list[prop.Answer]]:
+    loaded = load(ctx)
+    j = _open(ctx, loaded)
+    if j.phase not in ("switched", "verified"):
+        raise UsageError(f"{ctx.where}: nothing to verify before the cutover (phase {j.phase})")
+    answers = probe(ctx, j)
+    v = P.verify(j, answers, ctx.now())
+    if v.ok and j.phase == "switched":
+        j = j.at("verified", ctx.now(), verified_at=ctx.now())
+        ctx.store.save(j)
+    return j, v, answers
+
+
+def finalize(ctx: Ctx, ttl: int | None) -> Journal:
+    loaded = load(ctx)
+    j = _open(ctx, loaded)
+    if j.phase == "switched":
+        answers = probe(ctx, j)
+        v = P.verify(j, answers, ctx.now())
+        if not v.ok:
+            raise OperationError(f"{ctx.where}: not verified yet: {'; '.join(v.notes)}")
+        j = j.at("verified", ctx.now(), verified_at=ctx.now())
+        ctx.store.save(j)
+    if j.phase != "verified":
+        raise UsageError(f"{ctx.where}: finalize needs a verified cutover (phase {j.phase})")
+    final = ttl or j.original_ttl
+    ctx.say(f"{ctx.where}: raising the TTL {j.lower_ttl} -> {final} s and removing the marker")
+    j1, _ = change(ctx, j, loaded.view, "finalizing", "finalized", final_ttl=final)
+    ctx.store.archive(j1, "finalized")
+    declared = {rr.type: rr for rr in desired(ctx.zone) if rr.name == ctx.name}
+    d = declared.get(j.type)
+    if d is not None and (d.values != j.target_values or d.ttl != final):
+        ctx.say(f"{ctx.where}: the inventory still declares {', '.join(d.values)} ttl {d.ttl}: "
+                f"update it to {', '.join(j.target_values)} ttl {final}, or `provision dns "
+                "apply` will change the record back")
+    return j1
+
+
+def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
+    loaded = load(ctx)
+    rec = loaded.rec
+    j = rec.journal
+    if j is None:
+        raise UsageError(f"no open migration of {ctx.where}: nothing to roll back")
+    if rec.closed:
+        settle(ctx, loaded)
+        return j, rec.closed
+    if rec.changed and not rec.conflict:
+        ctx.store.save(j)
+    ctx.rtype = j.type
+    view = loaded.view
+    if P.matches(view, P.state(j, "original")):
+        ctx.store.archive(j, "rolled back")
+        return j, "rolled back (the zone already held the original record)"
+    ctx.say(f"{ctx.where}: restoring {', '.join(j.original_values)} ttl {j.original_ttl} "
+            f"(from {view.describe()})")
+    j1, _ = change(ctx, j, view, "rolling-back", "original", rollback_from=view.snapshot())
+    ctx.store.archive(j1, "rolled back")
+    return j1, "rolled back"
+
+
+# --- status ---------------------------------------------------------------------------
+
+def status_of(ctx: Ctx) -> dict[str, Any] | None:
+    """The migration of ctx.name as it stands (read-only in the zone; a local journal
+    that the zone proves closed is archived), or None when none is open."""
+    loaded = load(ctx)
+    rec = loaded.rec
+    j = rec.journal
+    if j is None:
+        return None
+    if rec.closed:
+        if loaded.journal is not None and not ctx.store.busy(ctx.name):
+            ctx.store.archive(loaded.journal, rec.closed)
+        ctx.say(f"{ctx.where}: closed ({rec.closed}); {' '.join(rec.notes)}")
+        return None
+    now = ctx.now()
+    answers = probe(ctx, j)
+    what, left = P.time_left(j, now)
+    notes = list(rec.notes) + ctx.notes
+    if ctx.store.busy(ctx.name):
+        notes = [n for n in notes if "interrupted" not in n]
+        notes.insert(0, "another provision process on this machine is working on this "
+                        "migration right now (e.g. a `run` waiting)")
+    if j.phase in ("switched", "verified", "switching"):
+        notes += [n for n in P.verify(j, answers, now).notes if n not in notes]
+    else:
+        notes += P.resolver_notes(j, answers)
+    return {
+        "name": j.name, "zone": j.zone, "type": j.type, "provider": j.provider,
+        "phase": j.phase, "source": rec.source, "conflict": rec.conflict or None,
+        "started_at": _iso(j.started_at), "original": {"values": list(j.original_values),
+                                                       "ttl": j.original_ttl},
+        "target": {"values": list(j.target_values), "ttl": j.lower_ttl},
+        "lower_ttl": j.lower_ttl, "forced": j.forced,
+        "lowered_at": _iso(j.lowered_at), "switched_at": _iso(j.switched_at),
+        "verified_at": _iso(j.verified_at),
+        "waiting_for": what or None, "seconds_left": None if left is None else round(left, 1),
+        "zone_now": loaded.view.describe(),
+        "answers": [{"server": a.target.label, "address": a.target.address,
+                     "role": a.target.role, "status": a.status, "aa": a.aa,
+                     "values": list(a.values), "ttl": a.ttl, "negative_ttl": a.negative_ttl,
+                     "serves": _serves(j, a)} for a in answers],
+        "notes": list(dict.fromkeys(notes)), "next": P.next_step(rec, now) or None,
+    }
+
+
+def _serves(j: Journal, a: prop.Answer) -> str:
+    if a.status != "NOERROR":
+        return a.status.lower()
+    if a.values == j.target_values:
+        return "new"
+    if a.values == j.original_values:
+        return "old"
+    return "other"
+
+
+def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str]]:
+    """Names with an open migration: every local journal, and every marker in the
+    inventory's zones (a teammate's). Returns (names, problems)."""
+    names = []
+    problems = []
+    for path, j, err in store.all():
+        if j is None:
+            problems.append(f"{path}: {err}")
+        else:
+            names.append(j.name)
+    for z in (inv.dns.zones if inv.dns else ()):
+        try:
+            rrsets = make_provider(z, inv).list_rrsets()
+        except ProviderError as e:
+            problems.append(f"zone {z.name}: markers not read: {e.message}")
+            continue
+        for rr in rrsets:
+            if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
+                n = marked_name(rr.name)
+                if n:
+                    names.append(n)
+    return sorted(set(names)), problems
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+# --- run: every phase -------------------------------------------------------------------
+
+def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
+            checks: Sequence[H.Check], final_ttl: int | None, grace: float,
+            countdown: Callable[[float, str], None]) -> tuple[Journal, dict[str, float]]:
+    """start (or resume), wait out the old TTL, cutover, verify until the resolvers
+    have the new values, finalize. Stops at the first failure; everything is resumable."""
+    t0 = ctx.now()
+    timings: dict[str, float] = {}
+    loaded = load(ctx, rtype)
+    if loaded.rec.conflict:
+        raise OperationError(loaded.rec.conflict)
+    if loaded.rec.open:
+        j = settle(ctx, loaded)
+        assert j is not None
+        ctx.rtype = j.type
+        if validate_values(j.type, to) != j.target_values:
+            raise UsageError(f"the open migration of {ctx.where} goes to "
+                             f"{', '.join(j.target_values)}, not {', '.join(to)}: finish or "
+                             "roll it back first")
+        ctx.say(f"{ctx.where}: resuming the open migration (phase {j.phase})")
+    else:
+        j = start(ctx, to, lower_ttl, rtype)
+        timings["lowered"] = round(ctx.now() - t0, 3)
+    if j.phase == "lowered":
+        assert j.cutover_ready_at is not None
+        countdown(j.cutover_ready_at - ctx.now(), f"{ctx.where}: the old TTL "
+                  f"({j.original_ttl} s) runs out in every cache")
+        j, _ = cutover(ctx, checks, False)
+        timings["switched"] = round(ctx.now() - t0, 3)
+    if j.phase == "switched":
+        deadline = (j.stale_until or ctx.now()) + grace
+        while True:
+            j2, v, _answers = verify(ctx)
+            if v.ok:
+                j = j2
+                break
+            left = deadline - ctx.now()
+            if left <= 0:
+                raise OperationError(f"{ctx.where}: not verified {grace:g} s after the TTL "
+                                     f"window: {'; '.join(v.notes)}; the migration stays open "
+                                     "(phase switched): run it again, or verify/finalize/rollback")
+            longest = max((s.ttl or 0 for s in v.stale), default=0)
+            countdown(min(max(longest + 0.05, 0.2), left),
+                      f"{ctx.where}: resolvers still hold the old answer")
+        timings["verified"] = round(ctx.now() - t0, 3)
+    if j.phase == "verified":
+        j = finalize(ctx, final_ttl)
+        timings["finalized"] = round(ctx.now() - t0, 3)
+    return j, timings

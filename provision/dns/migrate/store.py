@@ -1,0 +1,139 @@
+"""Journal files: one per open migration under the state directory, written atomically.
+
+I/O (local files only; no network, no provider: `provision check` reads these). A save
+writes a temp file in the same directory, fsyncs it, renames it over the journal and
+fsyncs the directory, so a crash leaves the old journal or the new one, never a torn
+one. A closed migration's journal moves to ``closed/`` (kept for the record).
+
+The directory is ``$PROVISION_STATE_DIR/migrations/``, else
+``$XDG_STATE_HOME/provision/migrations/``, else ``~/.local/state/provision/migrations/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from provision.errors import OperationError
+
+from .journal import Journal, JournalError, file_name, from_json, to_json
+
+
+def state_dir() -> Path:
+    root = os.environ.get("PROVISION_STATE_DIR")
+    if root:
+        return Path(root).expanduser() / "migrations"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    return base / "provision" / "migrations"
+
+
+class JournalStore:
+    def __init__(self, root: Path | None = None):
+        self.root = root or state_dir()
+
+    def path(self, name: str) -> Path:
+        return self.root / file_name(name)
+
+    def load(self, name: str) -> Journal | None:
+        p = self.path(name)
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise OperationError(f"cannot read the migration journal {p}: {e.strerror}") from None
+        try:
+            return from_json(text)
+        except JournalError as e:
+            raise OperationError(f"the migration journal {p} is unreadable: {e}; the zone's "
+                                 f"marker still tells the phase (move the file away and run "
+                                 "status)") from None
+
+    def all(self) -> list[tuple[Path, Journal | None, str]]:
+        """Every journal file: (path, journal or None, error)."""
+        out: list[tuple[Path, Journal | None, str]] = []
+        try:
+            files = sorted(self.root.glob("*.json"))
+        except OSError:
+            return out
+        for p in files:
+            try:
+                out.append((p, from_json(p.read_text()), ""))
+            except (OSError, JournalError) as e:
+                out.append((p, None, str(e)))
+        return out
+
+    def save(self, j: Journal) -> None:
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _atomic_write(self.path(j.name), to_json(j))
+
+    def archive(self, j: Journal, outcome: str) -> Path:
+        """Close: the journal (with its outcome in the history) moves to closed/."""
+        closed = self.root / "closed"
+        closed.mkdir(parents=True, exist_ok=True, mode=0o700)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        dest = closed / f"{file_name(j.name)[:-5]}.{stamp}.json"
+        final = j.at(j.phase, time.time(), f"closed: {outcome}")
+        _atomic_write(dest, to_json(final))
+        with contextlib.suppress(FileNotFoundError):
+            self.path(j.name).unlink()
+        _fsync_dir(self.root)
+        return dest
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """One command per migration at a time on this machine (other machines are kept
+        out by the marker: every change's prerequisites are the RRsets read)."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        p = self.root / (file_name(name)[:-5] + ".lock")
+        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OperationError(f"another provision process is working on the migration "
+                                     f"of {name} (lock {p})") from None
+            yield
+        finally:
+            os.close(fd)
+
+
+    def busy(self, name: str) -> bool:
+        """Another process holds the lock of `name` right now (a run in progress)."""
+        p = self.root / (file_name(name)[:-5] + ".lock")
+        try:
+            fd = os.open(p, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

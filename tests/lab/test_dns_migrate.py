@@ -1,0 +1,318 @@
+"""`provision dns migrate` on the lab's real BIND (ns1) and Unbound (resolver), with TTLs
+of a few seconds so that every migration here takes seconds.
+
+Every new value is a lab address (ns1's, where TCP 53 answers a health check); nothing
+is sent outside the lab's namespaces."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provision.lab import plan as P
+
+from .conftest import Lab
+from .test_dns import _ask, _inventory
+
+
+class Zone:
+    """A fresh record in lab.test for one test, removed again at the end."""
+
+    def __init__(self, lab: Lab, tmp_path: Path, rtype: str = "A", ttl: int = 3,
+                 value: str | None = None):
+        self.lab = lab
+        self.short = f"m{secrets.token_hex(3)}"
+        self.fq = f"{self.short}.{P.ZONE}."
+        self.rtype = rtype
+        self.old = value or f"10.{lab.plan.octet}.1.{secrets.choice(range(150, 199))}"
+        rec = {"type": rtype, "ttl": ttl, **({"value": self.old} if rtype == "CNAME" else {"values": [self.old]})}
+        self.inv = _inventory(lab, tmp_path, lambda r: r.update({self.short: rec}))
+        self.env = {"PROVISION_STATE_DIR": str(tmp_path / "state")}
+        code, data, err = lab.provision_json("dns", "apply", "-i", str(self.inv), "--yes")
+        assert code == 0, (data, err)
+
+    def m(self, *args: str, faults: tuple[str, ...] = ()) -> tuple[int, Any, str]:
+        return self.lab.provision_json("dns", "migrate", *args, "-i", str(self.inv), env=self.env,
+                                       faults=faults)
+
+    def ns1(self) -> tuple[str, list[str], bool, int | None]:
+        """(rcode, values, AA, TTL) from ns1, RD off."""
+        return _ask_ttl(self.lab, self.lab.addr("ns1"), self.short, self.rtype)
+
+    def status(self) -> list[dict[str, Any]]:
+        code, data, err = self.m("status", self.fq)
+        assert code == 0, (data, err)
+        assert isinstance(data, list), (data, err)
+        return data
+
+    def clean(self) -> None:
+        self.m("rollback", self.fq)  # if one is still open
+        code, data, err = self.lab.provision_json("dns", "apply", "-i", str(self.lab.inventory), "--yes")
+        assert code == 0, (data, err)
+
+
+def _ask_ttl(lab: Lab, server: str, short: str, rtype: str, rd: bool = False) -> tuple[str, list[str], bool, int | None]:
+    import dns.flags
+    import dns.message
+    import dns.query
+    import dns.rcode
+    import dns.rdatatype
+
+    q = dns.message.make_query(f"{short}.{P.ZONE}.", rtype)
+    if not rd:
+        q.flags &= ~dns.flags.RD
+    with lab.operator_netns():
+        r = dns.query.udp(q, server, timeout=2)
+    want = dns.rdatatype.from_text(rtype)
+    rrs = [rr for rr in r.answer if rr.rdtype == want]
+    values = sorted(x.to_text() for rr in rrs for x in rr)
+    return dns.rcode.to_text(r.rcode()), values, bool(r.flags & dns.flags.AA), rrs[0].ttl if rrs else None
+
+
+@pytest.fixture
+def rec(lab: Lab, tmp_path: Path) -> Any:
+    made: list[Zone] = []
+
+    def make(**kw: Any) -> Zone:
+        z = Zone(lab, tmp_path, **kw)
+        made.append(z)
+        return z
+
+    yield make
+    for z in made:
+        z.clean()
+
+
+class Poller:
+    """Asks ns1 (RD off) and the resolver every 50 ms from the operator namespace and
+    keeps (time sent, time answered, who, values, ttl)."""
+
+    def __init__(self, lab: Lab, short: str):
+        self.lab, self.short = lab, short
+        self.seen: list[tuple[float, float, str, list[str], int | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import dns.flags
+        import dns.message
+        import dns.query
+
+        with self.lab.operator_netns():
+            while not self._stop.is_set():
+                for who, addr, rd in (("ns1", self.lab.addr("ns1"), False),
+                                      ("resolver", self.lab.addr("resolver"), True)):
+                    q = dns.message.make_query(f"{self.short}.{P.ZONE}.", "A")
+                    if not rd:
+                        q.flags &= ~dns.flags.RD
+                    sent = time.monotonic()
+                    try:
+                        r = dns.query.udp(q, addr, timeout=1)
+                    except Exception:
+                        continue
+                    vals = sorted(x.to_text() for rr in r.answer for x in rr)
+                    ttl = r.answer[0].ttl if r.answer else None
+                    self.seen.append((sent, time.monotonic(), who, vals, ttl))
+                time.sleep(0.05)
+
+    def __enter__(self) -> Poller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def first(self, who: str, value: str) -> float:
+        """When `who` was first seen answering `value` (time answered)."""
+        return min(recv for _, recv, w, v, _ in self.seen if w == who and v == [value])
+
+
+def test_run_primed_resolver_serves_old_until_the_lowered_ttl_then_new(lab: Lab, rec: Any) -> None:
+    z = rec(ttl=6)
+    new = lab.addr("ns1")  # TCP 53 answers there: the health check passes
+    assert _ask(lab, lab.addr("resolver"), z.short, "A", rd=True)[1] == [z.old]  # primed, ttl 6
+    with Poller(lab, z.short) as poll:
+        t0 = time.monotonic()
+        code, data, err = z.m("run", z.fq, "--to", new, "--lower-ttl", "2", "--health", "tcp:53")
+        wall = time.monotonic() - t0
+        time.sleep(0.3)
+    assert code == 0, (data, err)
+    assert data["closed"] == "finalized"
+    ns1_new = poll.first("ns1", new)
+    res_new = poll.first("resolver", new)
+    res = [(sent, recv, v) for sent, recv, w, v, _ in poll.seen if w == "resolver"]
+    # before ns1 served the new value, the resolver only ever had the old one
+    assert all(v == [z.old] for sent, recv, v in res if recv < ns1_new)
+    # the old value is never served once the lowered TTL has passed after the cutover
+    # (+1 s: TTLs are whole seconds), and the new one is served from then on
+    assert not [s for s, r, v in res if v == [z.old] and s > ns1_new + 2 + 1.0]
+    assert all(v == [new] for s, r, v in res if s > res_new)
+    old_after = [r - ns1_new for s, r, v in res if v == [z.old] and r > ns1_new]
+    print(f"\nlab migrate run: ns1 new -> resolver new {res_new - ns1_new:.2f} s (lowered TTL 2 s; "
+          f"old still served up to {max(old_after, default=0):.2f} s after the cutover); "
+          f"whole run {wall:.1f} s (original TTL 6 s); timings {data['timings']}")
+    assert z.ns1() == ("NOERROR", [new], True, 6)  # the original TTL is back
+    assert z.status() == []
+    assert _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")[0] == "NXDOMAIN"
+
+
+def test_forced_cutover_verify_names_the_stale_resolver_until_the_old_ttl_runs_out(
+        lab: Lab, rec: Any) -> None:
+    z = rec(ttl=8)
+    new = lab.addr("ns1")
+    primed = time.monotonic()
+    assert _ask(lab, lab.addr("resolver"), z.short, "A", rd=True)[1] == [z.old]
+    code, data, err = z.m("start", z.fq, "--to", new, "--lower-ttl", "1")
+    assert code == 0, (data, err)
+    code, data, err = z.m("cutover", z.fq)
+    assert code == 2 and "cutover refused" in err, (data, err)
+    code, data, err = z.m("cutover", z.fq, "--force")
+    assert code == 0, (data, err)
+    assert "caches may still serve the old value" in data["warning"]
+    assert data["migration"]["forced"] is True
+    reports = []
+    while True:
+        code, data, err = z.m("verify", z.fq)
+        if code == 0:
+            break
+        assert code == 1, (data, err)
+        assert data["authoritative_ok"] is True
+        [stale] = data["stale"]
+        assert stale["server"] == lab.addr("resolver") and stale["values"] == [z.old]
+        assert 0 <= stale["ttl"] <= 8
+        assert any("remaining TTL" in n for n in data["notes"])
+        reports.append((time.monotonic(), stale["ttl"]))
+        assert time.monotonic() - primed < 20, reports
+        time.sleep(0.5)
+    assert reports, "verify never saw the stale cache"
+    assert [t for _, t in reports] == sorted((t for _, t in reports), reverse=True)
+    # the stale answer was reported until the old TTL (8 s from priming) had run out
+    assert reports[-1][0] + reports[-1][1] >= primed + 8 - 1.5
+    assert data["ok"] and data["phase"] == "verified"
+    code, data, err = z.m("finalize", z.fq)
+    assert code == 0, (data, err)
+    assert z.ns1() == ("NOERROR", [new], True, 8)
+
+
+@pytest.mark.parametrize("phase", ["lowered", "switched", "verified"])
+def test_rollback_from_each_phase_restores_the_record_byte_identical(
+        lab: Lab, rec: Any, phase: str) -> None:
+    z = rec(ttl=3)
+    before = z.ns1()
+    wire_before = _wire(lab, z.fq)
+    code, data, err = z.m("start", z.fq, "--to", lab.addr("ns1"), "--lower-ttl", "1")
+    assert code == 0, (data, err)
+    assert z.ns1()[3] == 1
+    if phase in ("switched", "verified"):
+        code, data, err = z.m("cutover", z.fq, "--force")
+        assert code == 0, (data, err)
+        assert z.ns1()[1] == [lab.addr("ns1")]
+    if phase == "verified":
+        code, data, err = z.m("verify", z.fq)
+        assert code == 0 and data["phase"] == "verified", (data, err)
+    [s] = z.status()
+    assert s["phase"] == phase
+    code, data, err = z.m("rollback", z.fq)
+    assert code == 0 and data["closed"] == "rolled back", (data, err)
+    assert z.ns1() == before
+    assert _wire(lab, z.fq) == wire_before
+    assert z.status() == []
+
+
+def _wire(lab: Lab, fq: str) -> list[str]:
+    """The record as BIND holds it (zone transfer, TSIG), as text lines."""
+    import dns.query
+
+    with lab.operator_netns():
+        msgs = list(dns.query.xfr(lab.addr("ns1"), P.ZONE, keyring=lab.tsig_keyring(),
+                                  relativize=False, timeout=5))
+    return sorted(rr.to_text() for m in msgs for rr in m.answer
+                  if rr.name.to_text() in (fq, f"_provision-migration.{fq}"))
+
+
+def test_a_second_start_is_refused_while_one_is_open(lab: Lab, rec: Any) -> None:
+    z = rec()
+    assert z.m("start", z.fq, "--to", lab.addr("ns1"), "--lower-ttl", "1")[0] == 0
+    code, data, err = z.m("start", z.fq, "--to", lab.addr("resolver"), "--lower-ttl", "1")
+    assert code == 2 and "already open" in err, (data, err)
+    code, data, err = z.m("run", z.fq, "--to", lab.addr("resolver"))
+    assert code == 2 and "goes to" in err, (data, err)
+    [s] = z.status()
+    assert s["target"]["values"] == [lab.addr("ns1")]
+
+
+def test_a_failing_health_check_stops_the_cutover_and_leaves_the_record(lab: Lab, rec: Any) -> None:
+    z = rec()
+    assert z.m("start", z.fq, "--to", lab.addr("ns1"), "--lower-ttl", "1")[0] == 0
+    code, data, err = z.m("cutover", z.fq, "--force", "--health", "tcp:9")  # nothing listens
+    assert code == 1, (data, err)
+    assert "health check failed" in err and "nothing switched" in err
+    assert z.ns1() == ("NOERROR", [z.old], True, 1)
+    [s] = z.status()
+    assert s["phase"] == "lowered"
+
+
+def test_a_cname_target_change_works_like_an_a_change(lab: Lab, rec: Any) -> None:
+    z = rec(rtype="CNAME", ttl=2, value=f"gpu1.{P.ZONE}.")
+    code, data, err = z.m("run", z.fq, "--to", f"gpu2.{P.ZONE}", "--lower-ttl", "1")
+    assert code == 0, (data, err)
+    assert z.ns1() == ("NOERROR", [f"gpu2.{P.ZONE}."], True, 2)
+
+
+def test_status_explains_negative_caching_for_a_new_name(lab: Lab, rec: Any, tmp_path: Path) -> None:
+    # a name whose NXDOMAIN the resolver still holds (SOA minimum 5 s): ask first,
+    # create the record, then migrate it at once
+    short2 = f"n{secrets.token_hex(3)}"
+    assert _ask(lab, lab.addr("resolver"), short2, "A", rd=True)[0] == "NXDOMAIN"
+    old = f"10.{lab.plan.octet}.1.{secrets.choice(range(150, 199))}"
+    inv = _inventory(lab, tmp_path, lambda r: r.update({short2: {"type": "A", "values": [old], "ttl": 3}}))
+    assert lab.provision_json("dns", "apply", "-i", str(inv), "--yes")[0] == 0
+    env = {"PROVISION_STATE_DIR": str(tmp_path / "state2")}
+    fq = f"{short2}.{P.ZONE}."
+    try:
+        code, data, err = lab.provision_json("dns", "migrate", "start", fq, "--to", lab.addr("ns1"),
+                                             "--lower-ttl", "1", "-i", str(inv), env=env)
+        assert code == 0, (data, err)
+        code, data, err = lab.provision_json("dns", "migrate", "status", fq, "-i", str(inv), env=env)
+        assert code == 0, (data, err)
+        [s] = data
+        res = next(a for a in s["answers"] if a["role"] == "resolver")
+        if res["status"] == "NXDOMAIN":  # still within the 5 s SOA minimum
+            assert any("negative caching" in n for n in s["notes"]), s["notes"]
+        else:
+            pytest.skip(f"the resolver's negative answer expired before status ran ({res})")
+    finally:
+        lab.provision_json("dns", "migrate", "rollback", fq, "-i", str(inv), env=env)
+
+
+@pytest.mark.parametrize("fault, phase_after", [
+    (("--kill-after-change", "2"), "switched"),   # switched in the zone, the journal says switching
+    (("--kill-after-phase", "lowered"), "lowered"),
+])
+@pytest.mark.parametrize("then", ["run", "rollback"])
+def test_killed_mid_run_status_tells_the_truth_then_complete_or_roll_back(
+        lab: Lab, rec: Any, fault: tuple[str, ...], phase_after: str, then: str) -> None:
+    z = rec(ttl=2)
+    before, wire_before = z.ns1(), _wire(lab, z.fq)
+    new = lab.addr("ns1")
+    code, data, err = z.m("run", z.fq, "--to", new, "--lower-ttl", "1", faults=fault)
+    assert code == -9, (code, data, err)
+    [s] = z.status()
+    assert s["phase"] == phase_after and not s["conflict"], s
+    auth = next(a for a in s["answers"] if a["role"] == "authoritative")
+    assert auth["serves"] == ("new" if phase_after == "switched" else "old") and auth["ttl"] == 1
+    if then == "run":
+        code, data, err = z.m("run", z.fq, "--to", new, "--lower-ttl", "1")
+        assert code == 0, (data, err)
+        assert z.ns1() == ("NOERROR", [new], True, 2)
+    else:
+        code, data, err = z.m("rollback", z.fq)
+        assert code == 0, (data, err)
+        assert z.ns1() == before and _wire(lab, z.fq) == wire_before
+    assert z.status() == []

@@ -1,0 +1,115 @@
+"""`provision dns migrate` pieces that need neither a provider nor the lab: name lookup,
+value validation, and `provision check`'s offline warning about a migration left open."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from provision.cli import main
+from provision.dns.migrate import journal
+from provision.dns.migrate.run import find_zone, validate_values
+from provision.errors import UsageError
+from provision.inventory import load_inventory
+
+
+def _inv(tmp_path: Path, zones: dict[str, object]) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": zones}}))
+    return p
+
+
+def test_names_are_found_in_the_longest_zone(tmp_path: Path) -> None:
+    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent", "records": {}}
+    inv = load_inventory(_inv(tmp_path, {"example.org": z, "sub.example.org": z}))
+    assert find_zone(inv, "api.sub.example.org.")[0].name == "sub.example.org"
+    assert find_zone(inv, "API.example.org") == (inv.dns.zones[0], "api.example.org.")  # type: ignore[union-attr]
+    for bad in ("api.example.net.", "api", "a b.example.org", ""):
+        with pytest.raises(UsageError):
+            find_zone(inv, bad)
+    one = load_inventory(_inv(tmp_path, {"example.org": z}))
+    assert find_zone(one, "api")[1] == "api.example.org."
+
+
+def test_values_are_checked_against_the_record_type() -> None:
+    assert validate_values("A", ["192.0.2.2", "192.0.2.1", "192.0.2.1"]) == ("192.0.2.1", "192.0.2.2")
+    assert validate_values("AAAA", ["2001:db8:0::1"]) == ("2001:db8::1",)
+    assert validate_values("CNAME", ["LB.example.org"]) == ("lb.example.org.",)
+    for rtype, bad in (("A", "lb.example.org"), ("A", "2001:db8::1"), ("AAAA", "192.0.2.1"),
+                       ("AAAA", "fe80::1%eth0"), ("CNAME", "a..b"), ("CNAME", "a b"), ("A", "1.2.3.4\n")):
+        with pytest.raises(UsageError):
+            validate_values(rtype, [bad])
+    with pytest.raises(UsageError, match="exactly one target"):
+        validate_values("CNAME", ["a.example.org", "b.example.org"])
+
+
+def test_check_warns_offline_about_a_migration_open_for_more_than_a_day(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    state = tmp_path / "state"
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    (state / "migrations").mkdir(parents=True)
+    old = journal.Journal(name="api.example.org.", type="A", zone="example.org.",
+                          provider="route53", original_values=("192.0.2.1",), original_ttl=3600,
+                          target_values=("192.0.2.2",), lower_ttl=60, phase="lowered",
+                          started_at=time.time() - 3 * 86400, lowered_at=time.time() - 3 * 86400)
+    fresh = journal.Journal(**{**old.__dict__, "name": "www.example.org.", "started_at": time.time()})
+    for j in (old, fresh):
+        (state / "migrations" / journal.file_name(j.name)).write_text(journal.to_json(j))
+    example = Path(__file__).parents[2] / "inventories" / "example.yml"
+    r = CliRunner().invoke(main, ["check", "-i", str(example), "--json"])
+    assert r.exit_code == 0, r.output
+    found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "dns-migration-open"]
+    assert len(found) == 1 and "api.example.org." in found[0]["message"]
+    assert "3.0 days" in found[0]["message"] and "rollback" in found[0]["fix"]
+
+
+def test_the_lock_keeps_a_second_process_out_and_status_can_tell(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from provision.dns.migrate.store import JournalStore
+    from provision.errors import OperationError
+
+    store = JournalStore(tmp_path / "m")
+    assert not store.busy("api.example.org.")
+    with store.lock("api.example.org."):
+        code = ("import sys; from pathlib import Path; from provision.dns.migrate.store import "
+                f"JournalStore; s = JournalStore(Path({str(tmp_path / 'm')!r})); "
+                "print(s.busy('api.example.org.'))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "True"
+        probe = ("from pathlib import Path; from provision.dns.migrate.store import JournalStore\n"
+                 f"s = JournalStore(Path({str(tmp_path / 'm')!r}))\n"
+                 "try:\n    s.lock('api.example.org.').__enter__()\nexcept Exception as e:\n"
+                 "    print(type(e).__name__, e)")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert out.stdout.startswith(OperationError.__name__) and "another provision process" in out.stdout
+    assert not store.busy("api.example.org.")
+
+
+def test_journal_writes_are_atomic_and_archived_on_close(tmp_path: Path) -> None:
+    from provision.dns.migrate.store import JournalStore
+
+    store = JournalStore(tmp_path / "m")
+    j = journal.Journal(name="api.example.org.", type="A", zone="example.org.", provider="rfc2136",
+                        original_values=("192.0.2.1",), original_ttl=300,
+                        target_values=("192.0.2.2",), lower_ttl=60, phase="lowering",
+                        started_at=1.0)
+    store.save(j)
+    assert store.load(j.name) == j
+    store.save(j.at("lowered", 2.0, lowered_at=2.0))
+    loaded = store.load(j.name)
+    assert loaded is not None and loaded.phase == "lowered"
+    assert [p.name for p in (tmp_path / "m").iterdir() if p.name.endswith(".tmp")] == []
+    dest = store.archive(loaded, "rolled back")
+    assert store.load(j.name) is None and dest.parent.name == "closed"
+    assert journal.from_json(dest.read_text()).history[-1][1] == "closed: rolled back"
+    (tmp_path / "m" / "bad.example.org.json").write_text("{")
+    with pytest.raises(UsageError.__mro__[1]):  # ProvisionError: a clear message, not a traceback
+        store.load("bad.example.org.")
