@@ -188,7 +188,7 @@ def test_forced_cutover_verify_names_the_stale_resolver_until_the_old_ttl_runs_o
         assert 0 <= stale["ttl"] <= 8
         assert any("remaining TTL" in n for n in data["notes"])
         reports.append((time.monotonic(), stale["ttl"]))
-        assert time.monotonic() - primed < 20, reports
+        assert time.monotonic() - primed < 60, reports  # a bound on the loop, not a speed goal
         time.sleep(0.5)
     assert reports, "verify never saw the stale cache"
     assert [t for _, t in reports] == sorted((t for _, t in reports), reverse=True)
