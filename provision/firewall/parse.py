@@ -194,6 +194,8 @@ def parse_save(text: str, family: Family) -> LiveFilter:
             name, _, rest = line[1:].partition(" ")
             policy = rest.split(" ", 1)[0]
             chains[name] = (None if policy == "-" else policy, [])
+        elif line.startswith(("-F", "-X", "-N")):
+            continue  # in rendered files (`-F CHAIN` before the rules); never in iptables-save
         elif line.startswith("-A "):
             r = parse_rule(line, family)
             if r.chain not in chains:
@@ -440,7 +442,7 @@ def admitted(live: LiveFilter, packet: Packet, start: str = "INPUT") -> AddressS
 def _walk(live: LiveFilter, chain: Chain, space: AddressSet, p: Packet,
           depth: int) -> tuple[AddressSet, AddressSet]:
     """(accepted, fell through or returned) for the sources in `space` entering `chain`."""
-    accepted = AddressSet(live.family)
+    accepted = returned = AddressSet(live.family)
     if depth > 16:  # a loop iptables itself would refuse; be safe
         return accepted, space
     for r in chain.rules:
@@ -461,14 +463,14 @@ def _walk(live: LiveFilter, chain: Chain, space: AddressSet, p: Packet,
                 space = space - hit
         elif t == "RETURN":
             if m:
-                return accepted, space
+                returned, space = returned | hit, space - hit
         elif t in live.chains:
             sub_acc, sub_rest = _walk(live, live.chains[t], hit, p, depth + 1)
             accepted = accepted | sub_acc
             if m:
                 space = (space - hit) | sub_rest
         # LOG, MARK, ...: not terminating
-    return accepted, space
+    return accepted, space | returned
 
 
 __all__ = ["DOCKER_CHAIN", "INPUT_CHAIN", "AddressSet", "Chain", "Drift", "LiveFilter", "LiveRule",
