@@ -112,6 +112,7 @@ def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -
 
 
 def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: str, wall: float) -> None:
+    from rich.markup import escape as E
     from rich.table import Table
 
     out = console()
@@ -120,7 +121,7 @@ def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: s
                                             -(gr[1].counts()["warning"] if gr[1] else 0)))
     for g, rep in worst:
         if rep is None:
-            out.print(f"[bold red]{g.host.name}: unreachable[/] {g.error}", soft_wrap=True)
+            out.print(f"[bold red]{g.host.name}: unreachable[/] {E(g.error)}", soft_wrap=True)
             continue
         out.print(f"\n[bold]{rep.host}[/]")
         ports = Table(show_header=True, header_style="bold", expand=False, title=None)
@@ -128,16 +129,18 @@ def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: s
             ports.add_column(col, overflow="fold")
         for p in rep.ports:
             style = _REACH_STYLE.get(p.level, "")
-            ports.add_row(f"{p.port}/{p.proto}", "\n".join(p.listeners) or "-", p.process or "-",
-                          p.declared or "-", _side(p.v4), _side(p.v6), p.sg or "-",
+            ports.add_row(f"{p.port}/{p.proto}", E("\n".join(p.listeners)) or "-", E(p.process) or "-",
+                          p.declared or "-", _side(p.v4), _side(p.v6), E(p.sg) or "-",
                           "yes" if p.tunnel else "-", f"[{style}]{p.level}[/]")
         out.print(ports)
+        for d in rep.drift:
+            out.print(f"[bold]drift[/] {E(d.describe())}", soft_wrap=True)
         if rep.findings:
             t = Table(show_header=True, header_style="bold", expand=False)
             for col in ("severity", "where", "finding", "fix"):
                 t.add_column(col, overflow="fold")
             for f in rep.findings:
-                t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.subject, f.message, f.fix)
+                t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", E(f.subject), E(f.message), E(f.fix))
             out.print(t)
     if declared:
         out.print(f"\n[bold]declared[/] (as `provision check` reports for {inv.source})")
@@ -145,12 +148,12 @@ def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: s
         for col in ("severity", "where", "finding"):
             t.add_column(col, overflow="fold")
         for f in declared:
-            t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.subject, f.message)
+            t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", E(f.subject), E(f.message))
         out.print(t)
     out.print("")
     for g, rep in worst:
         if rep is None:
-            out.print(f"{g.host.name}: [bold red]unreachable[/] ({g.error})", soft_wrap=True)
+            out.print(f"{g.host.name}: [bold red]unreachable[/] ({E(g.error)})", soft_wrap=True)
             continue
         c = rep.counts()
         exposed = sum(1 for p in rep.ports if p.level in ("undeclared", "internet"))
