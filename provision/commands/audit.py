@@ -40,7 +40,7 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     unreachable, 2 for a bad inventory or usage.
     """
     from provision.exposure import live
-    from provision.hosts.gather import gather_many
+    from provision.hosts.gather import gather_many, in_background
 
     inv = load(inventory_path)
     try:
@@ -48,13 +48,22 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     except KeyError as e:
         raise UsageError(f"no host, bastion or role matches {e.args[0]!r}") from None
     started = time.monotonic()
-    sg = _security_groups(inv, nodes, use_aws, profile)
-    gathered = gather_many(inv, list(nodes), live.request(inv), accept_new, forks)
+    probes = in_background(lambda: gather_many(inv, list(nodes), live.request(inv), accept_new, forks))
+    # while the probes are on the wire: render what they are compared with, the declared
+    # layer, the security groups (describe calls), and the output's imports
+    try:
+        want = {n.name: live.expected(inv, n) for n in nodes}
+        declared = live.declared_findings(inv)
+        sg = _security_groups(inv, nodes, use_aws, profile)
+        if not as_json:
+            import rich.table  # noqa: F401
+    finally:
+        gathered = probes.result()
     reports = []
     for g in gathered:
-        rep = None if g.facts is None else live.report(inv, g.host, g.facts, sg.get(g.host.name))
+        rep = None if g.facts is None else live.report(inv, g.host, g.facts, sg.get(g.host.name),
+                                                        want[g.host.name])
         reports.append((g, rep))
-    declared = live.declared_findings(inv)
     wall = time.monotonic() - started
     failed = any(rep is None for _, rep in reports) or any(
         f.severity == "error" for _, rep in reports if rep for f in rep.findings) or any(

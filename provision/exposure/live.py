@@ -197,11 +197,25 @@ def _sg_text(rules: Sequence[SgRule] | None, proto: str, port: int) -> str:
     return ", ".join(dict.fromkeys(peers)) or "not admitted"
 
 
-def report(inv: Inventory, host: Host, facts: Facts,
-           sg_rules: Sequence[SgRule] | None = None) -> HostReport:
+@dataclass(frozen=True)
+class Expected:
+    """What the inventory renders for a host, that the live facts are compared with."""
+
+    firewall: HostFirewall
+    sshd: dict[str, str]  # the hardening baseline (`sshd_baseline`)
+
+
+def expected(inv: Inventory, host: Host) -> Expected:
+    """Render what audit compares against (the CLI does this while the probes are in flight)."""
+    return Expected(host_firewall(inv, host, allow_lockout=True), sshd_baseline(inv, host))
+
+
+def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] | None = None,
+           want: Expected | None = None) -> HostReport:
     """Everything `audit` says about one host (declared-only findings are not included:
-    they are per inventory, see `declared_findings`)."""
-    fw = host_firewall(inv, host, allow_lockout=True)
+    they are per inventory, see `declared_findings`). `want`: `expected(inv, host)`."""
+    want = want or expected(inv, host)
+    fw = want.firewall
     ipt = facts.get(IPT.SPEC)
     found: list[Finding] = []
     lives: dict[int, FP.LiveFilter | None] = {}
@@ -217,7 +231,7 @@ def report(inv: Inventory, host: Host, facts: Facts,
     ports = _ports(inv, host, listeners, lives, sg_rules, facts)
     found += _listener_findings(inv, host, ports, listeners)
     found += _jupyter_findings(host, jupyter)
-    found += _sshd_findings(inv, host, facts.get(SSHD.SPEC))
+    found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC))
     found += _key_findings(inv, host, facts)
     states = facts.get(TS.SPEC)
     found += _socket_findings(host, states, SYS.port_range(facts.get(SYS.SPEC)))
@@ -413,7 +427,7 @@ def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:
     return out
 
 
-def _sshd_findings(inv: Inventory, host: Host, sshd: SSHD.SshdEffective) -> list[Finding]:
+def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffective) -> list[Finding]:
     if sshd.status is None:
         return []
     if sshd.status != 0:
@@ -421,7 +435,7 @@ def _sshd_findings(inv: Inventory, host: Host, sshd: SSHD.SshdEffective) -> list
                         f"sshd -T exited {sshd.status}: {sshd.error.strip()[:200]}",
                         "run `sshd -t` on the host")]
     out = []
-    for key, want in sshd_baseline(inv, host).items():
+    for key, want in baseline.items():
         have = sshd.get(key)
         want_n = _SSHD_ALIASES.get((key, want.lower()), want.lower())
         if have.lower() != want_n:

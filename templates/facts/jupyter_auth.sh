@@ -3,14 +3,17 @@
 # 403 = it wants a token or password. A Jupyter server = a TCP listener whose process's
 # command line names jupyter.
 fact_jupyter_auth() {
-  ss -Htlnp 2>/dev/null | while IFS= read -r l; do
-    case $l in *pid=*) ;; *) continue ;; esac
-    pid=${l#*pid=}; pid=${pid%%[!0-9]*}
-    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || continue
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q jupyter || continue
+  ss_load
+  printf '%s\n' "$PROBE_SS" | while IFS= read -r l; do
+    case $l in "tcp "*LISTEN*pid=*) ;; *) continue ;; esac
+    set -f  # no globbing of the peer column (0.0.0.0:*); this loop is a subshell
     # shellcheck disable=SC2086
     set -- $l
-    local_addr=$4; port=${local_addr##*:}; addr=${local_addr%:*}; addr=${addr%%%*}
+    [ "$2" = LISTEN ] || continue
+    pid=${l#*pid=}; pid=${pid%%[!0-9]*}
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || continue
+    grep -aqs jupyter "/proc/$pid/cmdline" || continue
+    local_addr=$5; port=${local_addr##*:}; addr=${local_addr%:*}; addr=${addr%%%*}
     case $addr in 0.0.0.0|'*') addr=127.0.0.1 ;; '[::]') addr='[::1]' ;; esac
     url="http://$addr:$port/api/status"
     if command -v curl >/dev/null 2>&1; then

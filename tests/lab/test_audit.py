@@ -188,7 +188,7 @@ def test_close_wait_pile_is_flagged_with_the_process(lab: Lab, world: dict[str, 
             if lab.host(HOST, "ss", "-Htan", "state", "close-wait").stdout.count("\n") >= 300:
                 break
             time.sleep(0.1)
-        code, data, err = audit(lab, HOST)
+        _, data, err = audit(lab, HOST)
         (f,) = found(data, "close-wait-pile")
         assert "leaky-server" in f["message"] and "300" in f["message"] and f["fix"], err
         cw = host_json(data)["sockets"]["close_wait"]
