@@ -338,6 +338,13 @@ def _listener_findings(inv: Inventory, host: Host, ports: Sequence[PortReach],
         wants = wanted.get(p.port, []) if p.proto == "tcp" else []
         proc = f" ({p.process})" if p.process else ""
         exposed = p.level not in ("nowhere", "host")
+        code = any(w.service is not None and w.service.runs_code for w in wants) \
+            or bool(CODE_PROCESSES.search(p.process))
+        if code and p.level == "internet":
+            out.append(Finding("error", "code-exec-internet", subject,
+                               f"{p.declared or p.process} runs code for whoever reaches it and is "
+                               f"reachable from the internet: {_where(p)}",
+                               "bind it to 127.0.0.1 and use `provision tunnel`"))
         if not wants:
             if not here:
                 continue
@@ -377,13 +384,6 @@ def _listener_findings(inv: Inventory, host: Host, ports: Sequence[PortReach],
                                f"{p.declared}{proc} is reachable beyond what the inventory declares: "
                                f"{_where(p)}",
                                "re-apply the firewall (`provision apply --playbook harden`)"))
-        code = any(w.service is not None and w.service.runs_code for w in wants) \
-            or bool(CODE_PROCESSES.search(p.process))
-        if code and p.level == "internet":
-            out.append(Finding("error", "code-exec-internet", subject,
-                               f"{p.declared or p.process} runs code for whoever reaches it and is "
-                               f"reachable from the internet: {_where(p)}",
-                               "bind it to 127.0.0.1 and use `provision tunnel`"))
     return out
 
 
