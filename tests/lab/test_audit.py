@@ -7,7 +7,8 @@ a server that never closes 300 connections a client made to it on gpu1's loopbac
 v6 chain, a Jupyter Server without a token. Every plant is a transient systemd unit with a
 RuntimeMaxSec (it stops by itself), and each test removes what it planted (units stopped,
 rules restored by running provision-firewall on the host); the last test proves the lab
-audits clean again.
+audits clean again. At the end the Jupyter and TensorBoard units the bootstrap added are
+stopped and removed (so later modules find ports 8888 and 6006 free, as in a fresh lab).
 
 All traffic stays inside the lab: the CLOSE_WAIT client and server both run on gpu1
 (127.0.0.1), the reachability checks go from the bastion to gpu1's private address.
@@ -57,15 +58,33 @@ for c in cs:
 """
 
 
+GPUS = ("gpu1", "gpu2")
+SERVICES = ("provision-jupyter.service", "provision-tensorboard.service")
+SERVICE_PATHS = ("/etc/provision/jupyter/jupyter", "/srv/runs")
+
+
 @pytest.fixture(scope="module")
 def world(lab: Lab) -> Iterator[dict[str, Any]]:
+    # What the bootstrap adds that other modules would trip over (Jupyter on 8888 and
+    # TensorBoard on 6006, running), removed again at the end unless it was there before.
+    # Accounts, keys, the sshd drop-in and the firewall stay: the converge and harden
+    # modules set those up (or undo them) themselves.
+    before = {h: lab.host(h, "sh", "-c", " ".join(f"test -e /etc/systemd/system/{u} && echo {u};"
+                                                    for u in SERVICES), check=False).stdout.split()
+              for h in GPUS}
     code, data, err = lab.provision_json("apply", "--yes", "-i", str(lab.inventory))
     assert code == 0, err + json.dumps(data, indent=1)
-    for h in ("gpu1", "gpu2"):  # systemd starts the services asynchronously
+    for h in GPUS:  # systemd starts the services asynchronously
         for port in (8888, 6006):
             assert listening(lab, h, port), f"{h}:{port} never listened"
     yield {"inventory": str(lab.inventory)}
     _cleanup(lab)
+    for h in GPUS:
+        added = [u for u in SERVICES if u not in before[h]]
+        if added:
+            lab.host(h, "sh", "-c", f"systemctl disable --now {' '.join(added)}; "
+                     f"cd /etc/systemd/system && rm -f {' '.join(added)}; systemctl daemon-reload; "
+                     + ("" if before[h] else f"rm -rf {' '.join(SERVICE_PATHS)}"), check=False)
 
 
 def _cleanup(lab: Lab) -> None:
