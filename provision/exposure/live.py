@@ -46,6 +46,9 @@ LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 AUDIT_FACTS = ("listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "docker",
                "jupyter_auth")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
+# Client ports every DHCP-configured server listens on (replies come back to them): never an
+# exposure worth a warning; reported as info.
+CLIENT_PORTS = {("udp", 68): "DHCP client", ("udp", 546): "DHCPv6 client"}
 CLOSE_WAIT_PILE = 100  # CLOSE_WAIT sockets held by one process
 TIME_WAIT_SHARE = 0.25  # of the ephemeral port range
 # sshd -T spells some values differently from sshd_config
@@ -351,6 +354,9 @@ def _listener_findings(inv: Inventory, host: Host, ports: Sequence[PortReach],
             if all(s.is_loopback for s in here):
                 out.append(Finding("info", "loopback-listener", subject,
                                    f"{', '.join(p.listeners)}{proc} listens on loopback only", ""))
+            elif (p.proto, p.port) in CLIENT_PORTS and not exposed:
+                out.append(Finding("info", "client-port", subject,
+                                   f"{', '.join(p.listeners)}{proc}: {CLIENT_PORTS[p.proto, p.port]}", ""))
             elif exposed:
                 out.append(Finding("error", "undeclared-listener-exposed", subject,
                                    f"undeclared {', '.join(p.listeners)}{proc} is reachable: {_where(p)}",

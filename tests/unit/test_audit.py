@@ -396,3 +396,9 @@ def test_unreachable_host_fails_the_audit(tmp_path: Path) -> None:
     assert h["status"] == "unreachable" and "cannot connect" in h["error"]
     r = CliRunner().invoke(main, ["audit", "-i", str(inv)])
     assert r.exit_code == 1 and "gpu9: unreachable" in r.output
+
+
+def test_dhcp_client_port_is_info_while_dropped(inv: Inventory) -> None:
+    line = 'ludp\tUNCONN 0 0 0.0.0.0%eth0:68 0.0.0.0:* users:(("dhclient",pid=9,fd=7))'
+    rep = LV.report(inv, inv.node("gpu1"), probe("gpu1-clean", line))
+    assert [f.severity for f in rep.findings if f.subject == "gpu1:68/udp"] == ["info"]
