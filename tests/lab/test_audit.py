@@ -94,13 +94,17 @@ def _cleanup(lab: Lab) -> None:
     lab.host(HOST, "/usr/local/sbin/provision-firewall", check=False)
 
 
-def listening(lab: Lab, host: str, port: int, want: bool = True) -> bool:
-    for _ in range(100):
+def listening(lab: Lab, host: str, port: int, want: bool = True, timeout: float = 90) -> bool:
+    """Wait until something listens on `port` (or nothing, with want=False); Jupyter takes a
+    few seconds to start, much longer on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while True:
         out = lab.host(host, "ss", "-Htln").stdout
         if any(f":{port} " in ln for ln in out.splitlines()) == want:
             return True
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.2)
-    return False
 
 
 def audit(lab: Lab, *hosts: str) -> tuple[int, dict[str, Any], str]:
