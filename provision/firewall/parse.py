@@ -306,7 +306,9 @@ def drift(rendered: Ruleset, live: LiveFilter, *, hook_required: bool = True) ->
         if not jumps:
             out.append(Drift(fam, name, "unhooked", f"{rendered.hook} has no '-j {name}'"))
         for r in hook.rules:
-            if r not in jumps[:1]:
+            # Docker (before 28) ends DOCKER-USER with a bare `-j RETURN`: a no-op, not drift
+            noop = r.rule == Rule("RETURN", "") and not r.unknown
+            if r not in jumps[:1] and not noop:
                 out.append(Drift(fam, rendered.hook, "foreign-rule", r.text))
     return out
 
