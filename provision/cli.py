@@ -17,6 +17,7 @@ from provision.text import printable_lines
 # command name -> "module:attribute" (a click.Command). Keep sorted by name.
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("provision.commands.converge:apply_cmd", "converge hosts to the inventory"),
+    "audit": ("provision.commands.audit:audit_cmd", "live exposure, drift and socket report"),
     "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
     "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),

@@ -1,6 +1,8 @@
 """Cross-layer findings: bind address x host firewall x security group x tunnel.
 
-Pure: an Inventory in, findings out; `provision check` prints them.
+Pure: an Inventory in, findings out; `provision check` prints them. `provision audit`
+prints the same findings beside the live ones of `provision.exposure.live`, which joins the
+same layers from facts probed on the hosts.
 """
 
 from __future__ import annotations

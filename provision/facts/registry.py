@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import files, packages, sockets, system, units, users
+from . import (
+    docker,
+    files,
+    iptables,
+    jupyter_auth,
+    listeners,
+    packages,
+    sockets,
+    sshd_effective,
+    sysctl,
+    system,
+    tcpstates,
+    units,
+    users,
+)
 from .spec import FactSpec
 
 SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.SPEC,
-                                    packages.SPEC, sockets.SPEC)
+                                    packages.SPEC, sockets.SPEC,
+                                    # provision audit
+                                    listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
+                                    sshd_effective.SPEC, docker.SPEC, jupyter_auth.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -123,3 +123,40 @@ def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = Fals
 def connecting(inv: Inventory, host: Host, accept_new: bool) -> Future[Any]:
     """Start `open_chain` in the background (network round trips while the caller renders)."""
     return in_background(lambda: open_chain(inv, host, accept_new))
+
+
+@dataclass
+class HostFacts:
+    """What `gather_many` found on one host: facts, or why there are none."""
+
+    host: Host
+    facts: Facts | None = None
+    error: str = ""
+    seconds: float = 0.0
+    remote_execs: int = 0
+
+
+def gather_one(inv: Inventory, host: Host, request: Request, accept_new: bool = False) -> HostFacts:
+    """`gather` and close, never raising: a failure lands in `error`."""
+    started = time.monotonic()
+    try:
+        g = gather(inv, host, request, accept_new)
+    except Exception as e:
+        return HostFacts(host, error=reason(e), seconds=time.monotonic() - started)
+    try:
+        return HostFacts(host, g.facts, seconds=time.monotonic() - started,
+                         remote_execs=g.remote.execs)
+    finally:
+        g.close()
+
+
+def gather_many(inv: Inventory, hosts: tuple[Host, ...] | list[Host], request: Request,
+                accept_new: bool = False, forks: int = 10) -> list[HostFacts]:
+    """One connection chain and one probe per host, hosts in parallel; in the order given."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # paramiko's first import is not thread-safe (circular imports): import it here first
+    import paramiko  # noqa: F401
+
+    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
+        return list(pool.map(lambda h: gather_one(inv, h, request, accept_new), hosts))

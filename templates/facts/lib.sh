@@ -26,3 +26,9 @@ tmp_scan() {
     if [ -e "$f" ] || [ -L "$f" ]; then printf 'tmp\t%s\n' "$f"; fi
   done
 }
+# Every TCP and UDP socket with its process (`ss -Htuanp`, Netid first), read once per probe:
+# the listeners, tcpstates and jupyter_auth facts all read $PROBE_SS after calling ss_load.
+ss_load() {
+  [ -n "${PROBE_SS_DONE:-}" ] && return 0
+  PROBE_SS=$(ss -Htuanp 2>/dev/null); PROBE_SS_DONE=1
+}
