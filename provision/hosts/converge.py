@@ -43,6 +43,7 @@ class HostRun:
     note: str = ""  # e.g. "booting, retried 3×: System is booting up..."
     retries: int = 0
     failed_action: str = ""
+    unit_failure: batch.UnitFailure | None = None  # a unit that did not start: why
     remote_execs: int = 0
     seconds: float = 0.0
     facts: Facts | None = None
@@ -60,6 +61,7 @@ class HostRun:
             "changed": self.done, "error": self.error or None, "note": self.note or None,
             "retries": self.retries,
             "failed_action": self.failed_action or None,
+            "unit_failure": None if self.unit_failure is None else self.unit_failure.to_json(),
             "remote_execs": self.remote_execs, "seconds": round(self.seconds, 3),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
                         for s, a in self.actions],
@@ -135,19 +137,28 @@ def execute(run: HostRun) -> HostRun:
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
         else:
-            run.done = max(last, 0)
-            run.status = "failed"
-            if 0 <= last < len(run.actions):
-                run.failed_action = run.actions[last][1].describe()
-            tail = out.stderr.strip().splitlines()[-3:]
-            run.error = (f"{run.failed_action or 'batch'} failed (exit {out.status})"
-                         + (": " + " / ".join(tail) if tail else ""))
+            batch_failed(run, [a for _, a in run.actions], last, out.status, out.stderr)
     except Exception as e:
         run.status, run.error = "failed", f"apply: {reason(e)}"
     finally:
         run.remote_execs = run.remote.execs
         run.seconds += time.monotonic() - started
     return run
+
+
+def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stderr: str) -> None:
+    """Record a batch that stopped at action `last`: which one, and why (a unit's journal)."""
+    run.done = max(last, 0)
+    run.status = "failed"
+    if 0 <= last < len(actions):
+        run.failed_action = actions[last].describe()
+    run.unit_failure = batch.unit_failure(stderr)
+    if run.unit_failure is not None:
+        run.error = run.unit_failure.summary()
+        return
+    tail = batch.without_markers(stderr).strip().splitlines()[-3:]
+    run.error = (f"{run.failed_action or 'batch'} failed (exit {status})"
+                 + (": " + " / ".join(tail) if tail else ""))
 
 
 def close(run: HostRun) -> None:
