@@ -167,6 +167,56 @@ def close(run: HostRun) -> None:
         run.chain = None
 
 
+def machine_forks() -> int:
+    """`--forks` when not given: from this machine's CPUs and open-file limit."""
+    import os
+    import resource
+
+    from provision.ssh.fanout import default_forks
+
+    try:
+        cpus: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return default_forks(cpus, None if soft == resource.RLIM_INFINITY else soft)
+
+
+@dataclass
+class Memory:
+    """The control process's memory over a converge: resident set at the start and its peak
+    (Linux: /proc/self/statm and getrusage), and the growth per host."""
+
+    start_kib: int
+    peak_kib: int = 0
+    hosts: int = 0
+    forks: int = 0
+
+    @classmethod
+    def now(cls, hosts: int, forks: int) -> Memory:
+        import os
+
+        try:
+            pages = int(open("/proc/self/statm").read().split()[1])  # noqa: SIM115
+            start = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+        except (OSError, ValueError, IndexError):
+            start = 0
+        return cls(start, hosts=hosts, forks=forks)
+
+    def finish(self) -> Memory:
+        import resource
+
+        self.peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        grown = max(0, self.peak_kib - self.start_kib)
+        return {"hosts": self.hosts, "forks": self.forks,
+                "rss_start_mib": round(self.start_kib / 1024, 1),
+                "rss_peak_mib": round(self.peak_kib / 1024, 1),
+                "per_host_in_flight_kib": round(grown / max(1, min(self.hosts, self.forks)))}
+
+
 def in_parallel(fn: Callable[[Any], HostRun], items: list[Any], forks: int,
                 on_done: Callable[[HostRun], None] | None = None) -> list[HostRun]:
     """Run `fn` over `items` in a bounded pool; results in the order of `items`."""

@@ -6,13 +6,17 @@ hands the key to the one trust path (unknown refused unless accept-new; a key kn
 under another type refused). A changed key of a known type makes paramiko raise
 BadHostKeyException before any policy is asked; `connect` turns it into the same
 HostKeyError. Never share a chain between threads (fabric #2262): call `connect()` once per
-host thread.
+host thread. Connects that authenticate to one bastion at once are capped
+(`provision.ssh.fanout.connect_slots`) below its sshd's MaxStartups, which otherwise drops
+some of 32 hosts' connections ("Error reading SSH protocol banner").
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from typing import Any
 from provision.inventory.model import Host, Inventory
 
 from .errors import HostKeyError
+from .fanout import connect_slots
 from .hostkeys import KnownHosts, key_name, known_hosts_path, refusal
 
 CONNECT_TIMEOUT = 10
@@ -75,6 +80,29 @@ def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> 
     return c
 
 
+_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def _sshd_slot(address: str, port: int) -> threading.BoundedSemaphore:
+    with _slots_lock:
+        slot = _slots.get((address, port))
+        if slot is None:
+            slot = _slots[(address, port)] = threading.BoundedSemaphore(connect_slots())
+        return slot
+
+
+@contextlib.contextmanager
+def _authenticating(nodes: list[Host]) -> Iterator[None]:
+    """Hold a connect slot of every bastion the connection authenticates to (and of the
+    host itself when it is one), in one global order so two threads never deadlock."""
+    keys = sorted({(n.address, n.port) for n in nodes if n.is_bastion})
+    with contextlib.ExitStack() as stack:
+        for key in keys:
+            stack.enter_context(_sshd_slot(*key))
+        yield
+
+
 def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
     """Open the connection to `host` through its bastions. Raises HostKeyError for a key we
     refuse, and socket/paramiko errors for anything else."""
@@ -90,7 +118,8 @@ def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
     conn = _connection(inv, host, gateway, store)
     chain = Chain(host, conn, hops)
     try:
-        conn.open()
+        with _authenticating([*inv.chain(host), host]):  # below each bastion's MaxStartups
+            conn.open()
     except BadHostKeyException as e:
         chain.close()
         node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
