@@ -76,12 +76,20 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool) -> list[Any]:
-    from provision.hosts.converge import in_parallel, prepare
+                 quiet: bool, keep_pending: bool) -> list[Any]:
+    """Connect and probe every host, `forks` at a time. A host's connection is closed as
+    soon as it is probed unless it has changes that `apply` will send over it, so a plan
+    or a no-op apply never holds more than `forks` connections through a bastion."""
+    from provision.hosts.converge import close, in_parallel, prepare
+
+    def one(h: Any) -> Any:
+        run = prepare(inv, h, pb, accept_new)
+        if not (keep_pending and run.status == "pending"):
+            close(run)
+        return run
 
     return _with_progress("gathering facts", selected, quiet,
-                          lambda cb: in_parallel(lambda h: prepare(inv, h, pb, accept_new),
-                                                 list(selected), forks, cb))
+                          lambda cb: in_parallel(one, list(selected), forks, cb))
 
 
 def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
@@ -181,14 +189,12 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
              playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
              detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
-    from provision.hosts.converge import Memory, close, machine_forks
+    from provision.hosts.converge import Memory, machine_forks
 
     inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
-    for r in runs:
-        close(r)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=False)
     from provision.commands.plan_output import exit_status
 
     if as_json:
@@ -221,7 +227,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
     timeout = confirm_timeout or inv.confirm_timeout
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=True)
     try:
         pending = [r for r in runs if r.status == "pending"]
         if pending and not as_json:

@@ -1,20 +1,26 @@
 """Test-only entry point: provision's CLI with faults injected. Never shipped.
 
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
-                                   [--pause-after-temp S] -- <provision arguments>
+                                   [--pause-after-temp S] [--count-in-flight FILE]
+                                   -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
 it to force lockouts (a valid sshd config that refuses the operator, an invalid one), to
 cut the operator off mid-apply, and to kill a run while a temp file exists.
+`--count-in-flight FILE` is instrumentation, not a fault: it counts the hosts being worked
+on at once (connect + probe, and apply) and writes the largest count to FILE as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -52,6 +58,36 @@ def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp
         script.snippet = slow_snippet  # type: ignore[assignment]
 
 
+class InFlight:
+    """Hosts inside a wrapped function at once: now, and the most seen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+
+    def wrap(self, fn: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.now -= 1
+        return counted
+
+
+def count_in_flight() -> InFlight:
+    from provision.hosts import confirm as confirm_mod
+    from provision.hosts import converge as converge_mod
+
+    counter = InFlight()
+    converge_mod.prepare = counter.wrap(converge_mod.prepare)  # type: ignore[method-assign]
+    confirm_mod.execute_guarded = counter.wrap(confirm_mod.execute_guarded)  # type: ignore[method-assign]
+    return counter
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
@@ -61,11 +97,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--sshd-extra", action="append", default=[])
     p.add_argument("--sleep-before-confirm", type=float, default=0.0)
     p.add_argument("--pause-after-temp", type=float, default=0.0)
+    p.add_argument("--count-in-flight", type=Path, default=None)
     opts = p.parse_args(argv[:split])
     install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
+    counter = count_in_flight() if opts.count_in_flight else None
     from provision.cli import main as provision_main
 
-    return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)
+    try:
+        return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)
+    finally:
+        if counter is not None and opts.count_in_flight is not None:
+            opts.count_in_flight.write_text(json.dumps({"most": counter.most}))
 
 
 if __name__ == "__main__":
