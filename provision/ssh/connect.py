@@ -17,7 +17,6 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,15 +105,16 @@ def _sshd_slot(address: str, port: int) -> threading.BoundedSemaphore:
         return slot
 
 
-@contextlib.contextmanager
-def _authenticating(nodes: list[Host]) -> Iterator[None]:
-    """Hold a connect slot of every bastion the connection authenticates to (and of the
-    host itself when it is one), in one global order so two threads never deadlock."""
-    keys = sorted({(n.address, n.port) for n in nodes if n.is_bastion})
-    with contextlib.ExitStack() as stack:
-        for key in keys:
-            stack.enter_context(_sshd_slot(*key))
-        yield
+def _open_capped(c: Any, node: Host) -> None:
+    """Open one hop. A bastion's connect slot is held from the TCP connect until we are
+    authenticated to it, which is what sshd's MaxStartups counts; never while a channel
+    through it waits for the next host (a host whose new firewall drops the bastion's SYN
+    would hold the slot for minutes and starve every other host's confirmation)."""
+    if not node.is_bastion:
+        c.open()
+        return
+    with _sshd_slot(node.address, node.port):
+        c.open()
 
 
 def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
@@ -132,8 +132,9 @@ def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
     conn = _connection(inv, host, gateway, store)
     chain = Chain(host, conn, hops)
     try:
-        with _authenticating([*inv.chain(host), host]):  # below each bastion's MaxStartups
-            conn.open()
+        for hop, node in zip(hops, inv.chain(host), strict=True):  # outermost first
+            _open_capped(hop, node)
+        _open_capped(conn, host)
     except BadHostKeyException as e:
         chain.close()
         node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
