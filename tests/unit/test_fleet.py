@@ -193,3 +193,31 @@ def test_recap_merge_command(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "provision", "recap", "merge", str(a), str(b)],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "not JSON" in r.stderr
+
+
+# --- roles resolved once ----------------------------------------------------------------
+
+def test_a_role_is_merged_and_validated_once_for_all_its_hosts(tmp_path: Path) -> None:
+    from provision.inventory import InventoryError, load_inventory
+
+    good = tmp_path / "good.yml"
+    good.write_text("version: 1\nroles:\n  r: {services: {jupyter: {}}, packages: [nvtop]}\n"
+                    "hosts:\n" + "".join(f"  h{i}: {{address: 10.0.0.{i}, roles: [r]}}\n"
+                                         for i in range(1, 5))
+                    + "  own: {address: 10.0.0.9, roles: [r], services: {jupyter: {port: 9999}}}\n")
+    inv = load_inventory(str(good))
+    shared = [h for h in inv.hosts if h.name.startswith("h")]
+    assert all(h.services is shared[0].services for h in shared)  # resolved once, shared
+    own = next(h for h in inv.hosts if h.name == "own")
+    assert own.services[0].port == 9999 and shared[0].services[0].port == 8888
+    assert all(h.packages == ("nvtop",) for h in inv.hosts)
+    bad = tmp_path / "bad.yml"
+    bad.write_text("version: 1\nroles:\n  r: {services: {weird: {command: /bin/true}}}\n"
+                   "hosts:\n  a: {address: 10.0.0.1, roles: [r]}\n"
+                   "  b: {address: 10.0.0.2, roles: [r]}\n"
+                   "  c: {address: 10.0.0.3, roles: [r, nope]}\n")
+    with pytest.raises(InventoryError) as e:
+        load_inventory(str(bad))
+    text = str(e.value)
+    assert text.count("roles.r.services.weird") == 1 and f"{bad}:3:" in text
+    assert "hosts.c.roles[1]: unknown role 'nope'" in text and f"{bad}:7:" in text
