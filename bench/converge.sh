@@ -84,11 +84,15 @@ reset_hosts() {  # undo everything the bootstrap does, on hosts 1..N (in paralle
   wait
 }
 
-t_run() {  # seconds for one command (in the operator namespace); fails loudly
-  local s e
+FAILS=$OUT/failures.txt
+: > "$FAILS"
+t_run() {  # seconds for one command (in the operator namespace); a failed run is timed too,
+  local s e tag=${TAG:-run}  # and its log kept (a tool that loses hosts at 32 is a result)
   s=$(date +%s.%N)
   if ! ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
-    echo "FAILED: $*" >&2; tail -20 "$OUT/last.log" >&2; exit 1
+    cp "$OUT/last.log" "$OUT/failed-$tag.log"
+    echo "$tag: exit status non-zero; log: $OUT/failed-$tag.log" >> "$FAILS"
+    echo "  FAILED ($tag), log kept: $OUT/failed-$tag.log" >&2
   fi
   e=$(date +%s.%N)
   "$PY" -c "print(round($e - $s, 3))"
@@ -110,7 +114,7 @@ measure() {  # tool scenario size command...
   [ "$n" -gt 8 ] && runs=$RUNS_LARGE
   for _ in $(seq "$runs"); do
     if [ "$scenario" = cold ]; then reset_hosts "$n"; fi
-    times+=("$(t_run "$@")")
+    times+=("$(TAG=$name-$scenario-$n t_run "$@")")
   done
   R[$name.$scenario.$n]=$(median "${times[@]}")
   echo "  $name $scenario $n: ${times[*]} -> median ${R[$name.$scenario.$n]} s" >&2
@@ -136,10 +140,23 @@ done
 
 { echo "{"; first=1
   for k in "${!R[@]}"; do [ $first = 1 ] || echo ","; first=0; printf '"%s": %s' "$k" "${R[$k]}"; done
-  echo "}"; } > "$OUT/fleet.json"
+  echo "}"; } > "$OUT/fleet-new.json"
+# merged into earlier results, so SIZES="32" can redo one size
+"$PY" - "$OUT/fleet.json" "$OUT/fleet-new.json" "$FAILS" <<'PYEOF'
+import json, os, sys
+old = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {}
+new = json.load(open(sys.argv[2]))
+old.update(new)
+fails = [ln.split(":")[0] for ln in open(sys.argv[3]) if ln.strip()]
+remeasured = {k.replace(".", "-") for k in new}
+old["failed"] = sorted({f for f in old.get("failed", []) if f not in remeasured} | set(fails))
+json.dump(old, open(sys.argv[1], "w"), indent=1, sort_keys=True)
+PYEOF
+SIZES=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(str(n) for n in sorted({int(k.rsplit(".",1)[1]) for k in d if k.count(".")==2})))' "$OUT/fleet.json")
 "$PY" - "$OUT/fleet.json" "$SIZES" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, sys
 r = json.load(open(sys.argv[1])); sizes = [int(s) for s in sys.argv[2].split()]
+failed = r.get("failed", [])
 def t(tool, sc, n): return r[f"{tool}.{sc}.{n}"]
 print(f"{'':12}" + "".join(f"{f'no-op {n}':>10}{f'cold {n}':>10}" for n in sizes))
 for tool in ("provision", "pyinfra", "ansible"):
@@ -147,6 +164,8 @@ for tool in ("provision", "pyinfra", "ansible"):
 def goal(ok): return "met" if ok else "MISSED"
 one, big = sizes[0], sizes[-1]
 print(f"\nload average at the end: {sys.argv[3]}")
+for f in failed:
+    print(f"FAILED run (timed anyway, see its log): {f}")
 for n, limit in ((8, 1.3), (32, 2.0)):
     if n in sizes:
         x = t("provision", "noop", n) / t("provision", "noop", one)

@@ -221,3 +221,23 @@ def test_a_role_is_merged_and_validated_once_for_all_its_hosts(tmp_path: Path) -
     text = str(e.value)
     assert text.count("roles.r.services.weird") == 1 and f"{bad}:3:" in text
     assert "hosts.c.roles[1]: unknown role 'nope'" in text and f"{bad}:7:" in text
+
+
+def test_a_finding_names_a_few_hosts_and_counts_the_rest() -> None:
+    from provision.exposure import FEW, _few
+
+    names = [f"gpu{i}/jupyter" for i in range(10_000)]
+    text = _few(names, " and ")
+    assert text.startswith("gpu0/jupyter and gpu1/jupyter") and text.endswith(f"and {10_000 - FEW:,} more")
+    assert len(text) < 200
+    assert _few(names[:3], ", ") == "gpu0/jupyter, gpu1/jupyter, gpu2/jupyter"
+
+
+def test_internet_coverage_is_judged_once_per_distinct_source_list() -> None:
+    from provision.exposure.internet import _covers, covers_internet
+
+    _covers.cache_clear()
+    for _ in range(1000):
+        assert covers_internet(["10.0.0.0/8"]) is False
+        assert covers_internet(iter(["0.0.0.0/0"])) is True
+    assert _covers.cache_info().misses == 2
