@@ -1,37 +1,45 @@
 #!/usr/bin/env bash
 # Converge benchmark (not a test): provision vs pyinfra vs ansible-core doing the same work
-# (team users, keys, sudoers, unit files, jupyter config, enable+start) on the lab's GPU hosts
-# through the same bastion, as the same non-root login user with sudo.
-#   no-op on 1 host, no-op on 2 hosts, cold run on 2 hosts (hosts reset in between)
-# Goals: no-op 1 host <= 1.0 s and >= 4x faster than pyinfra and Ansible; 2 hosts <= 1.3x
-# the 1-host time; cold >= 2x faster than pyinfra.
+# (team users, keys, sudoers, unit files, data dirs, enable+start) on 1, 8 and 32 of the lab's
+# GPU hosts through the same bastion, as the same non-root login user with sudo.
+#   for each fleet size: a cold run (hosts reset first) and a no-op run
+# The service is a stand-in (python3 -m http.server on 127.0.0.1:8888), the same for every
+# tool: 32 real Jupyter servers starting at once would measure this machine's CPU, not the tools.
+# Goals (reported, not asserted): no-op at 8 hosts <= 1.3x the 1-host time, at 32 <= 2x;
+# at 32 hosts >= 5x faster than pyinfra and Ansible.
 # Usage: bench/converge.sh   (root; PROVISION_LAB_NAME picks the lab, default bench-conv;
-#        RUNS=N repetitions, median reported)
+#        SIZES="1 8 32"; RUNS=N repetitions for sizes <= 8 (default 3), RUNS_LARGE for the
+#        larger ones (default 1); median reported; the plot goes to docs/figures/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 export PROVISION_LAB_NAME=${PROVISION_LAB_NAME:-bench-conv}
-RUNS=${RUNS:-5}
+SIZES=${SIZES:-"1 8 32"}
+RUNS=${RUNS:-3}
+RUNS_LARGE=${RUNS_LARGE:-1}
 PY=$ROOT/.venv/bin/python
 PROV=$ROOT/.venv/bin/provision
 PEERS=$ROOT/bench/.peers/venv
 OUT=$ROOT/bench/results/converge
+FIG=${FIG:-$ROOT/docs/figures/converge-fleet.png}
 mkdir -p "$OUT"
+MAX=0; for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-if [ ! -x "$PEERS/bin/pyinfra" ] || [ ! -x "$PEERS/bin/ansible-playbook" ]; then
+if [ ! -x "$PEERS/bin/pyinfra" ] || [ ! -x "$PEERS/bin/ansible-playbook" ] || ! "$PEERS/bin/python" -c 'import matplotlib' 2>/dev/null; then
   python3 -m venv "$PEERS"
-  "$PEERS/bin/pip" install -q pyinfra ansible-core
+  "$PEERS/bin/pip" install -q pyinfra ansible-core matplotlib
 fi
-up=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("up", False))' 2>/dev/null || echo False)
+gpus=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(sum(h["host"].startswith("gpu") for h in d["hosts"]) if d.get("up") else 0)' 2>/dev/null || echo 0)
 STARTED_LAB=0
-if [ "$up" != "True" ]; then
-  "$PROV" lab up >/dev/null
+if [ "$gpus" -lt "$MAX" ]; then
+  [ "$gpus" -gt 0 ] && "$PROV" lab down >/dev/null
+  "$PROV" lab up --gpus "$MAX" >/dev/null
   STARTED_LAB=1
 fi
 cleanup() { if [ "$STARTED_LAB" = 1 ]; then "$PROV" lab down >/dev/null || true; fi; }
 trap cleanup EXIT
 
-read -r NS INV < <("$PY" - <<'PYEOF'
+read -r NS LABINV < <("$PY" - <<'PYEOF'
 import os
 from provision.lab import plan as P
 from provision.lab.shell import read_state
@@ -39,18 +47,31 @@ p = P.plan_from_state(read_state(os.environ["PROVISION_LAB_NAME"]))
 print(p.operator.netns, p.paths["inventory"])
 PYEOF
 )
-leader() {
-  "$PY" -c "import os,sys; from provision.lab.shell import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "$1"
-}
-G1=$(leader gpu1); G2=$(leader gpu2)
+# the lab's inventory with the stand-in service on every GPU host (and its ssh_config beside it)
+INV=$OUT/inventory.yml
+cp "$(dirname "$LABINV")/ssh_config" "$OUT/ssh_config"
+"$PY" - "$LABINV" "$INV" <<'PYEOF'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+for h in doc["hosts"].values():
+    h["roles"] = []
+    h["services"] = {"notebook": {"port": 8888, "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}}
+doc.pop("roles", None); doc.pop("dns", None)
+open(sys.argv[2], "w").write(yaml.safe_dump(doc, sort_keys=False))
+PYEOF
+declare -A LEADER
+for i in $(seq "$MAX"); do
+  LEADER[$i]=$("$PY" -c "import os,sys; from provision.lab.shell import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "gpu$i")
+done
 
 "$PY" bench/converge_peers.py "$INV" "$OUT/peers"
+sed -i "s/^forks = .*/forks = $MAX/" "$OUT/peers/ansible.cfg"  # as many at once as provision
 cd "$OUT/peers"
 export ANSIBLE_CONFIG=$OUT/peers/ansible.cfg ANSIBLE_NOCOLOR=1
 
-reset_hosts() {  # undo everything the bootstrap does, on both hosts
-  for pid in $G1 $G2; do
-    nsenter -t "$pid" -a -- sh -c '
+reset_hosts() {  # undo everything the bootstrap does, on hosts 1..N (in parallel)
+  for i in $(seq "$1"); do
+    nsenter -t "${LEADER[$i]}" -a -- sh -c '
       for u in /etc/systemd/system/provision-*.service; do
         [ -e "$u" ] || continue
         case $u in *provision-firewall*) continue;; esac
@@ -58,74 +79,103 @@ reset_hosts() {  # undo everything the bootstrap does, on both hosts
       done
       systemctl daemon-reload
       rm -rf /etc/provision/jupyter /srv/runs /etc/sudoers.d/provision-*
-      for u in alice bob; do userdel -r "$u" >/dev/null 2>&1 || true; done'
+      for u in alice bob; do userdel -r "$u" >/dev/null 2>&1 || true; done' &
   done
+  wait
 }
 
-t_run() {  # seconds for one command (in the operator namespace); fails loudly
-  local s e
+FAILS=$OUT/failures.txt
+: > "$FAILS"
+t_run() {  # seconds for one command (in the operator namespace); a failed run is timed too,
+  local s e tag=${TAG:-run}  # and its log kept (a tool that loses hosts at 32 is a result)
   s=$(date +%s.%N)
   if ! ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
-    echo "FAILED: $*" >&2; tail -20 "$OUT/last.log" >&2; exit 1
+    cp "$OUT/last.log" "$OUT/failed-$tag.log"
+    echo "$tag: exit status non-zero; log: $OUT/failed-$tag.log" >> "$FAILS"
+    echo "  FAILED ($tag), log kept: $OUT/failed-$tag.log" >&2
   fi
   e=$(date +%s.%N)
   "$PY" -c "print(round($e - $s, 3))"
 }
-settle() {  # after a cold run the services boot (CPU-heavy Python): wait until they listen
-  for pid in $G1 $G2; do
+settle() {  # after a cold run: wait until every stand-in listens
+  for i in $(seq "$1"); do
     for _ in $(seq 120); do
-      n=$(nsenter -t "$pid" -a -- ss -Htln 2>/dev/null | grep -cE '127\.0\.0\.1:(8888|6006) ' || true)
-      [ "$n" -ge 2 ] && break
-      sleep 0.5
+      nsenter -t "${LEADER[$i]}" -a -- ss -Htln 2>/dev/null | grep -qE '127\.0\.0\.1:8888 ' && break
+      sleep 0.25
     done
   done
-  sleep 2
 }
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
-PROVISION_CMD=("$PROV" apply -i "$INV" --yes --playbook "$OUT/peers/playbook.yml")
-PYINFRA_CMD=("$PEERS/bin/pyinfra" -y inventory.py deploy.py)
-ANSIBLE_CMD=("$PEERS/bin/ansible-playbook" -i hosts.ini site.yml)
-
 declare -A R
-measure() {  # name scenario command...
-  local name=$1 scenario=$2; shift 2
-  local times=()
-  for _ in $(seq "$RUNS"); do
-    if [ "$scenario" = cold ]; then reset_hosts; fi
-    times+=("$(t_run "$@")")
+measure() {  # tool scenario size command...
+  local name=$1 scenario=$2 n=$3; shift 3
+  local times=() runs=$RUNS
+  [ "$n" -gt 8 ] && runs=$RUNS_LARGE
+  for _ in $(seq "$runs"); do
+    if [ "$scenario" = cold ]; then reset_hosts "$n"; fi
+    times+=("$(TAG=$name-$scenario-$n t_run "$@")")
   done
-  R[$name.$scenario]=$(median "${times[@]}")
-  echo "  $name $scenario: ${times[*]} -> median ${R[$name.$scenario]} s" >&2
+  R[$name.$scenario.$n]=$(median "${times[@]}")
+  echo "  $name $scenario $n: ${times[*]} -> median ${R[$name.$scenario.$n]} s" >&2
 }
 
-echo "lab $PROVISION_LAB_NAME, $RUNS runs each, median seconds (wall clock, process start to exit)" >&2
-reset_hosts
-for tool in provision pyinfra ansible; do
-  case $tool in
-    provision) cmd=("${PROVISION_CMD[@]}"); one=(gpu1) ;;
-    pyinfra) cmd=("${PYINFRA_CMD[@]}"); one=(--limit gpu1) ;;
-    ansible) cmd=("${ANSIBLE_CMD[@]}"); one=(--limit gpu1) ;;
-  esac
-  measure "$tool" cold "${cmd[@]}"
-  settle
-  t_run "${cmd[@]}" >/dev/null  # warm-up, not counted
-  measure "$tool" noop2 "${cmd[@]}"
-  measure "$tool" noop1 "${cmd[@]}" "${one[@]}"
+echo "lab $PROVISION_LAB_NAME, sizes $SIZES, median seconds (wall clock, process start to exit); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+reset_hosts "$MAX"
+for n in $SIZES; do
+  names=(); for i in $(seq "$n"); do names+=("gpu$i"); done
+  pyinfra_limit=(); for h in "${names[@]}"; do pyinfra_limit+=(--limit "$h"); done
+  for tool in provision pyinfra ansible; do
+    case $tool in
+      provision) cmd=("$PROV" apply -i "$INV" --yes --playbook "$OUT/peers/playbook.yml" "${names[@]}") ;;
+      pyinfra) cmd=("$PEERS/bin/pyinfra" -y "${pyinfra_limit[@]}" inventory.py deploy.py) ;;
+      ansible) cmd=("$PEERS/bin/ansible-playbook" -i hosts.ini site.yml --limit "$(IFS=,; echo "${names[*]}")") ;;
+    esac
+    measure "$tool" cold "$n" "${cmd[@]}"
+    settle "$n"
+    t_run "${cmd[@]}" >/dev/null  # warm-up, not counted
+    measure "$tool" noop "$n" "${cmd[@]}"
+  done
 done
 
-"$PY" - "${R[provision.noop1]}" "${R[provision.noop2]}" "${R[provision.cold]}" \
-  "${R[pyinfra.noop1]}" "${R[pyinfra.noop2]}" "${R[pyinfra.cold]}" \
-  "${R[ansible.noop1]}" "${R[ansible.noop2]}" "${R[ansible.cold]}" <<'PYEOF' | tee "$OUT/summary.txt"
-import sys
-p1, p2, pc, i1, i2, ic, a1, a2, ac = map(float, sys.argv[1:])
-print(f"{'':12}{'no-op 1 host':>14}{'no-op 2 hosts':>15}{'cold 2 hosts':>14}")
-for name, a, b, c in (("provision", p1, p2, pc), ("pyinfra", i1, i2, ic), ("ansible", a1, a2, ac)):
-    print(f"{name:12}{a:>13.2f}s{b:>14.2f}s{c:>13.2f}s")
-def goal(ok): return "met" if ok else "MISSED"
-print()
-print(f"no-op 1 host: {p1:.2f} s (goal <= 1.0 s: {goal(p1 <= 1.0)})")
-print(f"  pyinfra/provision {i1 / p1:.1f}x, ansible/provision {a1 / p1:.1f}x (goal >= 4x: {goal(i1 / p1 >= 4 and a1 / p1 >= 4)})")
-print(f"no-op 2 hosts / 1 host: {p2 / p1:.2f}x (goal <= 1.3x: {goal(p2 / p1 <= 1.3)})")
-print(f"cold: pyinfra/provision {ic / pc:.1f}x (goal >= 2x: {goal(ic / pc >= 2)}), ansible/provision {ac / pc:.1f}x")
+{ echo "{"; first=1
+  for k in "${!R[@]}"; do [ $first = 1 ] || echo ","; first=0; printf '"%s": %s' "$k" "${R[$k]}"; done
+  echo "}"; } > "$OUT/fleet-new.json"
+# merged into earlier results, so SIZES="32" can redo one size
+"$PY" - "$OUT/fleet.json" "$OUT/fleet-new.json" "$FAILS" <<'PYEOF'
+import json, os, sys
+old = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {}
+new = json.load(open(sys.argv[2]))
+old.update(new)
+fails = [ln.split(":")[0] for ln in open(sys.argv[3]) if ln.strip()]
+remeasured = {k.replace(".", "-") for k in new}
+old["failed"] = sorted({f for f in old.get("failed", []) if f not in remeasured} | set(fails))
+json.dump(old, open(sys.argv[1], "w"), indent=1, sort_keys=True)
 PYEOF
+SIZES=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(str(n) for n in sorted({int(k.rsplit(".",1)[1]) for k in d if k.count(".")==2})))' "$OUT/fleet.json")
+"$PY" - "$OUT/fleet.json" "$SIZES" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PYEOF' | tee "$OUT/summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1])); sizes = [int(s) for s in sys.argv[2].split()]
+failed = r.get("failed", [])
+def t(tool, sc, n): return r[f"{tool}.{sc}.{n}"]
+print(f"{'':12}" + "".join(f"{f'no-op {n}':>10}{f'cold {n}':>10}" for n in sizes))
+for tool in ("provision", "pyinfra", "ansible"):
+    print(f"{tool:12}" + "".join(f"{t(tool, 'noop', n):>9.2f}s{t(tool, 'cold', n):>9.2f}s" for n in sizes))
+def goal(ok): return "met" if ok else "MISSED"
+one, big = sizes[0], sizes[-1]
+print(f"\nload average at the end: {sys.argv[3]}")
+for f in failed:
+    print(f"FAILED run (timed anyway, see its log): {f}")
+for n, limit in ((8, 1.3), (32, 2.0)):
+    if n in sizes:
+        x = t("provision", "noop", n) / t("provision", "noop", one)
+        print(f"no-op {n} hosts / {one} host: {x:.2f}x (goal <= {limit}x: {goal(x <= limit)})")
+for sc in ("noop", "cold"):
+    pi = t("pyinfra", sc, big) / t("provision", sc, big)
+    an = t("ansible", sc, big) / t("provision", sc, big)
+    print(f"{sc} {big} hosts: pyinfra/provision {pi:.1f}x, ansible/provision {an:.1f}x "
+          f"(goal >= 5x: {goal(pi >= 5 and an >= 5)})")
+PYEOF
+mkdir -p "$(dirname "$FIG")"
+"$PEERS/bin/python" "$ROOT/bench/plot_converge.py" "$OUT/fleet.json" "$FIG" "$SIZES"
+echo "plot: $FIG" >&2

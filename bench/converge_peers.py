@@ -14,7 +14,7 @@ from pathlib import Path
 
 from provision.inventory import load_inventory
 from provision.render import host_directories, render_host
-from provision.tasks.files import render_template
+from provision.render.env import render as render_template
 from provision.tasks.users import authorized_keys, sudoers_path
 
 

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
+    "recap": ("provision.commands.recap:recap_group", "merge the --json recaps of shards"),
     "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),
     "schema": ("provision.commands.check:schema_cmd", "print the inventory JSON Schema"),
     "sg": ("provision.commands.sg:sg_group", "AWS security groups: plan and apply"),

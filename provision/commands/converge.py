@@ -34,8 +34,12 @@ def _common(f: Any) -> Any:
     f = click.option("--accept-new", is_flag=True,
                      help="record unknown host keys in known_hosts (like StrictHostKeyChecking="
                           "accept-new); a changed key is always refused")(f)
-    f = click.option("--forks", type=click.IntRange(1, 1000), default=20, show_default=True,
-                     help="hosts worked on at once")(f)
+    f = click.option("--forks", type=click.IntRange(1, 1000), default=None,
+                     help="hosts worked on at once (default: 16 per CPU, as the open-file "
+                          "limit allows, 4..256)")(f)
+    f = click.option("--shard", "shard_text", default=None, metavar="K/N",
+                     help="only the hosts in slice K of N (a stable hash of the name); "
+                          "bastions are left to a run of their own (`apply bastions`)")(f)
     f = click.option("--playbook", "playbook_name", default="bootstrap-gpu-server",
                      show_default=True, metavar="NAME",
                      help="a shipped playbook name or a path to a playbook .yml")(f)
@@ -44,8 +48,12 @@ def _common(f: Any) -> Any:
     return click.argument("hosts", nargs=-1)(f)
 
 
-def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...]) -> tuple[Any, Any, Any]:
+def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
+           shard_text: str | None = None) -> tuple[Any, Any, Any]:
     from provision.playbook import load as load_playbook
+    from provision.shard import parse_shard, split
+
+    shard = parse_shard(shard_text) if shard_text is not None else None
 
     inv = load(inventory_path)
     pb = load_playbook(playbook_name)  # PlaybookError: exit 2
@@ -57,16 +65,31 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
                          "role:NAME)") from None
     if not selected:
         raise UsageError(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
-    return inv, pb, selected
+    if shard is not None:
+        mine, bastions = split(selected, shard, lambda h: h.name, lambda h: h.is_bastion)
+        selected = tuple(mine)
+        if bastions:
+            click.echo(f"shard {shard}: bastions are global, left to their own run "
+                       f"(provision apply bastions): {', '.join(h.name for h in bastions)}",
+                       err=True)
+    return inv, pb, tuple(selected)
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool) -> list[Any]:
-    from provision.hosts.converge import in_parallel, prepare
+                 quiet: bool, keep_pending: bool) -> list[Any]:
+    """Connect and probe every host, `forks` at a time. A host's connection is closed as
+    soon as it is probed unless it has changes that `apply` will send over it, so a plan
+    or a no-op apply never holds more than `forks` connections through a bastion."""
+    from provision.hosts.converge import close, in_parallel, prepare
+
+    def one(h: Any) -> Any:
+        run = prepare(inv, h, pb, accept_new)
+        if not (keep_pending and run.status == "pending"):
+            close(run)
+        return run
 
     return _with_progress("gathering facts", selected, quiet,
-                          lambda cb: in_parallel(lambda h: prepare(inv, h, pb, accept_new),
-                                                 list(selected), forks, cb))
+                          lambda cb: in_parallel(one, list(selected), forks, cb))
 
 
 def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
@@ -141,13 +164,14 @@ def _print_recap(runs: list[Any], title: str) -> None:
     console().print(t)
 
 
-def _json(runs: list[Any], command: str, pb: Any) -> None:
+def _json(runs: list[Any], command: str, pb: Any, shard: str | None, memory: Any) -> None:
     from provision.commands.plan_output import to_json
 
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.status] = counts.get(r.status, 0) + 1
-    emit_json({"command": command, "playbook": pb.name, "summary": counts,
+    emit_json({"command": command, "playbook": pb.name, "summary": counts, "shard": shard,
+               "control": memory.finish().to_json(),
                "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
@@ -162,18 +186,19 @@ def _failed(runs: list[Any]) -> bool:
 @click.option("--detailed-exitcode", is_flag=True,
               help="exit 3 when changes are pending (0 none, 1 a host failed)")
 def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-             playbook_name: str, forks: int, accept_new: bool, detailed_exitcode: bool) -> None:
+             playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
+             detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
-    from provision.hosts.converge import close
+    from provision.hosts.converge import Memory, machine_forks
 
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
-    for r in runs:
-        close(r)
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
+    forks = forks or machine_forks()
+    memory = Memory.now(len(selected), forks)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=False)
     from provision.commands.plan_output import exit_status
 
     if as_json:
-        _json(runs, "plan", pb)
+        _json(runs, "plan", pb, shard_text, memory)
     else:
         _print_plan(runs)
         _print_recap(runs, f"plan: {pb.name}")
@@ -188,19 +213,21 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                    "connection within this time (default: the inventory's "
                    "defaults.confirm_timeout, 30)")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-              playbook_name: str, forks: int, accept_new: bool, yes: bool,
-              confirm_timeout: int | None) -> None:
+              playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
+              yes: bool, confirm_timeout: int | None) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     from provision.hosts.confirm import execute_guarded
-    from provision.hosts.converge import close, in_parallel
+    from provision.hosts.converge import Memory, close, in_parallel, machine_forks
     from provision.playbook import waves
 
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision plan`, then run apply with --yes")
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts)
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
+    forks = forks or machine_forks()
+    memory = Memory.now(len(selected), forks)
     timeout = confirm_timeout or inv.confirm_timeout
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json)
+    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=True)
     try:
         pending = [r for r in runs if r.status == "pending"]
         if pending and not as_json:
@@ -224,7 +251,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
         for r in runs:
             close(r)
     if as_json:
-        _json(runs, "apply", pb)
+        _json(runs, "apply", pb, shard_text, memory)
     else:
         _print_recap(runs, f"apply: {pb.name}")
     raise Exit(EXIT_FAILED if _failed(runs) else EXIT_OK)

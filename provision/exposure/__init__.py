@@ -30,6 +30,16 @@ class Finding:
     field: str = ""  # inventory field path, for file:line
 
 
+FEW = 8  # names listed in one finding; a fleet sharing a port would print 10,000 of them
+
+
+def _few(names: list[str], sep: str) -> str:
+    """At most FEW names, then how many more (rendering 10,000 in a table took seconds)."""
+    if len(names) <= FEW:
+        return sep.join(names)
+    return sep.join(names[:FEW]) + f" and {len(names) - FEW:,} more"
+
+
 def findings(inv: Inventory) -> tuple[Finding, ...]:
     """Cross-layer problems in the inventory, most severe first."""
     out: list[Finding] = []
@@ -139,8 +149,8 @@ def _forward_collisions(inv: Inventory) -> list[Finding]:
         hosts = {w.split("/")[0] for w in who}
         if len(who) > 1:
             same_host = len(hosts) < len(who)
-            out.append(Finding("error" if same_host else "warning", "forward-collision", ", ".join(who),
-                               f"{' and '.join(who)} all forward local port {port} in the rendered ssh_config"
+            out.append(Finding("error" if same_host else "warning", "forward-collision", _few(who, ", "),
+                               f"{_few(who, ' and ')} all forward local port {port} in the rendered ssh_config"
                                + ("" if same_host else ": `ssh` to these hosts cannot run at the same time"),
                                "use `provision tunnel HOST` (it picks free local ports), or give the services "
                                "distinct ports"))

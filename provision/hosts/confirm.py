@@ -25,7 +25,7 @@ from provision.inventory.model import Inventory
 from provision.tasks import commit as C
 from provision.tasks import script as batch
 
-from .converge import HostRun, execute, plain_actions
+from .converge import HostRun, batch_failed, execute, plain_actions
 from .gather import reason as _reason
 
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
@@ -158,13 +158,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
     if plain:
         last, finished = batch.parse_progress(head)
         if not finished:
-            run.done = max(last, 0)
-            run.status = "failed"
-            if 0 <= last < len(plain):
-                run.failed_action = plain[last].describe()
-            tail = _tail(out.stderr)
-            run.error = (f"{run.failed_action or 'batch'} failed (exit {out.status})"
-                         + (": " + tail if tail else ""))
+            batch_failed(run, plain, last, out.status, out.stderr)
             return
         run.done = len(plain)
     results = [C.parse_apply(s) for s in sections]

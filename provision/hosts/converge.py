@@ -43,6 +43,7 @@ class HostRun:
     note: str = ""  # e.g. "booting, retried 3×: System is booting up..."
     retries: int = 0
     failed_action: str = ""
+    unit_failure: batch.UnitFailure | None = None  # a unit that did not start: why
     remote_execs: int = 0
     seconds: float = 0.0
     facts: Facts | None = None
@@ -60,6 +61,7 @@ class HostRun:
             "changed": self.done, "error": self.error or None, "note": self.note or None,
             "retries": self.retries,
             "failed_action": self.failed_action or None,
+            "unit_failure": None if self.unit_failure is None else self.unit_failure.to_json(),
             "remote_execs": self.remote_execs, "seconds": round(self.seconds, 3),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
                         for s, a in self.actions],
@@ -135,13 +137,7 @@ def execute(run: HostRun) -> HostRun:
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
         else:
-            run.done = max(last, 0)
-            run.status = "failed"
-            if 0 <= last < len(run.actions):
-                run.failed_action = run.actions[last][1].describe()
-            tail = out.stderr.strip().splitlines()[-3:]
-            run.error = (f"{run.failed_action or 'batch'} failed (exit {out.status})"
-                         + (": " + " / ".join(tail) if tail else ""))
+            batch_failed(run, [a for _, a in run.actions], last, out.status, out.stderr)
     except Exception as e:
         run.status, run.error = "failed", f"apply: {reason(e)}"
     finally:
@@ -150,10 +146,75 @@ def execute(run: HostRun) -> HostRun:
     return run
 
 
+def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stderr: str) -> None:
+    """Record a batch that stopped at action `last`: which one, and why (a unit's journal)."""
+    run.done = max(last, 0)
+    run.status = "failed"
+    if 0 <= last < len(actions):
+        run.failed_action = actions[last].describe()
+    run.unit_failure = batch.unit_failure(stderr)
+    if run.unit_failure is not None:
+        run.error = run.unit_failure.summary()
+        return
+    tail = batch.without_markers(stderr).strip().splitlines()[-3:]
+    run.error = (f"{run.failed_action or 'batch'} failed (exit {status})"
+                 + (": " + " / ".join(tail) if tail else ""))
+
+
 def close(run: HostRun) -> None:
     if run.chain is not None:
         run.chain.close()
         run.chain = None
+
+
+def machine_forks() -> int:
+    """`--forks` when not given: from this machine's CPUs and open-file limit."""
+    import os
+    import resource
+
+    from provision.ssh.fanout import default_forks
+
+    try:
+        cpus: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return default_forks(cpus, None if soft == resource.RLIM_INFINITY else soft)
+
+
+@dataclass
+class Memory:
+    """The control process's memory over a converge: resident set at the start and its peak
+    (Linux: /proc/self/statm and getrusage), and the growth per host."""
+
+    start_kib: int
+    peak_kib: int = 0
+    hosts: int = 0
+    forks: int = 0
+
+    @classmethod
+    def now(cls, hosts: int, forks: int) -> Memory:
+        import os
+
+        try:
+            pages = int(open("/proc/self/statm").read().split()[1])  # noqa: SIM115
+            start = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+        except (OSError, ValueError, IndexError):
+            start = 0
+        return cls(start, hosts=hosts, forks=forks)
+
+    def finish(self) -> Memory:
+        import resource
+
+        self.peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        grown = max(0, self.peak_kib - self.start_kib)
+        return {"hosts": self.hosts, "forks": self.forks,
+                "rss_start_mib": round(self.start_kib / 1024, 1),
+                "rss_peak_mib": round(self.peak_kib / 1024, 1),
+                "per_host_in_flight_kib": round(grown / max(1, min(self.hosts, self.forks)))}
 
 
 def in_parallel(fn: Callable[[Any], HostRun], items: list[Any], forks: int,

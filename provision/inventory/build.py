@@ -147,6 +147,11 @@ class _Resolver:
         self.doc = doc
         self.source = source
         self.problems: list[Problem] = []
+        # Each distinct list of roles is merged, and its services validated, once: hosts
+        # that only name roles share the result (errors point into `roles:`, reported once).
+        self._merged: dict[tuple[str, ...], tuple[dict[str, tuple[FieldPath, ServiceDoc]],
+                                                  list[str], list[str], list[str]]] = {}
+        self._resolved: dict[tuple[str, ...], tuple[m.Service, ...]] = {}
 
     def fail(self, path: FieldPath, message: str) -> None:
         pos = self.source.where(path)
@@ -244,20 +249,26 @@ class _Resolver:
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
                       security_groups=self._attached(("bastions", name), b.security_groups))
 
-    def _host(self, name: str, h: HostDoc) -> m.Host:
-        d = self.doc.defaults
-        path: FieldPath = ("hosts", name)
+    def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
+            dict[str, tuple[FieldPath, ServiceDoc]], list[str], list[str], list[str]]:
+        """The roles' services, packages, ssh_from and security groups, merged in order;
+        computed once per distinct list of (known) roles."""
+        cached = self._merged.get(roles)
+        if cached is not None:
+            return cached
         services: dict[str, tuple[FieldPath, ServiceDoc]] = {}
         packages: list[str] = []
         ssh_from: list[str] = []
         groups: list[str] = []
-        for i, role in enumerate(h.roles):
+        known = True
+        for i, role in enumerate(roles):
             r = self.doc.roles.get(role)
             if r is None:
                 close = difflib.get_close_matches(role, list(self.doc.roles), n=1)
                 hint = f"; did you mean '{close[0]}'?" if close else ""
                 self.fail((*path, "roles", i), f"unknown role '{role}'{hint} "
                           f"(roles: {', '.join(self.doc.roles) or 'none defined'})")
+                known = False
                 continue
             for sname, sdoc in r.services.items():
                 base = services.get(sname, (("roles", role, "services", sname), ServiceDoc()))[1]
@@ -265,16 +276,36 @@ class _Resolver:
             packages += [p for p in r.packages if p not in packages]
             ssh_from += [c for c in r.ssh_from if c not in ssh_from]
             groups += [g for g in self._attached(("roles", role), r.security_groups) if g not in groups]
+        merged = (services, packages, ssh_from, groups)
+        if known:  # an unknown role is this host's error: reported at each host that names it
+            self._merged[roles] = merged
+        return merged
+
+    def _host(self, name: str, h: HostDoc) -> m.Host:
+        d = self.doc.defaults
+        path: FieldPath = ("hosts", name)
+        roles = tuple(h.roles)
+        role_services, role_packages, role_ssh_from, role_groups = self._roles(path, roles)
+        services = dict(role_services)
+        packages = list(role_packages)
+        ssh_from = list(role_ssh_from)
+        groups = list(role_groups)
         for sname, sdoc in h.services.items():
             base = services.get(sname, (path, ServiceDoc()))[1]
             services[sname] = ((*path, "services", sname), _overlay(base, sdoc))
         packages += [p for p in h.packages if p not in packages]
         ssh_from += [c for c in h.ssh_from if c not in ssh_from]
         groups += [g for g in self._attached(path, h.security_groups) if g not in groups]
-        resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+        if not h.services and roles in self._merged:  # services from the roles alone: once
+            resolved = self._resolved.get(roles)
+            if resolved is None:
+                resolved = self._resolved[roles] = tuple(
+                    self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+        else:
+            resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
-                      jump_chain=self._chain(path, h), roles=tuple(h.roles),
+                      jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       security_groups=tuple(groups))
 

@@ -361,6 +361,29 @@ def unit_dropins(node: Node) -> dict[str, str]:
     return {}
 
 
+CGROUP_PARENT = "provision-lab"
+
+
+def cgroup_of(plan: LabPlan, node: Node) -> str:
+    """The container's own cgroup, relative to a hierarchy's root (ours in it).
+
+    Without one, every container started from the same process gets the same cgroup
+    subtree: nspawn (`--keep-unit`, no systemd on the machine) puts each payload in
+    `<its cgroup>/payload`, so the containers' systemds share `payload/system.slice/*` and
+    remove or kill each other's unit cgroups (a unit start then fails with 219/CGROUP).
+    """
+    return f"{CGROUP_PARENT}/{plan.name}/{node.name}"
+
+
+def in_cgroups(command: list[str], cgroup_dirs: list[str]) -> list[str]:
+    """`command`, run by a shell that first moves itself into each of `cgroup_dirs`."""
+    if not cgroup_dirs:
+        return command
+    move = ('while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; '
+            'shift; exec "$@"')
+    return ["sh", "-c", move, "sh", *cgroup_dirs, "--", *command]
+
+
 def nspawn_command(plan: LabPlan, node: Node, root: str) -> list[str]:
     """The container: booted, in the node's namespace, the venv and checkout bound read-only
     at the same paths (also under /tmp, where the container has its own tmpfs)."""

@@ -314,9 +314,58 @@ def remove_host_dirs(plan: P.LabPlan) -> None:
 
 # --- containers -------------------------------------------------------------------
 
+def cgroup_roots() -> list[Path]:
+    """Where this process sits in the hierarchies systemd tracks units with: the named
+    `systemd` v1 hierarchy and the unified (v2) one, when mounted and not namespaced."""
+    mine: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        mine[controllers] = path
+    roots = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        fields, rest = pre.split(), post.split()
+        if len(fields) < 5 or len(rest) < 3 or fields[3] != "/":
+            continue
+        key = ("" if rest[0] == "cgroup2" else
+               "name=systemd" if rest[0] == "cgroup" and "name=systemd" in rest[2].split(",")
+               else None)
+        if key is None or key not in mine:
+            continue
+        roots.append(Path(fields[4]) / mine[key].lstrip("/"))
+    return roots
+
+
+def container_cgroups(plan: P.LabPlan, node: P.Node) -> list[str]:
+    """Create the container's own cgroup in each hierarchy we may write to (see P.cgroup_of)."""
+    made = []
+    for root in cgroup_roots():
+        d = root / P.cgroup_of(plan, node)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue  # not ours to write: the containers share one subtree, as before
+        made.append(str(d))
+    return made
+
+
+def remove_cgroups(plan: P.LabPlan) -> None:
+    """Remove the lab's (now empty) cgroups, deepest first; leave anything still in use."""
+    for root in cgroup_roots():
+        top = root / P.CGROUP_PARENT / plan.name
+        if not top.is_dir():
+            continue
+        for d, _, _ in os.walk(top, topdown=False):
+            with suppress(OSError):
+                os.rmdir(d)
+        with suppress(OSError):
+            os.rmdir(root / P.CGROUP_PARENT)  # only when no other lab uses it
+
+
 def start_container(plan: P.LabPlan, node: P.Node, root: Path) -> int:
     logf = open(host_dir(plan, node) / "console.log", "wb")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(P.nspawn_command(plan, node, str(root)), stdin=subprocess.DEVNULL,
+    command = P.in_cgroups(P.nspawn_command(plan, node, str(root)), container_cgroups(plan, node))
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                             stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
     logf.close()
     return proc.pid
@@ -496,6 +545,7 @@ def teardown(plan: P.LabPlan, pids: dict[str, int]) -> None:
         run(["ip", "netns", "del", ns], check=False)
     shutil.rmtree(Path("/etc/netns") / plan.operator.netns, ignore_errors=True)
     remove_host_dirs(plan)
+    remove_cgroups(plan)
     shutil.rmtree(plan.state_dir, ignore_errors=True)
     Path(lock_path(plan.name)).unlink(missing_ok=True)  # we hold it; a waiter re-reads the state
 

@@ -6,13 +6,17 @@ hands the key to the one trust path (unknown refused unless accept-new; a key kn
 under another type refused). A changed key of a known type makes paramiko raise
 BadHostKeyException before any policy is asked; `connect` turns it into the same
 HostKeyError. Never share a chain between threads (fabric #2262): call `connect()` once per
-host thread.
+host thread. Connects that authenticate to one bastion at once are capped
+(`provision.ssh.fanout.connect_slots`) below its sshd's MaxStartups, which otherwise drops
+some of 32 hosts' connections ("Error reading SSH protocol banner").
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from typing import Any
 from provision.inventory.model import Host, Inventory
 
 from .errors import HostKeyError
+from .fanout import connect_slots
 from .hostkeys import KnownHosts, key_name, known_hosts_path, refusal
 
 CONNECT_TIMEOUT = 10
@@ -52,7 +57,20 @@ class Chain:
     def close(self) -> None:
         for c in [self.conn, *reversed(self.hops)]:
             with contextlib.suppress(Exception):  # closing a dead connection is no error
+                _hang_up(c)
                 c.close()
+
+
+def _hang_up(c: Any) -> None:
+    """Send the FIN now. paramiko's close() only drops our reference to the socket; the
+    transport thread, blocked in select() on it, holds the file until its next wake-up, so
+    the bastion's sshd kept the session ~0.1 s longer than we did (more connections on it
+    than hosts in flight)."""
+    transport = c.client.get_transport() if c.client is not None else None
+    sock = getattr(transport, "sock", None)
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> Any:
@@ -75,6 +93,30 @@ def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> 
     return c
 
 
+_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def _sshd_slot(address: str, port: int) -> threading.BoundedSemaphore:
+    with _slots_lock:
+        slot = _slots.get((address, port))
+        if slot is None:
+            slot = _slots[(address, port)] = threading.BoundedSemaphore(connect_slots())
+        return slot
+
+
+def _open_capped(c: Any, node: Host) -> None:
+    """Open one hop. A bastion's connect slot is held from the TCP connect until we are
+    authenticated to it, which is what sshd's MaxStartups counts; never while a channel
+    through it waits for the next host (a host whose new firewall drops the bastion's SYN
+    would hold the slot for minutes and starve every other host's confirmation)."""
+    if not node.is_bastion:
+        c.open()
+        return
+    with _sshd_slot(node.address, node.port):
+        c.open()
+
+
 def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
     """Open the connection to `host` through its bastions. Raises HostKeyError for a key we
     refuse, and socket/paramiko errors for anything else."""
@@ -90,7 +132,9 @@ def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
     conn = _connection(inv, host, gateway, store)
     chain = Chain(host, conn, hops)
     try:
-        conn.open()
+        for hop, node in zip(hops, inv.chain(host), strict=True):  # outermost first
+            _open_capped(hop, node)
+        _open_capped(conn, host)
     except BadHostKeyException as e:
         chain.close()
         node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)

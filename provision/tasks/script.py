@@ -6,12 +6,18 @@ which one failed; the commands' own output goes to stderr. Files are written to 
 in the target directory (`.provision-tmp.XXXXXXXXXX`), given their mode and owner, validated
 when asked, then renamed over the target: a killed run never leaves a half-written file,
 only a temp file that the next run's probe finds and removes.
+
+A unit that fails to start says why: `systemctl start/restart` that fails, or a started unit
+that is no longer active a moment later (a `Type=simple` service whose command exits at
+once starts "successfully"), prints the unit's Result and ExecMainStatus and the last
+lines of its journal to stderr between `@unit-failed` markers; `unit_failure` parses them.
 """
 
 from __future__ import annotations
 
 import base64
 import posixpath
+from dataclasses import dataclass
 from shlex import quote
 
 from provision.facts import TEMP_PREFIX
@@ -51,6 +57,27 @@ SAFE_PATH = r"""provision_safe_path() {
   done
   IFS=$oldifs; set +f
 }"""
+
+
+# `provision_unit VERB UNIT`: start or restart; on failure print why and fail.
+# `provision_settled UNIT...`: after a moment, every unit must still be active (a simple
+# service whose command exits at once "starts" fine, then fails or waits to restart).
+UNIT_SETTLE_SECONDS = 1
+JOURNAL_LINES = 10
+UNITS = rf"""provision_unit_why() {{
+  echo "@unit-failed	$1	$(systemctl show -p Result --value -- "$1" 2>/dev/null)	$(systemctl show -p ExecMainStatus --value -- "$1" 2>/dev/null)	$(systemctl is-active -- "$1" 2>/dev/null)" >&2
+  journalctl -u "$1" -n {JOURNAL_LINES} --no-pager -o short-iso 2>&1 | sed 's/^/@journal	/' >&2
+  echo "@unit-failed-end" >&2
+}}
+provision_unit() {{
+  if ! systemctl "$1" -- "$2"; then provision_unit_why "$2"; return 1; fi
+}}
+provision_settled() {{
+  sleep {UNIT_SETTLE_SECONDS}
+  for u in "$@"; do
+    if ! systemctl -q is-active -- "$u"; then provision_unit_why "$u"; return 1; fi
+  done
+}}"""
 
 
 def _b64(content: str) -> str:
@@ -103,23 +130,29 @@ def snippet(action: Action) -> str:
     if isinstance(a, EnableUnit):
         return f"systemctl enable -q {quote(a.unit)}"
     if isinstance(a, StartUnit):
-        return f"systemctl start {quote(a.unit)}"
+        return f"provision_unit start {quote(a.unit)}"
     if isinstance(a, RestartUnit):
-        return f"systemctl restart {quote(a.unit)}"
+        return f"provision_unit restart {quote(a.unit)}"
     raise TypeError(f"no shell for {a!r}")
 
 
 def build(actions: list[Action]) -> str:
     """The whole batch. Exit status 0 and a final `@done` when every action ran."""
     body = []
+    started = [a.unit for a in actions if isinstance(a, StartUnit | RestartUnit)]
+    last_unit = max((i for i, a in enumerate(actions) if isinstance(a, StartUnit | RestartUnit)),
+                    default=-1)
     for i, a in enumerate(actions):
         body.append(f"printf '@step\\t{i}\\n' >&3")
         body.append(snippet(a))
+        if i == last_unit:  # checked once, after the last start: one pause per batch
+            body.append("provision_settled " + " ".join(quote(u) for u in dict.fromkeys(started)))
     return "\n".join([
         "provision_apply() {",
         "set -eu",
         "umask 022",
         SAFE_PATH,
+        UNITS,
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",
@@ -138,3 +171,55 @@ def parse_progress(stdout: str) -> tuple[int, bool]:
         elif line == "@done":
             done = True
     return last, done
+
+
+@dataclass(frozen=True)
+class UnitFailure:
+    """Why a unit did not start: what systemd says and the last lines of its journal."""
+
+    unit: str
+    result: str
+    exec_main_status: str
+    state: str
+    journal: tuple[str, ...]
+
+    def summary(self, lines: int = 3) -> str:
+        tail = [j for j in self.journal if j.strip() and not j.startswith("-- ")][-lines:]
+        head = (f"{self.unit} did not start (result {self.result or '?'}, exit status "
+                f"{self.exec_main_status or '?'}, now {self.state or '?'})")
+        return head + (": journal: " + " / ".join(tail) if tail else "")
+
+    def to_json(self) -> dict[str, object]:
+        return {"unit": self.unit, "result": self.result,
+                "exec_main_status": self.exec_main_status, "state": self.state,
+                "journal": list(self.journal)}
+
+
+def unit_failure(stderr: str) -> UnitFailure | None:
+    """The first `@unit-failed` block in a batch's stderr, or None."""
+    block: list[str] | None = None
+    head: list[str] = []
+    for line in stderr.splitlines():
+        if line.startswith("@unit-failed\t") and block is None:
+            head, block = line.split("\t")[1:], []
+        elif line == "@unit-failed-end" and block is not None:
+            break
+        elif block is not None and line.startswith("@journal\t"):
+            block.append(line.split("\t", 1)[1])
+    if block is None:
+        return None
+    head += [""] * (4 - len(head))
+    return UnitFailure(head[0], head[1], head[2], head[3], tuple(block))
+
+
+def without_markers(stderr: str) -> str:
+    """stderr without the `@unit-failed` blocks (what the commands themselves said)."""
+    out, inside = [], False
+    for line in stderr.splitlines():
+        if line.startswith("@unit-failed\t"):
+            inside = True
+        elif line == "@unit-failed-end":
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)

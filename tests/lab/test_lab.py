@@ -224,6 +224,36 @@ def test_lab_exec_runs_in_the_operator_namespace_with_its_exit_code(lab: Lab) ->
     assert lab.addr("operator") in r.stdout
 
 
+def _systemd_cgroup(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if ":name=systemd:" in line or line.startswith("0::"):
+            return line.split(":", 2)[2]
+    raise AssertionError(f"no systemd cgroup for {pid}")
+
+
+def test_each_container_has_its_own_cgroup_and_oneshot_units_start_side_by_side(lab: Lab) -> None:
+    """Containers that share a cgroup subtree remove each other's unit cgroups: a oneshot
+    unit started in two hosts at once then failed with 219/CGROUP ("Failed to attach to
+    cgroup ... No such file or directory"), which is how provision-firewall.service failed
+    in a 32-host cold bootstrap."""
+    hosts = ("bastion", "gpu1", "gpu2")
+    paths = {h: _systemd_cgroup(lab.leader(h)) for h in hosts}
+    assert len(set(paths.values())) == len(hosts), paths
+    unit = "provision-cgroup-probe.service"
+    script = ("systemd-run --quiet --unit=provision-cgroup-probe -p Type=oneshot "
+              "-p RemainAfterExit=no /bin/true; fails=0; for i in 1 2 3 4 5 6 7 8; do "
+              f"systemctl reset-failed {unit} 2>/dev/null; systemctl restart {unit} || "
+              f"{{ fails=$((fails+1)); systemctl show -p Result,ExecMainStatus {unit}; }}; "
+              "done; echo fails=$fails")
+    procs = [subprocess.Popen(["nsenter", "-t", str(lab.leader(h)), "-a", "--", "sh", "-c", script],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for h in hosts]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for h in hosts:
+        lab.host(h, "systemctl", "reset-failed", check=False)
+    assert all("ExecMainStatus=219" not in o for o in outs), outs
+
+
 def test_lab_status_json(lab: Lab) -> None:
     data = json.loads(provision("status", "--json", name=lab.name).stdout)
     assert data["up"] is True
@@ -279,6 +309,9 @@ def test_a_second_lab_comes_up_twice_harmlessly_and_down_leaves_nothing(lab: Lab
     if propagate.exists():
         assert [d for d in os.listdir(propagate) if d.startswith(f"{name}-")] == []
     assert "hosts" not in keys_only
+    from provision.lab.shell import cgroup_roots
+
+    assert [r for r in cgroup_roots() if (r / P.CGROUP_PARENT / name).exists()] == []
     # the session lab is untouched
     assert lab.ssh("gpu1", "hostname").stdout.strip() == "gpu1"
 

@@ -2,7 +2,8 @@
 
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
                                    [--pause-after-temp S] [--kill-after-phase PHASE]
-                                   [--kill-after-change N] -- <provision arguments>
+                                   [--kill-after-change N] [--count-in-flight FILE]
+                                   -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
@@ -10,15 +11,20 @@ it to force lockouts (a valid sshd config that refuses the operator, an invalid 
 cut the operator off mid-apply, and to kill a run while a temp file exists. The
 `dns migrate` crash tests kill the process (SIGKILL: no cleanup runs) right after the
 journal is written with a phase, or right after the Nth provider change returned and
-before the journal records it.
+before the journal records it. `--count-in-flight FILE` is instrumentation, not a fault: it
+counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
+count to FILE as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -91,6 +97,36 @@ def kill_migrations(after_phase: str, after_change: int) -> None:
         migrate_run.apply_change = apply_then_die
 
 
+class InFlight:
+    """Hosts inside a wrapped function at once: now, and the most seen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+
+    def wrap(self, fn: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.now -= 1
+        return counted
+
+
+def count_in_flight() -> InFlight:
+    from provision.hosts import confirm as confirm_mod
+    from provision.hosts import converge as converge_mod
+
+    counter = InFlight()
+    converge_mod.prepare = counter.wrap(converge_mod.prepare)  # type: ignore[method-assign]
+    confirm_mod.execute_guarded = counter.wrap(confirm_mod.execute_guarded)  # type: ignore[method-assign]
+    return counter
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
@@ -102,13 +138,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pause-after-temp", type=float, default=0.0)
     p.add_argument("--kill-after-phase", default="")
     p.add_argument("--kill-after-change", type=int, default=0)
+    p.add_argument("--count-in-flight", type=Path, default=None)
     opts = p.parse_args(argv[:split])
     install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
     if opts.kill_after_phase or opts.kill_after_change:
         kill_migrations(opts.kill_after_phase, opts.kill_after_change)
+    counter = count_in_flight() if opts.count_in_flight else None
     from provision.cli import main as provision_main
 
-    return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)
+    try:
+        return int(provision_main(argv[split + 1:], prog_name="provision", standalone_mode=True) or 0)
+    finally:
+        if counter is not None and opts.count_in_flight is not None:
+            opts.count_in_flight.write_text(json.dumps({"most": counter.most}))
 
 
 if __name__ == "__main__":

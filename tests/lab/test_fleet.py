@@ -1,0 +1,115 @@
+"""A fleet at once: 16 GPU hosts behind one bastion, in a lab of their own.
+
+A cold bootstrap converges every host (0 failed, 0 unreachable), a second run changes
+nothing (one remote exec per host), and `--forks 2` never has more than 2 hosts in flight:
+counted inside the CLI by tests/support/faults.py (`--count-in-flight`) and on the bastion
+by sampling its established SSH connections while the run goes on.
+
+The GPU hosts run the same Jupyter stand-in as test_converge (`python3 -m http.server`),
+not the role's real Jupyter and TensorBoard: 16 real Jupyter servers would measure this
+2-core machine, not provision. Runtime on a 2-core machine: see the README (Development).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from provision.lab import plan as P
+
+from .conftest import FAULTY, Lab, _load, provision, require_lab_prerequisites
+
+pytestmark = pytest.mark.lab
+
+GPUS = 16
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
+    require_lab_prerequisites()
+    name = f"fleet-{secrets.token_hex(3)}"
+    try:
+        provision("up", "--gpus", str(GPUS), name=name, timeout=600)
+        lab = _load(name)
+        doc = yaml.safe_load(lab.inventory.read_text())
+        for h in doc["hosts"].values():
+            h["roles"] = []
+            h["services"] = {"notebook": {
+                "port": 8888, "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}}
+        doc.pop("roles", None)
+        doc.pop("dns", None)
+        inventory = tmp_path_factory.mktemp("fleet") / "inventory.yml"
+        inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+        yield lab, inventory
+    finally:
+        provision("down", name=name, check=False, timeout=300)
+        shutil.rmtree(f"{P.DATA_ROOT}/{name}", ignore_errors=True)
+
+
+def _statuses(data: dict[str, Any]) -> dict[str, str]:
+    return {h["host"]: h["status"] for h in data.get("hosts", [])}
+
+
+def test_a_cold_bootstrap_of_16_hosts_converges_every_one(fleet: tuple[Lab, Path]) -> None:
+    lab, inventory = fleet
+    code, data, err = lab.provision_json("apply", "--yes", "-i", str(inventory), timeout=900)
+    statuses = _statuses(data)
+    bad = {h["host"]: (h["status"], h["error"]) for h in data.get("hosts", [])
+           if h["status"] in ("failed", "unreachable")}
+    assert code == 0 and not bad, err[-2000:] + json.dumps(bad, indent=1)
+    assert len(statuses) == GPUS + 1 and set(statuses.values()) == {"changed"}, statuses
+    assert data["control"]["hosts"] == GPUS + 1
+
+
+def test_a_second_run_changes_nothing(fleet: tuple[Lab, Path]) -> None:
+    lab, inventory = fleet
+    code, data, err = lab.provision_json("apply", "--yes", "-i", str(inventory), timeout=600)
+    assert code == 0, err[-2000:]
+    assert set(_statuses(data).values()) == {"ok"}, _statuses(data)
+    assert all(h["remote_execs"] == 1 and h["changes"] == 0 for h in data["hosts"])
+
+
+def _bastion_sessions(lab: Lab) -> int:
+    """Established TCP connections to the bastion's sshd (from the operator and its own)."""
+    r = subprocess.run(["ip", "netns", "exec", lab.plan.node("bastion").netns, "ss", "-Htn",
+                        "state", "established", "( sport = :22 )"],
+                       capture_output=True, text=True, timeout=10, check=True)
+    return len([ln for ln in r.stdout.splitlines() if ln.strip()])
+
+
+def test_forks_2_never_has_more_than_2_hosts_in_flight(
+        fleet: tuple[Lab, Path], tmp_path: Path) -> None:
+    lab, inventory = fleet
+    count = tmp_path / "in-flight.json"
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            seen.append(_bastion_sessions(lab))
+            stop.wait(0.02)
+
+    before = _bastion_sessions(lab)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        r = subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY,
+                            "--count-in-flight", str(count), "--", "plan", "-i", str(inventory),
+                            "--forks", "2", "--json"], capture_output=True, text=True, timeout=600)
+    finally:
+        stop.set()
+        sampler.join()
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(r.stdout)
+    assert len(data["hosts"]) == GPUS + 1 and data["control"]["forks"] == 2
+    assert json.loads(count.read_text())["most"] == 2  # 17 hosts: the cap is reached, never passed
+    assert max(seen) <= 2, (before, [(i, n) for i, n in enumerate(seen) if n > 2], len(seen))
