@@ -194,10 +194,16 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
             status_script = C.combined([C.status_script(guarded[k], ids[k], STATUS_GRACE)
                                         for k in missed], stop_on_error=False, what="status")
             statuses = _status(inv, run, accept_new, status_script, len(missed))
-            reasons = [C.rollback_reason(guarded[k].kind, timeout, st, conf.cause)
-                       for k, st in zip(missed, statuses, strict=True)]
-            problems = reasons + problems
-            run.failed_action = guarded[missed[0]].describe()
+            outcomes = [(k, *C.missed_outcome(guarded[k].kind, timeout, st, conf.cause))
+                        for k, st in zip(missed, statuses, strict=True)]
+            kept = [text for _, ok, text in outcomes if ok]
+            rolled = [(k, text) for k, ok, text in outcomes if not ok]
+            run.done += len(kept)
+            if kept:
+                run.note = "; ".join(filter(None, [run.note, *kept]))
+            problems = [text for _, text in rolled] + problems
+            if rolled:
+                run.failed_action = guarded[rolled[0][0]].describe()
     if problems:
         run.status, run.error = "failed", "; ".join(problems)
     else:

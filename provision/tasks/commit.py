@@ -255,6 +255,18 @@ def confirmed(stdout: str) -> bool | None:
     return None
 
 
+def missed_outcome(kind: Kind, timeout: int, status: Status, cause: str) -> tuple[bool, str]:
+    """What became of a commit whose confirmation we did not see in time: (kept, text).
+
+    A confirmation connection abandoned at the deadline may still get through and confirm
+    before the host's timer fires; the host then keeps the change (the status script finds
+    the commit confirmed) and the recap must say so, not claim a rollback."""
+    if status.result == "confirmed":
+        return True, (f"{kind}: confirmed after the {timeout} s window by a connection that was "
+                      "still on its way; the change stays")
+    return False, rollback_reason(kind, timeout, status, cause)
+
+
 def rollback_reason(kind: Kind, timeout: int, status: Status, cause: str) -> str:
     """The recap's text for a change the host rolled back on its own."""
     what = "rules" if kind == "firewall" else "sshd config"

@@ -141,3 +141,17 @@ def test_confirm_window_counts_host_time_between_arming_and_the_end() -> None:
     assert C.confirm_window(30, []) == 30
     parsed = C.parse_apply("@armed\n@armed-at 5.0\n@applied\n@applied-at 5.5\n")
     assert parsed.applied_at == 5.5 and parsed.message == ""
+
+
+def test_a_late_confirmation_that_got_through_is_reported_as_kept() -> None:
+    """A confirmation connection abandoned at the deadline confirmed before the host's timer
+    fired: the host kept the change, and the recap said it rolled back (seen in a 32-host
+    bootstrap under load)."""
+    from provision.tasks.commit import Status, missed_outcome
+
+    kept, text = missed_outcome("firewall", 30, Status("confirmed"), "1 attempt(s)")
+    assert kept and "confirmed after the 30 s window" in text and "stays" in text
+    kept, text = missed_outcome("firewall", 30, Status("rolled-back", 0.0, 31.0), "")
+    assert not kept and "previous rules restored by the host 31.0 s after arming" in text
+    kept, _ = missed_outcome("sshd", 30, Status("pending"), "")
+    assert not kept
