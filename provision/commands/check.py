@@ -70,11 +70,14 @@ def _migration_findings() -> list[Any]:
     directory only; a teammate's migration shows in `dns migrate status`, from the zone)."""
     import time
 
-    from provision.dns.migrate.phases import overdue_findings
     from provision.dns.migrate.store import JournalStore
 
-    entries = JournalStore().all()
-    return overdue_findings([j for _, j, _ in entries if j is not None], time.time())
+    journals = [j for _, j, _ in JournalStore().all() if j is not None]
+    if not journals:  # the usual case: no phase machine to import (start-up time)
+        return []
+    from provision.dns.migrate.phases import overdue_findings
+
+    return overdue_findings(journals, time.time())
 
 
 def _location(inv: object, field: str) -> str:
