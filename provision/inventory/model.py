@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Literal
@@ -182,12 +183,13 @@ class Inventory:
     # where each field path was defined, for findings that point at the file
     positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
 
+    @functools.cached_property
+    def _nodes(self) -> dict[str, Host]:
+        return {h.name: h for h in (*self.hosts, *self.bastions)}
+
     def node(self, name: str) -> Host:
-        """A bastion or host by name."""
-        for h in (*self.bastions, *self.hosts):
-            if h.name == name:
-                return h
-        raise KeyError(name)
+        """A bastion or host by name (KeyError when there is none)."""
+        return self._nodes[name]
 
     def chain(self, host: Host) -> tuple[Host, ...]:
         """The bastions to pass through to reach `host`, outermost first."""

@@ -116,6 +116,8 @@ class _Builder:
             tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag not in _PLAIN_TAGS:
             raise self.fail(event, path, f"YAML tag {tag!r} is not allowed (plain data only)")
+        if tag == _STR:  # most values: no constructor needed
+            return event.value
         if tag == "tag:yaml.org,2002:merge":
             return _MERGE
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
