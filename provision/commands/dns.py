@@ -242,7 +242,7 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     resolvers = inv.dns.resolvers if inv.dns else ()
     for label, addr in servers:
         if addr is None:
-            addr = _resolve(label, resolvers)
+            addr = prop.resolve_address(label, resolvers)
         if addr is None:
             raise OperationError(f"cannot find an address for nameserver {label} "
                                  "(list a resolver under dns.resolvers)")
@@ -262,17 +262,6 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
         _print_check(verdict)
     raise Exit(EXIT_OK if verdict.ok else EXIT_FAILED)
 
-
-def _resolve(name: str, resolvers: Sequence[str]) -> str | None:
-    from provision.dns import propagation as prop
-
-    for r in resolvers:
-        for t in ("A", "AAAA"):
-            a = prop.query(prop.Target(r, r, "resolver"), name, t)
-            vals = [v for v in a.values if not v.startswith("CNAME ")]
-            if vals:
-                return vals[0]
-    return None
 
 
 def _print_check(v: Any) -> None:

@@ -145,6 +145,18 @@ def query(target: Target, name: str, rtype: str, timeout: float = 2.0) -> Answer
     return parse_response(target, r, name, rtype)
 
 
+def resolve_address(name: str, resolvers: Sequence[str]) -> str | None:
+    """The first A, then AAAA, address the resolvers give for `name` (a nameserver's name
+    resolved to query it directly); None when none answers."""
+    for r in resolvers:
+        for t in ("A", "AAAA"):
+            a = query(Target(r, r, "resolver"), name, t)
+            vals = [v for v in a.values if not v.startswith("CNAME ")]
+            if vals:
+                return vals[0]
+    return None
+
+
 def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
     import dns.flags
     import dns.name

@@ -123,7 +123,7 @@ class Ctx:
             out = []
             for label, addr in self.provider.nameservers():
                 if addr is None:
-                    addr = _resolve(label, self.resolvers)
+                    addr = prop.resolve_address(label, self.resolvers)
                 if addr is None:
                     self.notes.append(f"authoritative server {label} not asked: no address "
                                       "(list a resolver under dns.resolvers)")
@@ -137,15 +137,6 @@ class Ctx:
     def targets(self) -> list[prop.Target]:
         return [*self.auth_targets(), *(prop.Target(r, r, "resolver") for r in self.resolvers)]
 
-
-def _resolve(name: str, resolvers: Sequence[str]) -> str | None:
-    for r in resolvers:
-        for t in ("A", "AAAA"):
-            a = prop.query(prop.Target(r, r, "resolver"), name, t)
-            vals = [v for v in a.values if not v.startswith("CNAME ")]
-            if vals:
-                return vals[0]
-    return None
 
 
 def _call(fn: Callable[[], Any]) -> Any:
