@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -192,3 +193,19 @@ def _canon(r: dict[str, Any]) -> dict[str, Any]:
 def _err(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message,
                       "errors": [{"domain": "global", "reason": reason, "message": message}]}}
+
+
+@contextmanager
+def isolated_fake(monkeypatch: Any, project: str, managed_zone: str, zone: str,
+                  **options: Any) -> Iterator[FakeCloudDns]:
+    """The fake serving one zone on 127.0.0.1, with nothing able to reach Google: no ADC
+    file, and the metadata server pointed at a closed local port."""
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    f = FakeCloudDns(**options).start()
+    try:
+        f.add_zone(project, managed_zone, zone)
+        yield f
+    finally:
+        f.stop()

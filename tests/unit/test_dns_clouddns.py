@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns
+from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.cli import main
 
@@ -19,14 +19,8 @@ PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudDns]:
-    # nothing may reach Google: no ADC file, no metadata server
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
-    f = FakeCloudDns(page_size=50, pending_polls=2).start()
-    f.add_zone(PROJECT, MZ, ZONE)
-    yield f
-    f.stop()
+    with isolated_fake(monkeypatch, PROJECT, MZ, ZONE, page_size=50, pending_polls=2) as f:
+        yield f
 
 
 def _inventory(tmp_path: Path, fake: FakeCloudDns, records: dict[str, Any]) -> Path:

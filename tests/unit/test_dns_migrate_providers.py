@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns
+from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.cli import main
 
@@ -33,15 +33,10 @@ FAULTS = Path(__file__).parents[1] / "support" / "faults.py"
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudDns]:
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
-    f = FakeCloudDns(page_size=50, pending_polls=2).start()
-    f.add_zone(PROJECT, MZ, ZONE)
-    f.set_rrset(PROJECT, MZ, API, "A", 2, ["127.0.0.1"])
-    f.set_rrset(PROJECT, MZ, "www.example.org.", "CNAME", 2, ["a.example.org."])
-    yield f
-    f.stop()
+    with isolated_fake(monkeypatch, PROJECT, MZ, ZONE, page_size=50, pending_polls=2) as f:
+        f.set_rrset(PROJECT, MZ, API, "A", 2, ["127.0.0.1"])
+        f.set_rrset(PROJECT, MZ, "www.example.org.", "CNAME", 2, ["a.example.org."])
+        yield f
 
 
 @pytest.fixture
