@@ -16,6 +16,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from provision.inventory import load_inventory
 from provision.render import render_host
@@ -89,11 +91,12 @@ def _argv(lab: Lab, *args: str, inventory: Path | None = None) -> list[str]:
 
 
 @contextlib.contextmanager
-def tunnel(lab: Lab, tmp_path: Path, *args: str) -> Iterator[Tunnel]:
+def tunnel(lab: Lab, tmp_path: Path, *args: str, inventory: Path | None = None) -> Iterator[Tunnel]:
     """`provision tunnel … --json` in the operator namespace; SIGINT and reaped on exit."""
     err = tmp_path / f"tunnel-{time.monotonic_ns()}.err"
     with err.open("w") as errf:
-        proc = subprocess.Popen(_argv(lab, *args, "--json"), stdout=subprocess.PIPE, stderr=errf)
+        proc = subprocess.Popen(_argv(lab, *args, "--json", inventory=inventory),
+                                stdout=subprocess.PIPE, stderr=errf)
     try:
         assert proc.stdout is not None
         fd, text, deadline = proc.stdout.fileno(), b"", time.monotonic() + 30
@@ -293,3 +296,47 @@ def test_ssh_and_sync_through_the_chain(services: Lab, tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (dest / "model.pt").read_text() == "weights\n"
+
+
+BLOB_PORT = 9997
+
+
+@pytest.fixture(scope="module")
+def blob(services: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A 24 MiB random file served on gpu1's 127.0.0.1, an inventory that declares it, its sha256."""
+    lab = services
+    lab.host("gpu1", "sh", "-c",
+             "set -e; mkdir -p /var/tmp/blob; head -c 25165824 /dev/urandom > /var/tmp/blob/blob; "
+             "systemctl stop provision-test-blob.service 2>/dev/null || true; "
+             "systemd-run --quiet --unit=provision-test-blob --property=User=admin "
+             f"/usr/bin/python3 -m http.server {BLOB_PORT} --bind 127.0.0.1 --directory /var/tmp/blob")
+    digest = lab.host("gpu1", "sha256sum", "/var/tmp/blob/blob").stdout.split()[0]
+    wait_for(lambda: lab.host("gpu1", "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{BLOB_PORT}",
+                              check=False).returncode == 0, 30, "the blob server")
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc["hosts"]["gpu1"].setdefault("services", {})["blob"] = {
+        "port": BLOB_PORT, "command": "/usr/bin/python3 -m http.server {port} --bind {bind}"}
+    inv = tmp_path_factory.mktemp("blob") / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    yield inv, digest
+    lab.host("gpu1", "systemctl", "stop", "provision-test-blob.service", check=False)
+    lab.host("gpu1", "rm", "-rf", "/var/tmp/blob", check=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_large_transfer_with_a_slow_reader_arrives_intact(
+        services: Lab, blob: tuple[Path, str], tmp_path: Path, backend: str) -> None:
+    """The reader waits before reading, so each hop queues a full window behind it."""
+    lab = services
+    inv, digest = blob
+    with tunnel(lab, tmp_path, "gpu1", "blob", "--backend", backend, inventory=inv) as t:
+        fetch = ("import hashlib, socket, sys, time\n"
+                 f"s = socket.create_connection(('127.0.0.1', {t.port('blob')}))\n"
+                 "s.sendall(b'GET /blob HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n')\n"
+                 "time.sleep(2)\n"
+                 "data = b''.join(iter(lambda: s.recv(1 << 16), b''))\n"
+                 "head, _, body = data.partition(b'\\r\\n\\r\\n')\n"
+                 "print(len(body), hashlib.sha256(body).hexdigest())\n")
+        r = lab.op(sys.executable, "-c", fetch, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [str(24 * 1024 * 1024), digest], t.stderr
