@@ -76,14 +76,15 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool, keep_pending: bool) -> list[Any]:
-    """Connect and probe every host, `forks` at a time. A host's connection is closed as
-    soon as it is probed unless it has changes that `apply` will send over it, so a plan
-    or a no-op apply never holds more than `forks` connections through a bastion."""
+                 quiet: bool, keep_pending: bool, gateways: Any) -> list[Any]:
+    """Connect and probe every host, `forks` at a time, through the run's shared bastion
+    hops. A host's connection is closed as soon as it is probed unless it has changes that
+    `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
+    channels through a bastion."""
     from provision.hosts.converge import close, in_parallel, prepare
 
     def one(h: Any) -> Any:
-        run = prepare(inv, h, pb, accept_new)
+        run = prepare(inv, h, pb, accept_new, gateways)
         if not (keep_pending and run.status == "pending"):
             close(run)
         return run
@@ -190,11 +191,17 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
              detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
     from provision.hosts.converge import Memory, machine_forks
+    from provision.ssh.connect import Gateways
 
     inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=False)
+    gateways = Gateways()
+    try:
+        runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
+                            keep_pending=False, gateways=gateways)
+    finally:
+        gateways.close()
     from provision.commands.plan_output import exit_status
 
     if as_json:
@@ -219,6 +226,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     from provision.hosts.confirm import execute_guarded
     from provision.hosts.converge import Memory, close, in_parallel, machine_forks
     from provision.playbook import waves
+    from provision.ssh.connect import Gateways
 
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
@@ -227,8 +235,11 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
     timeout = confirm_timeout or inv.confirm_timeout
-    runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json, keep_pending=True)
+    gateways = Gateways()
+    runs: list[Any] = []
     try:
+        runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
+                            keep_pending=True, gateways=gateways)
         pending = [r for r in runs if r.status == "pending"]
         if pending and not as_json:
             _print_plan(runs)
@@ -250,6 +261,7 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     finally:
         for r in runs:
             close(r)
+        gateways.close()  # after the hosts' chains, which ride on it
     if as_json:
         _json(runs, "apply", pb, shard_text, memory)
     else:

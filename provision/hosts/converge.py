@@ -22,6 +22,7 @@ import paramiko  # noqa: F401
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
+from provision.ssh.connect import Gateways
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
@@ -74,13 +75,15 @@ class HostRun:
         }
 
 
-def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool) -> HostRun:
-    """Connect, probe, diff. Never raises: problems land in the result's status."""
+def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
+            gateways: Gateways | None = None) -> HostRun:
+    """Connect (through `gateways`' shared bastion hops, if given), probe, diff. Never
+    raises: problems land in the result's status."""
     from provision.ssh.session import Remote
 
     run = HostRun(host)
     started = time.monotonic()
-    opened = connecting(inv, host, accept_new)  # network round trips while the state renders
+    opened = connecting(inv, host, accept_new, gateways)  # network round trips while the state renders
     try:
         steps = playbook.build(inv, host)
         request = BASE_REQUEST

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from provision.errors import OperationError
 from provision.facts import Facts, FactsError, Request, parse, probe_script
 from provision.inventory.model import Host, Inventory
-from provision.ssh.connect import Chain, connect
+from provision.ssh.connect import Chain, Gateways, connect
 from provision.ssh.errors import HostKeyError
 from provision.ssh.retry import RETRY_WINDOW, Retried, backoff, transient
 from provision.ssh.session import Remote
@@ -62,7 +62,7 @@ def _server_message(e: BaseException) -> str:
 
 
 def open_chain(inv: Inventory, host: Host, accept_new: bool,
-               window: float = RETRY_WINDOW) -> Chain:
+               window: float = RETRY_WINDOW, gateways: Gateways | None = None) -> Chain:
     """`connect`, retried with backoff while the failure is transient (a host still booting,
     sshd shedding load) for at most `window` seconds; every failure becomes Unreachable with
     a readable reason. `Chain.retried` says what it took."""
@@ -71,7 +71,7 @@ def open_chain(inv: Inventory, host: Host, accept_new: bool,
     last = last_said = ""
     while True:
         try:
-            chain = connect(inv, host, accept_new)
+            chain = connect(inv, host, accept_new, gateways)
         except HostKeyError as e:
             raise Unreachable(str(e)) from None
         except Exception as e:
@@ -109,9 +109,10 @@ class Gathered:
         self.chain.close()
 
 
-def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = False) -> Gathered:
+def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = False,
+           gateways: Gateways | None = None) -> Gathered:
     """Connect and probe. Raises Unreachable or FactsError (the chain is closed then)."""
-    chain = open_chain(inv, host, accept_new)
+    chain = open_chain(inv, host, accept_new, gateways=gateways)
     remote = Remote(chain)
     try:
         return Gathered(chain, remote, probe(remote, request))
@@ -120,9 +121,10 @@ def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = Fals
         raise
 
 
-def connecting(inv: Inventory, host: Host, accept_new: bool) -> Future[Any]:
+def connecting(inv: Inventory, host: Host, accept_new: bool,
+               gateways: Gateways | None = None) -> Future[Any]:
     """Start `open_chain` in the background (network round trips while the caller renders)."""
-    return in_background(lambda: open_chain(inv, host, accept_new))
+    return in_background(lambda: open_chain(inv, host, accept_new, gateways=gateways))
 
 
 @dataclass
@@ -136,11 +138,12 @@ class HostFacts:
     remote_execs: int = 0
 
 
-def gather_one(inv: Inventory, host: Host, request: Request, accept_new: bool = False) -> HostFacts:
+def gather_one(inv: Inventory, host: Host, request: Request, accept_new: bool = False,
+               gateways: Gateways | None = None) -> HostFacts:
     """`gather` and close, never raising: a failure lands in `error`."""
     started = time.monotonic()
     try:
-        g = gather(inv, host, request, accept_new)
+        g = gather(inv, host, request, accept_new, gateways)
     except Exception as e:
         return HostFacts(host, error=reason(e), seconds=time.monotonic() - started)
     try:
@@ -158,5 +161,10 @@ def gather_many(inv: Inventory, hosts: tuple[Host, ...] | list[Host], request: R
     # paramiko's first import is not thread-safe (circular imports): import it here first
     import paramiko  # noqa: F401
 
-    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
-        return list(pool.map(lambda h: gather_one(inv, h, request, accept_new), hosts))
+    gateways = Gateways()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
+            return list(pool.map(lambda h: gather_one(inv, h, request, accept_new, gateways),
+                                 hosts))
+    finally:
+        gateways.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import shlex
+import threading
 from typing import Any
 
 import jinja2
@@ -52,6 +53,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
+_compile_lock = threading.Lock()
+
+
 def render(template: str, **data: Any) -> str:
     """Render one template of `templates/` with `data`."""
-    return environment().get_template(template).render(**data)
+    # Jinja caches compiled templates but does not lock: 32 host threads asking for one
+    # template at once compiled it 32 times. Once cached, the lookup under the lock is a
+    # dict hit.
+    with _compile_lock:
+        compiled = environment().get_template(template)
+    return compiled.render(**data)

@@ -23,6 +23,7 @@ from typing import Any
 
 from provision.inventory.model import Host, Inventory
 
+from .channel_socket import ChannelSocket
 from .errors import HostKeyError
 from .fanout import connect_slots
 from .hostkeys import KnownHosts, key_name, known_hosts_path, refusal
@@ -56,9 +57,13 @@ class Chain:
 
     def close(self) -> None:
         for c in [self.conn, *reversed(self.hops)]:
-            with contextlib.suppress(Exception):  # closing a dead connection is no error
-                _hang_up(c)
-                c.close()
+            _close(c)
+
+
+def _close(c: Any) -> None:
+    with contextlib.suppress(Exception):  # closing a dead connection is no error
+        _hang_up(c)
+        c.close()
 
 
 def _hang_up(c: Any) -> None:
@@ -73,7 +78,8 @@ def _hang_up(c: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> Any:
+def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts,
+                sock: ChannelSocket | None = None) -> Any:
     from fabric import Config, Connection
 
     config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}},
@@ -84,6 +90,8 @@ def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts) -> 
                                       "auth_timeout": CONNECT_TIMEOUT}
     if key:
         connect_kwargs["key_filename"] = os.path.expanduser(key)
+    if sock is not None:
+        connect_kwargs["sock"] = sock
     c = Connection(node.address, user=node.user, port=node.port, config=config,
                    gateway=gateway if gateway is not None else False,
                    connect_timeout=CONNECT_TIMEOUT, connect_kwargs=connect_kwargs)
@@ -117,37 +125,101 @@ def _open_capped(c: Any, node: Host) -> None:
         c.open()
 
 
-def connect(inv: Inventory, host: Host, accept_new: bool = False) -> Chain:
-    """Open the connection to `host` through its bastions. Raises HostKeyError for a key we
-    refuse, and socket/paramiko errors for anything else."""
+class Gateways:
+    """The bastion hops of one run, opened once and shared by every host behind them.
+
+    Each host still gets its own transport to itself, carried by a `direct-tcpip` channel of
+    the shared bastion transport (paramiko opens channels on one transport from any
+    thread). Per-host bastion logins cost the bastion an sshd process, a key exchange, an
+    authentication and a PAM session each: 32 of them at once saturated two cores for
+    seconds of a no-op run. The hops are opened under a lock per chain, so two threads never
+    open one (fabric #2262), and reopened when found dead. Close it after the hosts' chains.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[tuple[str, ...], threading.Lock] = {}
+        self._open: dict[tuple[str, ...], Any] = {}
+        self._order: list[Any] = []
+
+    def hop(self, inv: Inventory, chain: tuple[Host, ...], store: KnownHosts) -> Any:
+        """The open connection to the last bastion of `chain`, through the ones before it."""
+        key = tuple(h.name for h in chain)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            c = self._open.get(key)
+            if c is not None and c.is_connected:
+                return c
+            parent = self.hop(inv, chain[:-1], store) if len(chain) > 1 else None
+            c = _connection(inv, chain[-1], parent, store)
+            try:
+                _open_capped(c, chain[-1])
+            except BaseException as e:
+                _keep_transport(e, c)
+                _close(c)
+                raise
+            self._open[key] = c
+            self._order.append(c)
+            return c
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._order, self._open = self._order, [], {}
+        for c in reversed(opened):  # innermost first
+            _close(c)
+
+
+def _keep_transport(e: BaseException, *conns: Any) -> None:
+    """Attach the first transport among `conns` to `e`: sshd may have said why it refused
+    (pam_nologin's message), and the retry loop reads it from there."""
+    failed = next((c.client.get_transport() for c in conns
+                   if c.client is not None and c.client.get_transport() is not None), None)
+    with contextlib.suppress(AttributeError, TypeError):
+        e.provision_transport = failed  # type: ignore[attr-defined]
+
+
+def connect(inv: Inventory, host: Host, accept_new: bool = False,
+            gateways: Gateways | None = None) -> Chain:
+    """Open the connection to `host` through its bastions (shared ones from `gateways`, or
+    opened for this host alone). Raises HostKeyError for a key we refuse, and
+    socket/paramiko errors for anything else."""
     from paramiko.ssh_exception import BadHostKeyException
 
     store = KnownHosts(inventory_known_hosts(inv), accept_new)
-    nodes = {n.address: n for n in (*inv.chain(host), host)}
+    path = tuple(inv.chain(host))
+    nodes = {n.address: n for n in (*path, host)}
     hops: list[Any] = []
-    gateway = None
-    for bastion in inv.chain(host):
-        gateway = _connection(inv, bastion, gateway, store)
-        hops.append(gateway)
-    conn = _connection(inv, host, gateway, store)
-    chain = Chain(host, conn, hops)
+    chain: Chain | None = None
     try:
-        for hop, node in zip(hops, inv.chain(host), strict=True):  # outermost first
-            _open_capped(hop, node)
+        if gateways is not None and path:
+            bastion = gateways.hop(inv, path, store)
+            channel = bastion.transport.open_channel(
+                "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
+            conn = _connection(inv, host, None, store, sock=ChannelSocket(channel))
+            chain = Chain(host, conn, hops)
+        else:
+            gateway = None
+            for bastion in path:
+                gateway = _connection(inv, bastion, gateway, store)
+                hops.append(gateway)
+            conn = _connection(inv, host, gateway, store)
+            chain = Chain(host, conn, hops)
+            for hop, node in zip(hops, path, strict=True):  # outermost first
+                _open_capped(hop, node)
         _open_capped(conn, host)
     except BadHostKeyException as e:
-        chain.close()
+        if chain is not None:
+            chain.close()
         node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
         key = e.key
         raise HostKeyError(refusal("changed", node.name, key_name(node.address, node.port),
                                    key.get_name(), key.asbytes(), store.path,
                                    (e.expected_key.get_name(),))) from None
     except BaseException as e:
-        # keep the transport that failed: sshd may have said why (pam_nologin's message)
-        failed = next((c.client.get_transport() for c in (conn, *reversed(hops))
-                       if c.client.get_transport() is not None), None)
-        with contextlib.suppress(AttributeError, TypeError):
-            e.provision_transport = failed  # type: ignore[attr-defined]
-        chain.close()
+        if chain is not None:
+            if not hasattr(e, "provision_transport"):
+                _keep_transport(e, chain.conn, *reversed(hops))
+            chain.close()
         raise
     return chain

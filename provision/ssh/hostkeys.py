@@ -24,6 +24,8 @@ from .errors import HostKeyError
 
 Verdict = Literal["known", "unknown", "changed"]
 _append_lock = threading.Lock()
+_loaded_lock = threading.Lock()
+_loaded: dict[Path, tuple[tuple[int, int, int], Any]] = {}
 
 
 def key_name(address: str, port: int) -> str:
@@ -65,14 +67,11 @@ class KnownHosts:
     """A known_hosts file: lookups for `judge`, and appends for accept-new."""
 
     def __init__(self, path: Path, accept_new: bool = False, hint: str = ACCEPT_NEW_HINT):
-        import paramiko
 
         self.path = path
         self.accept_new = accept_new
         self.hint = hint
-        self.keys = paramiko.HostKeys()
-        if path.exists():
-            self.keys.load(str(path))
+        self.keys = _parsed(path)
 
     def known(self, address: str, port: int) -> dict[str, bytes]:
         entry = self.keys.lookup(key_name(address, port))
@@ -100,6 +99,28 @@ class KnownHosts:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 f.write(line)
         self.keys.add(name, key.get_name(), key)
+
+
+def _parsed(path: Path) -> Any:
+    """The file's keys as a paramiko HostKeys, parsed once per version of the file: every
+    host of a run opens its own chain, and parsing the file (a key object per line) for
+    each of them cost more CPU than their handshakes. A change to the file (ours or
+    anyone's) is a new version."""
+    import paramiko
+
+    try:
+        st = path.stat()
+        version = (st.st_ino, st.st_mtime_ns, st.st_size)
+    except FileNotFoundError:
+        return paramiko.HostKeys()
+    with _loaded_lock:
+        cached = _loaded.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        keys = paramiko.HostKeys()
+        keys.load(str(path))
+        _loaded[path] = (version, keys)
+        return keys
 
 
 def known_hosts_path(configured: str | None) -> Path:

@@ -21,6 +21,7 @@ from typing import cast
 
 import paramiko
 
+from provision.ssh.channel_socket import READ_ALL, ChannelSocket
 from provision.ssh.errors import AuthError, ConnectError
 from provision.ssh.hostkeys import KnownHosts
 from provision.tunnel.plan import KEEPALIVE_COUNT, LOCAL_BIND, Forward, Hop, nothing_listening
@@ -178,45 +179,6 @@ class Link:
         if self.sock is not None:
             with contextlib.suppress(OSError):
                 self.sock.close()
-
-
-class ChannelSocket:
-    """A channel as the socket under the next hop's Transport, read in whole-buffer gulps.
-
-    paramiko's Packetizer reads a packet a few bytes at a time, and a Channel hands bytes out
-    of its buffer with `del array[:n]`, which moves everything behind them. Once the outer
-    hop runs ahead of the inner one the buffer holds megabytes and every small read moves
-    them all: the tunnel fell from 25 to 5 MB/s within three downloads. Taking the whole
-    buffer in one recv and serving the small reads from a bytearray (O(1) deletes at the
-    front) copies each byte a fixed number of times.
-    """
-
-    def __init__(self, chan: paramiko.Channel):
-        self.chan = chan
-        self.pending = bytearray()
-
-    def recv(self, n: int) -> bytes:
-        if not self.pending:
-            data = self.chan.recv(WINDOW)  # raises socket.timeout like a socket would
-            if len(data) <= n:
-                return data
-            self.pending += data
-        out = bytes(self.pending[:n])
-        del self.pending[:n]
-        return out
-
-    def send(self, data: bytes) -> int:
-        return self.chan.send(data)
-
-    def settimeout(self, timeout: float | None) -> None:
-        self.chan.settimeout(timeout)
-
-    def close(self) -> None:
-        self.chan.close()
-
-    @property
-    def _closed(self) -> bool:  # Transport.join looks at its socket's private flag
-        return bool(self.chan.closed)
 
 
 def _key_family(name: str) -> str:
@@ -409,7 +371,7 @@ def _pump(conn: socket.socket, chan: paramiko.Channel) -> None:
     th.start()
     try:
         while True:
-            data = chan.recv(WINDOW)  # all that is buffered: see ChannelSocket
+            data = chan.recv(READ_ALL)  # all that is queued: see provision.ssh.channel_socket
             if not data:
                 break
             conn.sendall(data)

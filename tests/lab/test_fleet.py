@@ -3,7 +3,9 @@
 A cold bootstrap converges every host (0 failed, 0 unreachable), a second run changes
 nothing (one remote exec per host), and `--forks 2` never has more than 2 hosts in flight:
 counted inside the CLI by tests/support/faults.py (`--count-in-flight`) and on the bastion
-by sampling its established SSH connections while the run goes on.
+by sampling the SSH connections it carries to the hosts while the run goes on. Every host
+rides on one shared connection to the bastion, and the bastion's sshd never saw a message
+for a channel already closed (which makes it drop that shared connection).
 
 The GPU hosts run the same Jupyter stand-in as test_converge (`python3 -m http.server`),
 not the role's real Jupyter and TensorBoard: 16 real Jupyter servers would measure this
@@ -27,6 +29,7 @@ import yaml
 from provision.lab import plan as P
 
 from .conftest import FAULTY, Lab, _load, provision, require_lab_prerequisites
+from .conftest import PROVISION as PROVISION_CLI
 
 pytestmark = pytest.mark.lab
 
@@ -78,38 +81,58 @@ def test_a_second_run_changes_nothing(fleet: tuple[Lab, Path]) -> None:
     assert all(h["remote_execs"] == 1 and h["changes"] == 0 for h in data["hosts"])
 
 
-def _bastion_sessions(lab: Lab) -> int:
-    """Established TCP connections to the bastion's sshd (from the operator and its own)."""
+def _bastion_connections(lab: Lab, which: str) -> int:
+    """Established TCP connections on the bastion: `( sport = :22 )` into its sshd, or
+    `( dport = :22 )` out of it to the hosts (one per host whose chain it carries)."""
     r = subprocess.run(["ip", "netns", "exec", lab.plan.node("bastion").netns, "ss", "-Htn",
-                        "state", "established", "( sport = :22 )"],
+                        "state", "established", which],
                        capture_output=True, text=True, timeout=10, check=True)
     return len([ln for ln in r.stdout.splitlines() if ln.strip()])
+
+
+def _sampled(lab: Lab, which: str, argv: list[str]) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    """Run `argv` while counting the bastion's connections every 20 ms."""
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            seen.append(_bastion_connections(lab, which))
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    finally:
+        stop.set()
+        sampler.join()
+    return r, seen
 
 
 def test_forks_2_never_has_more_than_2_hosts_in_flight(
         fleet: tuple[Lab, Path], tmp_path: Path) -> None:
     lab, inventory = fleet
     count = tmp_path / "in-flight.json"
-    seen: list[int] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            seen.append(_bastion_sessions(lab))
-            stop.wait(0.02)
-
-    before = _bastion_sessions(lab)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        r = subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY,
-                            "--count-in-flight", str(count), "--", "plan", "-i", str(inventory),
-                            "--forks", "2", "--json"], capture_output=True, text=True, timeout=600)
-    finally:
-        stop.set()
-        sampler.join()
+    r, seen = _sampled(lab, "( dport = :22 )", [
+        "ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, "--count-in-flight", str(count),
+        "--", "plan", "-i", str(inventory), "--forks", "2", "--json"])
     assert r.returncode == 0, r.stderr[-2000:]
     data = json.loads(r.stdout)
     assert len(data["hosts"]) == GPUS + 1 and data["control"]["forks"] == 2
     assert json.loads(count.read_text())["most"] == 2  # 17 hosts: the cap is reached, never passed
-    assert max(seen) <= 2, (before, [(i, n) for i, n in enumerate(seen) if n > 2], len(seen))
+    assert seen and max(seen) <= 2, [(i, n) for i, n in enumerate(seen) if n > 2]
+
+
+def test_every_host_rides_on_one_connection_to_the_bastion(fleet: tuple[Lab, Path]) -> None:
+    lab, inventory = fleet
+    into = lab.addr("operator")
+    r, seen = _sampled(lab, f"( sport = :22 and dst {into} )", [
+        "ip", "netns", "exec", lab.plan.operator.netns, *PROVISION_CLI, "plan", "-i",
+        str(inventory), "--json"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {h["status"] for h in json.loads(r.stdout)["hosts"]} == {"ok"}
+    # the bastion as a host of its own, and the one hop that all 16 GPU hosts share
+    assert seen and max(seen) <= 2, seen
+    journal = lab.host("bastion", "journalctl", "--no-pager", "-t", "sshd", "-o", "cat").stdout
+    assert "nonexistent channel" not in journal

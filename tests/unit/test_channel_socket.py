@@ -11,11 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import threading
+import time
 
 import paramiko
 import pytest
 
-from provision.tunnel.paramiko_backend import WINDOW, ChannelSocket
+from provision.ssh.channel_socket import ChannelSocket
+from provision.tunnel.paramiko_backend import WINDOW
 
 
 class CountingPipe(paramiko.buffered_pipe.BufferedPipe):
@@ -86,3 +89,54 @@ def test_eof_and_timeout_behave_like_a_socket() -> None:
     assert not sock._closed
     chan.closed = True
     assert sock._closed
+
+
+class SlowChannel:
+    """The parts of a Channel that ChannelSocket calls, recording their order; send blocks
+    until released, like a send that has built its DATA message and not yet handed it on."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.release = threading.Event()
+        self.closed = False
+
+    def send(self, data: bytes) -> int:
+        self.events.append("send begins")
+        self.release.wait(5)
+        self.events.append("send ends")
+        return len(data)
+
+    def recv(self, n: int) -> bytes:
+        raise AssertionError("not used here")
+
+    def settimeout(self, timeout: float | None) -> None:
+        pass
+
+    def close(self) -> None:
+        self.events.append("close")
+        self.closed = True
+
+
+def test_close_waits_for_a_send_in_flight_and_refuses_later_ones() -> None:
+    """A CLOSE must never overtake a DATA: sshd drops the whole connection (and with it every
+    host sharing the bastion) on a data packet for a channel it has freed."""
+    chan = SlowChannel()
+    sock = ChannelSocket(chan)
+    sender = threading.Thread(target=sock.send, args=(b"x",))
+    sender.start()
+    while "send begins" not in chan.events:
+        time.sleep(0.001)
+    closer = threading.Thread(target=sock.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive() and chan.events == ["send begins"]  # close is waiting
+    chan.release.set()
+    sender.join(5)
+    closer.join(5)
+    assert chan.events == ["send begins", "send ends", "close"]
+    assert sock._closed
+    with pytest.raises(OSError):
+        sock.send(b"late")
+    assert chan.events == ["send begins", "send ends", "close"]
+    sock.close()  # a second close is a no-op
+    assert chan.events.count("close") == 1
