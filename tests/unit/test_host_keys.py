@@ -71,3 +71,19 @@ def test_a_key_stored_under_the_inventory_name_is_not_trusted(tmp_path: Path) ->
     kh.write_text(f"gpu1 ssh-ed25519 {key.get_base64()}\n")
     with pytest.raises(HostKeyError, match="unknown host key"):
         KnownHosts(kh).check("gpu1", "10.0.0.1", 22, key)
+
+
+def test_a_rewritten_file_is_read_again_even_at_the_same_size(tmp_path: Path) -> None:
+    """known_hosts is parsed once per version of the file and shared by a run's hosts; a key
+    replaced in place (same length: `ssh-keygen -R` and a re-add) must not be served stale."""
+    kh = tmp_path / "known_hosts"
+    old, new = _key(tmp_path, "old"), _key(tmp_path, "new")
+    kh.write_text(f"10.0.0.1 ssh-ed25519 {old.get_base64()}\n")
+    assert KnownHosts(kh).known("10.0.0.1", 22) == {"ssh-ed25519": old.asbytes()}
+    assert KnownHosts(kh).keys is KnownHosts(kh).keys  # one parse for the same version
+    kh.write_text(f"10.0.0.1 ssh-ed25519 {new.get_base64()}\n")
+    assert KnownHosts(kh).known("10.0.0.1", 22) == {"ssh-ed25519": new.asbytes()}
+    with pytest.raises(HostKeyError, match="CHANGED"):
+        KnownHosts(kh).check("gpu1", "10.0.0.1", 22, old)
+    kh.unlink()
+    assert KnownHosts(kh).known("10.0.0.1", 22) == {}
