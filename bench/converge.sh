@@ -86,15 +86,26 @@ reset_hosts() {  # undo everything the bootstrap does, on hosts 1..N (in paralle
 
 FAILS=$OUT/failures.txt
 : > "$FAILS"
+: > "$OUT/cpu.txt"
+TIMER=()  # GNU time (Debian package `time`), when there: the tool's CPU
+[ -x /usr/bin/time ] && TIMER=(/usr/bin/time -f "%U %S" -o "$OUT/last.cpu")
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }  # whole machine, in jiffies
 t_run() {  # seconds for one command (in the operator namespace); a failed run is timed too,
-  local s e tag=${TAG:-run}  # and its log kept (a tool that loses hosts at 32 is a result)
+  local s e b0 b1 tag=${TAG:-run}  # and its log kept (a tool that loses hosts at 32 is a result)
+  # CPU-seconds too: the tool's own (its children included: ansible's ssh) and the whole
+  # machine's, of which the rest is the lab's hosts (sshd, sudo, systemd) on the same cores
+  b0=$(busy)
   s=$(date +%s.%N)
-  if ! ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
+  echo "0 0" > "$OUT/last.cpu"
+  if ! "${TIMER[@]}" ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
     cp "$OUT/last.log" "$OUT/failed-$tag.log"
     echo "$tag: exit status non-zero; log: $OUT/failed-$tag.log" >> "$FAILS"
     echo "  FAILED ($tag), log kept: $OUT/failed-$tag.log" >&2
   fi
   e=$(date +%s.%N)
+  b1=$(busy)
+  read -r cu cs < <(tail -1 "$OUT/last.cpu")
+  echo "$tag $(python3 -c "print(round($cu + $cs, 2), round(($b1 - $b0) / $(getconf CLK_TCK), 2))")" >> "$OUT/cpu.txt"
   "$PY" -c "print(round($e - $s, 3))"
 }
 settle() {  # after a cold run: wait until every stand-in listens
@@ -175,6 +186,19 @@ for sc in ("noop", "cold"):
     an = t("ansible", sc, big) / t("provision", sc, big)
     print(f"{sc} {big} hosts: pyinfra/provision {pi:.1f}x, ansible/provision {an:.1f}x "
           f"(goal >= 5x: {goal(pi >= 5 and an >= 5)})")
+PYEOF
+"$PY" - "$OUT/cpu.txt" <<'PYEOF' | tee -a "$OUT/summary.txt"
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    tag, tool_cpu, machine_cpu = line.split()
+    if tag != "run":  # warm-ups are not counted
+        runs[tag].append((float(tool_cpu), float(machine_cpu)))
+print("\nCPU-seconds per run (median): the tool's own (children included) / the whole machine's")
+for tag in sorted(runs, key=lambda t: (t.split("-")[0], t.split("-")[1], int(t.split("-")[2]))):
+    tool = statistics.median(x[0] for x in runs[tag])
+    machine = statistics.median(x[1] for x in runs[tag])
+    print(f"  {tag:<22} {tool:7.2f} / {machine:7.2f}")
 PYEOF
 mkdir -p "$(dirname "$FIG")"
 "$PEERS/bin/python" "$ROOT/bench/plot_converge.py" "$OUT/fleet.json" "$FIG" "$SIZES"

@@ -128,7 +128,7 @@ def snippet(action: Action) -> str:
     if isinstance(a, DaemonReload):
         return "systemctl daemon-reload"
     if isinstance(a, EnableUnit):
-        return f"systemctl enable -q {quote(a.unit)}"
+        return f"systemctl enable -q --no-reload {quote(a.unit)}"
     if isinstance(a, StartUnit):
         return f"provision_unit start {quote(a.unit)}"
     if isinstance(a, RestartUnit):

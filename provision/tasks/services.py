@@ -74,6 +74,7 @@ class ServicesStep:
             if facts.dir(path).kind == "absent":
                 u = facts.users.get(owner)
                 dirs.append(Mkdir(path, 0o755, owner, u.group if u else owner))
+        enables: list[Action] = []
         units: list[Action] = []
         stale_reload = False
         for s in self.host.services:
@@ -81,7 +82,7 @@ class ServicesStep:
             if unit is not None and unit.need_daemon_reload:
                 stale_reload = True
             if unit is None or not unit.enabled:
-                units.append(EnableUnit(s.unit_name))
+                enables.append(EnableUnit(s.unit_name))
             if unit is None or not unit.active:
                 units.append(StartUnit(s.unit_name))
             elif s.unit_name in changed:
@@ -90,5 +91,8 @@ class ServicesStep:
                 units.append(RestartUnit(s.unit_name, "unit file changed on disk"))
             elif unit.active_since is not None and newest.get(s.unit_name, 0) > unit.active_since:
                 units.append(RestartUnit(s.unit_name, "files newer than the running process"))
-        reload: list[Action] = [DaemonReload()] if unit_written or stale_reload else []
-        return [*writes, *dirs, *reload, *units]
+        # One daemon-reload per batch, after the enables (`enable --no-reload`): each plain
+        # `systemctl enable` reloads the manager itself, and a reload (generators, every unit
+        # file) was the costliest part of a cold bootstrap on a host with two services.
+        reload: list[Action] = [DaemonReload()] if unit_written or stale_reload or enables else []
+        return [*writes, *dirs, *enables, *reload, *units]

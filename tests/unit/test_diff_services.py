@@ -48,8 +48,8 @@ def test_fresh_host() -> None:
     assert len(writes) == 3
     assert Mkdir("/srv/runs", 0o755, "root", "root") in acts
     tail = acts[len(writes) + 1:]
-    assert tail == [DaemonReload(), EnableUnit(JUPYTER), StartUnit(JUPYTER),
-                    EnableUnit(TB), StartUnit(TB)]
+    assert tail == [EnableUnit(JUPYTER), EnableUnit(TB), DaemonReload(), StartUnit(JUPYTER),
+                    StartUnit(TB)]
 
 
 def test_converged_is_a_no_op() -> None:
@@ -77,7 +77,7 @@ def test_stopped_and_disabled_service_is_started_and_enabled() -> None:
     recs = converged()
     recs = [r for r in recs if not (isinstance(r, list) and TB in r[0])]
     recs.append(unit_block(TB, active="failed", enabled="disabled"))  # type: ignore[arg-type]
-    assert step().diff(parse(answer(*recs))) == [EnableUnit(TB), StartUnit(TB)]
+    assert step().diff(parse(answer(*recs))) == [EnableUnit(TB), DaemonReload(), StartUnit(TB)]
 
 
 def test_interrupted_run_is_finished() -> None:
@@ -87,3 +87,14 @@ def test_interrupted_run_is_finished() -> None:
                     RestartUnit(TB, "files newer than the running process")]
     acts = step().diff(parse(answer(*converged(reload="yes"))))
     assert acts[0] == DaemonReload() and RestartUnit(JUPYTER, "unit file changed on disk") in acts
+
+
+def test_a_fresh_host_reloads_systemd_once() -> None:
+    """`systemctl enable` reloads the manager unless told not to: one reload per batch."""
+    from provision.tasks import script
+
+    batch = script.build(step().diff(facts("fresh.txt")))
+    assert batch.count("systemctl daemon-reload") == 1
+    enables = [ln for ln in batch.splitlines() if "systemctl enable" in ln]
+    assert len(enables) == 2 and all("--no-reload" in ln for ln in enables)
+    assert batch.index("systemctl daemon-reload") > max(batch.index(ln) for ln in enables)
