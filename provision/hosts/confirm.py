@@ -54,11 +54,14 @@ def _bounded(fn: Any, timeout: float) -> tuple[bool, Any, BaseException | None]:
 
 def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
                 timeout: float) -> str:
-    """A new connection through the jump chain, one exec, closed."""
+    """A new login to the host, one exec, closed. The bastion hops are the run's shared ones:
+    what a confirmation proves is that a new login to this host works after its change, and
+    the bastions settled (and proved their own new logins) in an earlier wave. Under load,
+    a fresh bastion login per confirmation made confirmations miss their window."""
     from provision.ssh.connect import connect
     from provision.ssh.session import Remote
 
-    chain = connect(inv, run.host, accept_new=accept_new)
+    chain = connect(inv, run.host, accept_new=accept_new, gateways=run.gateways)
     try:
         return Remote(chain).sh(script, timeout=timeout).stdout
     finally:

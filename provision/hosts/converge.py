@@ -50,6 +50,7 @@ class HostRun:
     facts: Facts | None = None
     chain: Any = None
     remote: Any = None
+    gateways: Gateways | None = None  # the run's shared bastion hops (confirmations use them)
 
     @property
     def changes(self) -> int:
@@ -81,7 +82,7 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     raises: problems land in the result's status."""
     from provision.ssh.session import Remote
 
-    run = HostRun(host)
+    run = HostRun(host, gateways=gateways)
     started = time.monotonic()
     opened = connecting(inv, host, accept_new, gateways)  # network round trips while the state renders
     try:

@@ -64,13 +64,22 @@ def _statuses(data: dict[str, Any]) -> dict[str, str]:
 
 def test_a_cold_bootstrap_of_16_hosts_converges_every_one(fleet: tuple[Lab, Path]) -> None:
     lab, inventory = fleet
-    code, data, err = lab.provision_json("apply", "--yes", "-i", str(inventory), timeout=900)
+    r, seen = _sampled(lab, f"( sport = :22 and dst {lab.addr('operator')} )", [
+        "ip", "netns", "exec", lab.plan.operator.netns, *PROVISION_CLI, "apply", "--yes", "-i",
+        str(inventory), "--json"])
+    data = json.loads(r.stdout) if r.stdout.strip() else {}
     statuses = _statuses(data)
     bad = {h["host"]: (h["status"], h["error"]) for h in data.get("hosts", [])
            if h["status"] in ("failed", "unreachable")}
-    assert code == 0 and not bad, err[-2000:] + json.dumps(bad, indent=1)
+    assert r.returncode == 0 and not bad, r.stderr[-2000:] + json.dumps(bad, indent=1)
     assert len(statuses) == GPUS + 1 and set(statuses.values()) == {"changed"}, statuses
     assert data["control"]["hosts"] == GPUS + 1
+    # 17 commit-confirmed hosts, and never more than 3 connections into the bastion: the hop
+    # the GPU hosts share (their confirmations too), the bastion's own session, and the new
+    # login that confirms the bastion's own change
+    assert any(h["actions"] and any("confirm" in a["type"].lower() for a in h["actions"])
+               for h in data["hosts"]), data["hosts"][0]["actions"]
+    assert seen and max(seen) <= 3, seen
 
 
 def test_a_second_run_changes_nothing(fleet: tuple[Lab, Path]) -> None:
