@@ -16,9 +16,11 @@ some of 32 hosts' connections ("Error reading SSH protocol banner").
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,13 +137,17 @@ class Gateways:
     thread). Per-host bastion logins cost the bastion an sshd process, a key exchange, an
     authentication and a PAM session each: 32 of them at once saturated two cores for
     seconds of a no-op run. The hops are opened under a lock per chain, so two threads never
-    open one (fabric #2262), and reopened when found dead. Close it after the hosts' chains.
+    open one (fabric #2262), and reopened when found dead. A failed open is shared too: the
+    threads that waited for it get its error at once instead of each trying in turn behind
+    the lock (a bastion that times out would otherwise hold 32 hosts for 32 timeouts); each
+    retries on its own schedule. Close it after the hosts' chains.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._open: dict[tuple[str, ...], Any] = {}
+        self._failed: dict[tuple[str, ...], tuple[float, BaseException]] = {}
         self._order: list[Any] = []
 
     def hop(self, inv: Inventory, chain: tuple[Host, ...], store: KnownHosts) -> Any:
@@ -149,18 +155,27 @@ class Gateways:
         key = tuple(h.name for h in chain)
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
+        asked = time.monotonic()
         with lock:
             c = self._open.get(key)
             if c is not None and c.is_connected:
                 return c
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] >= asked:  # tried while we waited
+                raise _copied(failed[1])
             parent = self.hop(inv, chain[:-1], store) if len(chain) > 1 else None
             c = _connection(inv, chain[-1], parent, store)
             try:
                 _open_capped(c, chain[-1])
-            except BaseException as e:
+            except Exception as e:
                 _keep_transport(e, c)
                 _close(c)
+                self._failed[key] = (time.monotonic(), e)
                 raise
+            except BaseException:
+                _close(c)
+                raise
+            self._failed.pop(key, None)
             self._open[key] = c
             self._order.append(c)
             return c
@@ -170,6 +185,15 @@ class Gateways:
             opened, self._order, self._open = self._order, [], {}
         for c in reversed(opened):  # innermost first
             _close(c)
+
+
+def _copied(e: BaseException) -> BaseException:
+    """A copy of a shared failure to raise in another thread (each raise writes its own
+    traceback into the object); the original when the exception cannot be copied."""
+    try:
+        return copy.copy(e)
+    except Exception:
+        return e
 
 
 def _keep_transport(e: BaseException, *conns: Any) -> None:

@@ -94,6 +94,57 @@ def test_connects_through_one_bastion_are_capped(monkeypatch: pytest.MonkeyPatch
     assert 1 < most[0] <= connect_slots()
 
 
+def test_a_bastion_that_fails_to_open_fails_the_waiting_hosts_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """16 hosts ask for the shared hop while it is being opened and fails: one attempt, and
+    every waiting host gets that error (not 16 attempts in turn behind the hop's lock). A
+    host asking after the failure tries again, and succeeds once the bastion is back."""
+    bastion = _host("jump", bastion=True)
+    attempts = [0]
+    down = [True]
+
+    class FakeConn:
+        client: Any = None
+        is_connected = False
+
+        def __init__(self, node: Host) -> None:
+            self.node = node
+
+        def open(self) -> None:
+            attempts[0] += 1
+            time.sleep(0.3)
+            if down[0]:
+                raise OSError("timed out")
+            self.is_connected = True
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(C, "_connection", lambda inv, node, gateway, store: FakeConn(node))
+    monkeypatch.setattr(C, "_slots", {})
+    gateways = C.Gateways()
+    barrier = threading.Barrier(16)
+    errors: list[BaseException] = []
+
+    def host() -> None:
+        barrier.wait()
+        try:
+            gateways.hop(None, (bastion,), None)  # type: ignore[arg-type]
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=host) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert attempts[0] == 1
+    assert len(errors) == 16 and all("timed out" in str(e) for e in errors)
+    down[0] = False
+    assert gateways.hop(None, (bastion,), None).is_connected  # type: ignore[arg-type]
+    assert attempts[0] == 2
+
+
 # --- --shard ----------------------------------------------------------------------------
 
 NAMES = [f"gpu{i}" for i in range(1, 1001)] + ["a", "node-7.rack-3", "é"]
