@@ -12,8 +12,23 @@ PROBE_EOF
 $sline
 PROBE_EOF
     fi
-    printf 'user\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$uid" "$(id -gn "$1")" "$home" "$shell" \
-      "${exp:--}" "$(id -Gn "$1" | tr ' ' ,)" "$(printf '%s' "${gecos%%,*}" | tr -d '\t')"
+    # one `id` for the primary group and the group list (each process costs the probe
+    # ~1 ms of CPU on every host of a run): uid=N(name) gid=N(name) groups=N(name),N,...
+    u_id=$(id -- "$1")
+    u_pg=${u_id#* gid=}; u_pg=${u_pg%% *}
+    case $u_pg in *\(*) u_pg=${u_pg#*\(}; u_pg=${u_pg%\)} ;; esac
+    u_gl=; u_rest=
+    case $u_id in *" groups="*) u_rest=${u_id#* groups=} ;; esac
+    while [ -n "$u_rest" ]; do
+      u_x=${u_rest%%,*}
+      case $u_rest in *,*) u_rest=${u_rest#*,} ;; *) u_rest= ;; esac
+      case $u_x in *\(*) u_x=${u_x#*\(}; u_x=${u_x%\)} ;; esac
+      u_gl="$u_gl${u_gl:+,}$u_x"
+    done
+    u_g=${gecos%%,*}
+    case $u_g in *"$T"*) u_g=$(printf '%s' "$u_g" | tr -d '\t') ;; esac
+    printf 'user\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$uid" "$u_pg" "$home" "$shell" \
+      "${exp:--}" "$u_gl" "$u_g"
     dir_fact "$home/.ssh"
     file_fact "$home/.ssh/authorized_keys"
     tmp_scan "$home/.ssh"
