@@ -8,7 +8,8 @@
 # Goals (reported, not asserted): no-op at 8 hosts <= 1.3x the 1-host time, at 32 <= 2x;
 # at 32 hosts >= 5x faster than pyinfra and Ansible.
 # Usage: bench/converge.sh   (root; PROVISION_LAB_NAME picks the lab, default bench-conv;
-#        SIZES="1 8 32"; RUNS=N repetitions for sizes <= 8 (default 3), RUNS_LARGE for the
+#        SIZES="1 8 32"; TOOLS="provision pyinfra ansible"; RUNS=N repetitions (default 3;
+#        provision at every size, the peers for sizes <= 8), RUNS_LARGE for the peers at the
 #        larger ones (default 1); median reported; the plot goes to docs/figures/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ export PROVISION_LAB_NAME=${PROVISION_LAB_NAME:-bench-conv}
 SIZES=${SIZES:-"1 8 32"}
 RUNS=${RUNS:-3}
 RUNS_LARGE=${RUNS_LARGE:-1}
+TOOLS=${TOOLS:-"provision pyinfra ansible"}
 PY=$ROOT/.venv/bin/python
 PROV=$ROOT/.venv/bin/provision
 PEERS=$ROOT/bench/.peers/venv
@@ -122,7 +124,8 @@ declare -A R
 measure() {  # tool scenario size command...
   local name=$1 scenario=$2 n=$3; shift 3
   local times=() runs=$RUNS
-  [ "$n" -gt 8 ] && runs=$RUNS_LARGE
+  # provision's runs take seconds: its median is of RUNS at every size
+  [ "$n" -gt 8 ] && [ "$name" != provision ] && runs=$RUNS_LARGE
   for _ in $(seq "$runs"); do
     if [ "$scenario" = cold ]; then reset_hosts "$n"; fi
     times+=("$(TAG=$name-$scenario-$n t_run "$@")")
@@ -136,7 +139,7 @@ reset_hosts "$MAX"
 for n in $SIZES; do
   names=(); for i in $(seq "$n"); do names+=("gpu$i"); done
   pyinfra_limit=(); for h in "${names[@]}"; do pyinfra_limit+=(--limit "$h"); done
-  for tool in provision pyinfra ansible; do
+  for tool in $TOOLS; do
     case $tool in
       provision) cmd=("$PROV" apply -i "$INV" --yes --playbook "$OUT/peers/playbook.yml" "${names[@]}") ;;
       pyinfra) cmd=("$PEERS/bin/pyinfra" -y "${pyinfra_limit[@]}" inventory.py deploy.py) ;;
