@@ -1,14 +1,14 @@
 """SSH connections from the inventory (I/O): a Fabric Connection per host, through its
-bastions: hops shared by the run (`Gateways`), or a chain of its own opened hop by hop
-(outermost first) when a fresh login is the point (confirmations). Host keys are judged by
-`provision.ssh.hostkeys`.
+bastions: hops shared by the run (`Gateways`: plan, apply and its confirmations, audit), or,
+for a caller without a run, a chain of its own opened hop by hop (outermost first). Host
+keys are judged by `provision.ssh.hostkeys`.
 
 Fabric hard-codes paramiko's AutoAddPolicy; we replace it on every hop with a policy that
 hands the key to the one trust path (unknown refused unless accept-new; a key known only
 under another type refused). A changed key of a known type makes paramiko raise
 BadHostKeyException before any policy is asked; `connect` turns it into the same
 HostKeyError. Never share a host's chain between threads (fabric #2262): call `connect()`
-once per host thread. Fresh connects that authenticate to one bastion at once are capped
+once per host thread. Connects that authenticate to one bastion at once are capped
 (`provision.ssh.fanout.connect_slots`) below its sshd's MaxStartups, which otherwise drops
 some of 32 hosts' connections ("Error reading SSH protocol banner").
 """
