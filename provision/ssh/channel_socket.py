@@ -15,7 +15,10 @@ bare Channel gets wrong as a socket:
   for a channel it has freed and drops the whole connection ("data packet referred to
   nonexistent channel"): with a bastion transport shared by 32 hosts, one host finishing
   cut off the others. Close waits for the calls in flight (the Transport polls with a
-  0.1 s timeout) and refuses new ones before it closes the channel.
+  0.1 s timeout) and refuses new ones before it closes the channel. A close that the far
+  side starts is answered by paramiko's own transport thread and stays exposed: a host
+  that drops our session mid-send can still cost the shared hop, which `Gateways` then
+  reopens for the hosts that come after.
 """
 
 from __future__ import annotations
