@@ -196,12 +196,9 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
-    gateways = Gateways()
-    try:
+    with Gateways() as gateways:
         runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
                             keep_pending=False, gateways=gateways)
-    finally:
-        gateways.close()
     from provision.commands.plan_output import exit_status
 
     if as_json:
@@ -235,33 +232,32 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
     timeout = confirm_timeout or inv.confirm_timeout
-    gateways = Gateways()
     runs: list[Any] = []
-    try:
-        runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
-                            keep_pending=True, gateways=gateways)
-        pending = [r for r in runs if r.status == "pending"]
-        if pending and not as_json:
-            _print_plan(runs)
-        if pending and not yes and not click.confirm(
-                f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
-                default=False, err=True):
-            click.echo("apply cancelled; nothing changed", err=True)
-            raise Exit(EXIT_FAILED)
-        if pending:
-            def execute(run: Any) -> Any:
-                return execute_guarded(inv, run, accept_new, timeout)
+    with Gateways() as gateways:  # closed after the hosts' chains, which ride on it
+        try:
+            runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
+                                keep_pending=True, gateways=gateways)
+            pending = [r for r in runs if r.status == "pending"]
+            if pending and not as_json:
+                _print_plan(runs)
+            if pending and not yes and not click.confirm(
+                    f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
+                    default=False, err=True):
+                click.echo("apply cancelled; nothing changed", err=True)
+                raise Exit(EXIT_FAILED)
+            if pending:
+                def execute(run: Any) -> Any:
+                    return execute_guarded(inv, run, accept_new, timeout)
 
-            done: dict[str, Any] = {}
-            for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
-                applied = _with_progress("applying", wave, as_json,
-                                         lambda cb, wave=wave: in_parallel(execute, wave, forks, cb))
-                done.update((run.host.name, run) for run in applied)
-            runs = [done[run.host.name] for run in runs]
-    finally:
-        for r in runs:
-            close(r)
-        gateways.close()  # after the hosts' chains, which ride on it
+                done: dict[str, Any] = {}
+                for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
+                    applied = _with_progress("applying", wave, as_json,
+                                             lambda cb, wave=wave: in_parallel(execute, wave, forks, cb))
+                    done.update((run.host.name, run) for run in applied)
+                runs = [done[run.host.name] for run in runs]
+        finally:
+            for r in runs:
+                close(r)
     if as_json:
         _json(runs, "apply", pb, shard_text, memory)
     else:

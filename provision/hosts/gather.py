@@ -161,10 +161,6 @@ def gather_many(inv: Inventory, hosts: tuple[Host, ...] | list[Host], request: R
     # paramiko's first import is not thread-safe (circular imports): import it here first
     import paramiko  # noqa: F401
 
-    gateways = Gateways()
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
-            return list(pool.map(lambda h: gather_one(inv, h, request, accept_new, gateways),
-                                 hosts))
-    finally:
-        gateways.close()
+    with Gateways() as gateways, \
+            ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
+        return list(pool.map(lambda h: gather_one(inv, h, request, accept_new, gateways), hosts))

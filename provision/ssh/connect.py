@@ -1,7 +1,7 @@
 """SSH connections from the inventory (I/O): a Fabric Connection per host, through its
 bastions: hops shared by the run (`Gateways`: plan, apply and its confirmations, audit), or,
-for a caller without a run, a chain of its own opened hop by hop (outermost first). Host
-keys are judged by `provision.ssh.hostkeys`.
+for a caller without a run, hops of its own opened the same way. Host keys are judged by
+`provision.ssh.hostkeys`.
 
 Fabric hard-codes paramiko's AutoAddPolicy; we replace it on every hop with a policy that
 hands the key to the one trust path (unknown refused unless accept-new; a key known only
@@ -52,16 +52,18 @@ class _Policy:
 
 @dataclass
 class Chain:
-    """The open connection to a host plus the hops it rides on (closed together)."""
+    """The open connection to a host, and the bastion hops it owns (None: the run's)."""
 
     host: Host
     conn: Any  # fabric.Connection
-    hops: list[Any]
+    own_hops: Gateways | None = None
     retried: Any = None  # provision.ssh.retry.Retried, set by whoever retried the connect
 
     def close(self) -> None:
-        for c in [self.conn, *reversed(self.hops)]:
-            _close(c)
+        if self.conn is not None:
+            _close(self.conn)
+        if self.own_hops is not None:
+            self.own_hops.close()
 
 
 def _close(c: Any) -> None:
@@ -186,6 +188,12 @@ class Gateways:
         for c in reversed(opened):  # innermost first
             _close(c)
 
+    def __enter__(self) -> Gateways:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _copied(e: BaseException) -> BaseException:
     """A copy of a shared failure to raise in another thread (each raise writes its own
@@ -207,45 +215,35 @@ def _keep_transport(e: BaseException, *conns: Any) -> None:
 
 def connect(inv: Inventory, host: Host, accept_new: bool = False,
             gateways: Gateways | None = None) -> Chain:
-    """Open the connection to `host` through its bastions (shared ones from `gateways`, or
-    opened for this host alone). Raises HostKeyError for a key we refuse, and
-    socket/paramiko errors for anything else."""
+    """Open the connection to `host` through its bastions: the run's shared hops from
+    `gateways`, or hops of its own (closed with the chain). Raises HostKeyError for a key we
+    refuse, and socket/paramiko errors for anything else."""
     from paramiko.ssh_exception import BadHostKeyException
 
     store = KnownHosts(inventory_known_hosts(inv), accept_new)
     path = tuple(inv.chain(host))
     nodes = {n.address: n for n in (*path, host)}
-    hops: list[Any] = []
-    chain: Chain | None = None
+    own = Gateways() if gateways is None and path else None
+    hops = gateways or own
+    chain = Chain(host, None, own)
     try:
-        if gateways is not None and path:
-            bastion = gateways.hop(inv, path, store)
-            channel = bastion.transport.open_channel(
+        sock = None
+        if hops is not None and path:
+            channel = hops.hop(inv, path, store).transport.open_channel(
                 "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
-            conn = _connection(inv, host, None, store, sock=ChannelSocket(channel))
-            chain = Chain(host, conn, hops)
-        else:
-            gateway = None
-            for bastion in path:
-                gateway = _connection(inv, bastion, gateway, store)
-                hops.append(gateway)
-            conn = _connection(inv, host, gateway, store)
-            chain = Chain(host, conn, hops)
-            for hop, node in zip(hops, path, strict=True):  # outermost first
-                _open_capped(hop, node)
-        _open_capped(conn, host)
+            sock = ChannelSocket(channel)
+        chain.conn = _connection(inv, host, None, store, sock=sock)
+        _open_capped(chain.conn, host)
     except BadHostKeyException as e:
-        if chain is not None:
-            chain.close()
+        chain.close()
         node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
         key = e.key
         raise HostKeyError(refusal("changed", node.name, key_name(node.address, node.port),
                                    key.get_name(), key.asbytes(), store.path,
                                    (e.expected_key.get_name(),))) from None
     except BaseException as e:
-        if chain is not None:
-            if not hasattr(e, "provision_transport"):
-                _keep_transport(e, chain.conn, *reversed(hops))
-            chain.close()
+        if chain.conn is not None and not hasattr(e, "provision_transport"):
+            _keep_transport(e, chain.conn)  # a failed hop attached its own in Gateways.hop
+        chain.close()
         raise
     return chain

@@ -7,9 +7,9 @@ paramiko's crypto runs in Python, so each core can keep only so many transports 
 
 An sshd drops new connections at random once `MaxStartups` (default `10:30:100`: from 10
 unauthenticated connections on, drop 30 %, rising to 100 % at 100) connections are waiting
-to authenticate. Hosts share one connection per bastion during a run, but every
-commit-confirmed confirmation opens a fresh chain end to end, so those connects through one
-bastion are capped below that start value.
+to authenticate. Hosts share one connection per bastion during a run, but a bastion that is
+itself converged gets its own session and confirmation logins, and callers without a run
+open hops of their own, so connects through one bastion are capped below that start value.
 """
 
 from __future__ import annotations

@@ -57,8 +57,14 @@ def test_connects_through_one_bastion_are_capped(monkeypatch: pytest.MonkeyPatch
     most = [0]
     lock = threading.Lock()
 
+    class FakeChannelOpener:
+        def open_channel(self, *args: Any, **kwargs: Any) -> Any:
+            return object()
+
     class FakeConn:
         client: Any = None
+        is_connected = True
+        transport = FakeChannelOpener()
 
         def __init__(self, node: Host) -> None:
             self.node = node
@@ -81,16 +87,26 @@ def test_connects_through_one_bastion_are_capped(monkeypatch: pytest.MonkeyPatch
         def chain(self, host: Host) -> list[Host]:
             return [] if host.is_bastion else [bastion]
 
-    monkeypatch.setattr(C, "_connection", lambda inv, node, gateway, store: FakeConn(node))
+    errors: list[BaseException] = []
+
+    def connect(host: Host) -> None:
+        try:
+            C.connect(Inv(), host)  # type: ignore[arg-type]
+        except BaseException as e:
+            errors.append(e)
+
+    monkeypatch.setattr(C, "_connection",
+                        lambda inv, node, gateway, store, sock=None: FakeConn(node))
     monkeypatch.setattr(C, "KnownHosts", lambda *a, **k: None)
     monkeypatch.setattr(C, "inventory_known_hosts", lambda inv: Path("/dev/null"))
     monkeypatch.setattr(C, "_slots", {})
     hosts = [_host(f"gpu{i}", chain=("jump",)) for i in range(24)] + [bastion]
-    threads = [threading.Thread(target=C.connect, args=(Inv(), h)) for h in hosts]
+    threads = [threading.Thread(target=connect, args=(h,)) for h in hosts]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert errors == []
     assert 1 < most[0] <= connect_slots()
 
 
