@@ -67,7 +67,6 @@ class KnownHosts:
     """A known_hosts file: lookups for `judge`, and appends for accept-new."""
 
     def __init__(self, path: Path, accept_new: bool = False, hint: str = ACCEPT_NEW_HINT):
-
         self.path = path
         self.accept_new = accept_new
         self.hint = hint
