@@ -25,7 +25,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     from provision.exposure import findings
 
     inv = load(inventory_path)
-    found = (*findings(inv), *_migration_findings())
+    found = (*findings(inv), *_migration_findings(inv))
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
     if as_json:
         emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
@@ -65,19 +65,28 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     raise Exit(status)
 
 
-def _migration_findings() -> list[Any]:
-    """Open `dns migrate` journals on this machine older than a day (offline: the journal
-    directory only; a teammate's migration shows in `dns migrate status`, from the zone)."""
+def _migration_findings(inv: Any) -> list[Any]:
+    """Open `dns migrate` journals on this machine older than a day, and migrations
+    finalized here whose old values the inventory still declares (offline: the journal
+    directory only; a teammate's migration shows in `dns migrate status`, from the zone,
+    and their finished one in `dns plan`, from its closed record)."""
     import time
 
     from provision.dns.migrate.store import JournalStore
 
-    journals = [j for _, j, _ in JournalStore().all() if j is not None]
-    if not journals:  # the usual case: no phase machine to import (start-up time)
-        return []
-    from provision.dns.migrate.phases import overdue_findings
+    store = JournalStore()
+    journals = [j for _, j, _ in store.all() if j is not None]
+    closed = [j for _, j, _ in store.closed() if j is not None] if inv.dns else []
+    out: list[Any] = []
+    if journals:  # the usual case is none: no phase machine to import (start-up time)
+        from provision.dns.migrate.phases import overdue_findings
 
-    return overdue_findings(journals, time.time())
+        out += overdue_findings(journals, time.time())
+    if closed:
+        from provision.dns.migrate.guard import check_findings
+
+        out += check_findings(inv, closed, time.time())
+    return out
 
 
 def _location(inv: object, field: str) -> str:

@@ -31,6 +31,13 @@ def _zone_option(f: Any) -> Any:
 
 # --- plan / apply -------------------------------------------------------------------
 
+def _no_migrate_option(f: Any) -> Any:
+    return click.option("--no-migrate", is_flag=True,
+                        help="apply value changes of records whose TTL is above the zone's "
+                             "cutover_above_ttl as plain changes (caches may keep the old "
+                             "value for that TTL) instead of leaving them to `dns migrate run`")(f)
+
+
 def _subject(rr: Any, zone: str) -> str:
     from provision.dns.records import relative
 
@@ -80,13 +87,46 @@ def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
             continue
         markers = set(marker_changes(plan))
         notes = list(plan.notes)
+        held = _held(run)
         if plan.guard:
             notes.append(plan.guard if not force else plan.guard.split(";")[0] + " (--force given)")
         if run.replanned:
             notes.append("the zone changed between read and write: re-read and re-planned once")
-        out.append(Section(name, tuple(_change(c, plan.zone, markers) for c in plan.changes),
-                           notes=tuple(notes)))
+        out.append(Section(name, (*(_change(c, plan.zone, markers) for c in plan.changes),
+                                  *held), notes=tuple(notes)))
     return out
+
+
+def _held(run: Any) -> list[Change]:
+    """What the migration guard took out of the plan (cutovers, refused reverts) and the
+    closed migrations' records that apply deletes: shown as changes, so that a plan with
+    them is never "no changes"."""
+    from provision.dns.records import relative
+
+    out: list[Change] = []
+    rv, zone = run.review, run.plan.zone
+    if rv is None:
+        return out
+    for c in rv.cutovers:
+        out.append(Change("~", f"{relative(c.name, zone)} {c.type}", (
+            f"a cutover: run `provision dns migrate run {relative(c.name, zone)}`",
+            f"values: {', '.join(c.old)} -> {', '.join(c.new)} (ttl {c.ttl} s in the zone, "
+            f"above {c.threshold} s; dns apply leaves it alone, --no-migrate applies it)"),
+            kind="cutover"))
+    for msg in rv.reverts:
+        out.append(Change("~", msg.split(" was moved ")[0], (f"refused: {msg}",), kind="revert"))
+    for rr in run.plan.expired:
+        out.append(Change("-", f"{relative(rr.name, zone)} TXT", (
+            "a closed migration's record, expired",), kind="closed-migration"))
+    return out
+
+
+def _refuse_reverts(runs: Sequence[Any], force: bool) -> None:
+    """Exit 2 when a plan would set a record back to the values a finished migration moved
+    it away from (after the plan was shown)."""
+    reverts = [m for r in runs if r.review is not None for m in r.review.reverts]
+    if reverts and not force:
+        raise UsageError("; ".join(reverts))
 
 
 def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, list[Any]]:
@@ -106,25 +146,33 @@ def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, lis
 @inventory_option
 @_zone_option
 @click.option("--detailed-exitcode", is_flag=True, help="exit 3 when there are changes")
-@click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 %% guard)")
+@click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 %% "
+              "guard, undoing a finished migration)")
+@_no_migrate_option
 @json_option
 def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitcode: bool,
-             force: bool, as_json: bool) -> None:
+             force: bool, no_migrate: bool, as_json: bool) -> None:
     """Show the record changes apply would make, per zone."""
-    from provision.dns.sync import plan_zones
+    from provision.dns.sync import Options, plan_zones
 
     inv, selected = _setup(inventory_path, zones)
-    runs = plan_zones(inv, selected)
+    runs = plan_zones(inv, selected, opts=Options(force=force, no_migrate=no_migrate))
     sections = _sections(runs, force)
     if as_json:
         emit_json({**to_json(sections), "zones": [_run_json(r) for r in runs]})
     else:
         print_plan(sections, title="dns plan")
+    _refuse_reverts(runs, force)
     raise Exit(exit_status(sections, detailed_exitcode))
 
 
 def _run_json(run: Any) -> dict[str, Any]:
+    rv = run.review
     return {"zone": run.zone.name, "provider": run.zone.provider, "error": run.error or None,
+            "cutovers": [{"name": c.name, "type": c.type, "old": list(c.old), "new": list(c.new),
+                          "ttl": c.ttl} for c in (rv.cutovers if rv else ())],
+            "reverts_refused": list(rv.reverts) if rv else [],
+            "expired": [rr.name for rr in run.plan.expired] if run.plan else [],
             "records_read": run.records_read, "read_seconds": round(run.read_seconds, 4),
             "guard": (run.plan.guard or None) if run.plan else None,
             "applied": run.applied, "replanned": run.replanned,
@@ -136,24 +184,27 @@ def _run_json(run: Any) -> dict[str, Any]:
 @_zone_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
 @click.option("--force", is_flag=True, help="apply even when more than 30 %% of a zone's "
-              "managed records change or go")
+              "managed records change or go, or when it undoes a finished migration")
+@_no_migrate_option
 @click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
               metavar="SECONDS", help="how long to wait until the change is served")
 @json_option
 def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, force: bool,
-              timeout: float, as_json: bool) -> None:
+              no_migrate: bool, timeout: float, as_json: bool) -> None:
     """Apply the record changes, each zone in one atomic change, and wait until served."""
     from provision.dns.provider import ProviderError
-    from provision.dns.sync import apply_zone, plan_zones
+    from provision.dns.sync import Options, apply_zone, plan_zones
 
     if not yes and not sys.stdin.isatty():
         raise UsageError("dns apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision dns plan`, then run dns apply with --yes")
     inv, selected = _setup(inventory_path, zones)
-    runs = plan_zones(inv, selected)
+    opts = Options(force=force, no_migrate=no_migrate)
+    runs = plan_zones(inv, selected, opts=opts)
     sections = _sections(runs, force)
     if not as_json:
         print_plan(sections, title="dns apply")
+    _refuse_reverts(runs, force)  # before anything is applied, in any zone
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
     if guards and not force:
         raise UsageError("; ".join(guards))
@@ -166,7 +217,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     failed = any(bool(r.error) or (r.plan is not None and r.plan.refused) for r in runs)
     for run in pending:
         try:
-            apply_zone(run, timeout=timeout, force=force)
+            apply_zone(run, timeout=timeout, force=force, opts=opts)
         except ProviderError as e:
             run.error = e.message
             failed = True

@@ -77,8 +77,13 @@ def _checks(specs: tuple[str, ...]) -> list[Any]:
         raise UsageError(str(e)) from None
 
 
-_TO = click.option("--to", "to", multiple=True, required=True, metavar="VALUE",
-                   help="the new value (repeat for several A/AAAA values)")
+_TO = click.option("--to", "to", multiple=True, metavar="VALUE",
+                   help="the new value (repeat for several A/AAAA values); default: the "
+                        "values the inventory declares (the zone's are the starting point)")
+_NO_WRITE = click.option("--no-write-inventory", "no_write", is_flag=True,
+                         help="do not write an ad hoc --to into the inventory file at "
+                              "finalize (dns apply then refuses to put the old value back "
+                              "while the zone remembers the migration)")
 _LOWER = click.option("--lower-ttl", type=click.IntRange(1, 604800), default=60,
                       show_default=True, metavar="SECONDS",
                       help="the TTL during the migration")
@@ -105,7 +110,8 @@ def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
     with ctx.store.lock(ctx.name):
         j = R.start(ctx, to, lower_ttl, rtype)
     if as_json:
-        emit_json({"migration": _journal_json(j), "next": f"provision dns migrate cutover {ctx.where}"})
+        emit_json({"migration": _journal_json(j), "nothing_to_migrate": j is None,
+                   "next": None if j is None else f"provision dns migrate cutover {ctx.where}"})
     raise Exit(EXIT_OK)
 
 
@@ -162,6 +168,8 @@ def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
                        style="bold"))
         out.print(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
                   f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)")
+        if s["by"]:
+            out.print(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)"))
         if s["seconds_left"] is not None:
             out.print(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}")
         if s["conflict"]:
@@ -240,20 +248,25 @@ def verify_cmd(name: str, inventory_path: str | None, as_json: bool) -> None:
 @migrate_group.command("finalize")
 @_name_arg
 @click.option("--ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
-              help="the TTL to raise to (default: the original)")
+              help="the TTL to raise to (default: the inventory's, else the original)")
+@_NO_WRITE
 @inventory_option
 @_timeout_option
 @json_option
-def finalize_cmd(name: str, ttl: int | None, inventory_path: str | None, timeout: float,
-                 as_json: bool) -> None:
-    """Once verified: raise the TTL back (to the original, or --ttl) and close."""
+def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str | None,
+                 timeout: float, as_json: bool) -> None:
+    """Once verified: raise the TTL back (to the inventory's or the original, or --ttl),
+    leave a closed migration's record in the zone, write an ad hoc --to into the
+    inventory, and close."""
     from provision.dns.migrate import run as R
 
     ctx = _ctx(inventory_path, name, as_json, timeout)
+    ctx.write_inventory = not no_write
     with ctx.store.lock(ctx.name):
         j = R.finalize(ctx, ttl)
     if as_json:
-        emit_json({"migration": _journal_json(j), "closed": "finalized"})
+        emit_json({"migration": _journal_json(j), "closed": "finalized",
+                   "inventory_written": ctx.written or None})
     else:
         click.echo(f"{ctx.where}: finalized: {', '.join(j.target_values)} ttl {j.final_ttl}")
     raise Exit(EXIT_OK)
@@ -286,7 +299,8 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @_TYPE
 @_health_option
 @click.option("--final-ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
-              help="the TTL to raise to at the end (default: the original)")
+              help="the TTL to raise to at the end (default: the inventory's, else the original)")
+@_NO_WRITE
 @click.option("--verify-grace", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
               metavar="SECONDS", help="how long past the TTL window resolvers may lag before "
               "run stops (resumable)")
@@ -294,20 +308,27 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @_timeout_option
 @json_option
 def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
-            health: tuple[str, ...], final_ttl: int | None, verify_grace: float,
-            inventory_path: str | None, timeout: float, as_json: bool) -> None:
+            health: tuple[str, ...], final_ttl: int | None, no_write: bool,
+            verify_grace: float, inventory_path: str | None, timeout: float,
+            as_json: bool) -> None:
     """Every phase in one go, waiting with a countdown; stops at the first failure and
     leaves the migration resumable (run it again, or use the single commands)."""
     from provision.dns.migrate import run as R
 
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
+    ctx.write_inventory = not no_write
     t0 = time.monotonic()
     with ctx.store.lock(ctx.name):
         j, timings = R.run_all(ctx, to, lower_ttl, rtype, checks, final_ttl, verify_grace,
                                countdown=_countdown(as_json))
+    if j is None:  # nothing to migrate (said)
+        if as_json:
+            emit_json({"migration": None, "closed": None, "nothing_to_migrate": True})
+        raise Exit(EXIT_OK)
     if as_json:
         emit_json({"migration": _journal_json(j), "closed": "finalized",
+                   "inventory_written": ctx.written or None,
                    "seconds": round(time.monotonic() - t0, 2), "timings": timings})
     else:
         click.echo(f"{ctx.where}: done in {time.monotonic() - t0:.1f} s: "

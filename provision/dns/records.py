@@ -22,7 +22,7 @@ their API's calls; everything decided in between lives here:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -222,14 +222,21 @@ class ZonePlan:
     notes: tuple[str, ...] = ()                 # said, not acted on
     managed: int = 0                            # managed records that exist now
     guard: str = ""                             # why --force is needed ("" if not)
+    expired: tuple[RRset, ...] = ()             # closed migrations' records deleted with it
 
     @property
     def refused(self) -> bool:
         return bool(self.errors)
 
 
-def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> ZonePlan:
-    """The changes that make the managed records of `zone` equal `want`."""
+def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
+              hold: Mapping[tuple[str, str], str] | None = None,
+              expire: Sequence[RRset] = ()) -> ZonePlan:
+    """The changes that make the managed records of `zone` equal `want`.
+
+    `hold`: records (name, type) to leave alone, each with the note that says why (a
+    cutover for `dns migrate`, a refused revert; decided by `provision.dns.migrate.guard`).
+    `expire`: closed migrations' records (exact RRsets read) deleted in the same change."""
     origin = absolute("@", zone)
     have = {rr.key: rr for rr in actual}
     want_by_key = {rr.key: rr for rr in want}
@@ -259,8 +266,11 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
         if key in have:
             changes.append(RecordChange("delete", have[key], None))
 
+    # a closed migration's record ("phase=closed", well-formed or not) is no open
+    # migration: provision.dns.migrate.guard reads it strictly and decides (`hold`)
     migrating = {n for rr in actual if rr.type == MARKER_TYPE
-                 and (n := _migrating(rr.name)) is not None and in_zone(n, origin)}
+                 and (n := _migrating(rr.name)) is not None and in_zone(n, origin)
+                 and '"phase=closed"' not in rr.values}
     held = [c for c in changes if c.key[0] in migrating]
     if held:
         changes = [c for c in changes if c.key[0] not in migrating]
@@ -268,6 +278,9 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
             notes.append(f"{relative(c.key[0], origin)} {c.key[1]}: left alone while its "
                          f"migration is open (provision dns migrate status "
                          f"{relative(c.key[0], origin)}); finalize or roll it back first")
+    if hold:
+        notes += [hold[c.key] for c in changes if c.key in hold]
+        changes = [c for c in changes if c.key not in hold]
 
     errors += _conflicts(origin, changes, have)
 
@@ -281,8 +294,12 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
     if errors:
         return ZonePlan(origin, tuple(changes), ChangeSet(), tuple(errors), tuple(notes),
                         len(managed_keys), guard)
-    return ZonePlan(origin, tuple(changes), _change_set(origin, changes, owners), (),
-                    tuple(notes), len(managed_keys), guard)
+    cs = _change_set(origin, changes, owners)
+    gone = tuple(rr for rr in expire if rr not in cs.deletions)
+    if gone:
+        cs = ChangeSet((*cs.deletions, *gone), cs.additions)
+    return ZonePlan(origin, tuple(changes), cs, (), tuple(notes), len(managed_keys), guard,
+                    gone)
 
 
 def _migrating(name: str) -> str | None:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from provision.inventory.model import Inventory, Zone
 
+from .migrate.guard import Review, review
 from .provider import Provider, ProviderError, StaleRead
-from .records import ZonePlan, desired, plan_zone
+from .records import RRset, ZonePlan, desired, plan_zone
 
 MakeProvider = Callable[[Zone, Inventory], Provider]
 
@@ -24,6 +25,7 @@ class ZoneRun:
     zone: Zone
     provider: Provider | None = None
     plan: ZonePlan | None = None
+    review: Review | None = None        # cutovers, refused reverts, expired closed records
     error: str = ""
     read_seconds: float = 0.0
     records_read: int = 0
@@ -52,8 +54,27 @@ def select_zones(inv: Inventory, names: Sequence[str]) -> list[Zone]:
     return [by_name[n] for n in wanted]
 
 
+@dataclass(frozen=True)
+class Options:
+    """How the migration guard reviews a plan (`dns plan|apply --force --no-migrate`)."""
+
+    force: bool = False
+    no_migrate: bool = False
+    now: Callable[[], float] = time.time
+
+
+def _plan(run: ZoneRun, actual: Sequence[RRset], opts: Options) -> ZonePlan:
+    want = desired(run.zone)
+    run.review = review(run.zone.name, want, actual, opts.now(),
+                        cutover_above_ttl=run.zone.cutover_above_ttl, force=opts.force,
+                        no_migrate=opts.no_migrate)
+    return plan_zone(run.zone.name, want, actual, hold=run.review.hold,
+                     expire=run.review.expire)
+
+
 def plan_zones(inv: Inventory, zones: Sequence[Zone],
-               make_provider: MakeProvider = _default_provider) -> list[ZoneRun]:
+               make_provider: MakeProvider = _default_provider,
+               opts: Options = Options()) -> list[ZoneRun]:
     runs = []
     for zone in zones:
         run = ZoneRun(zone)
@@ -63,7 +84,7 @@ def plan_zones(inv: Inventory, zones: Sequence[Zone],
             actual = run.provider.list_rrsets()
             run.read_seconds = time.perf_counter() - t0
             run.records_read = len(actual)
-            run.plan = plan_zone(zone.name, desired(zone), actual)
+            run.plan = _plan(run, actual, opts)
         except ProviderError as e:
             run.error = e.message
         runs.append(run)
@@ -71,7 +92,7 @@ def plan_zones(inv: Inventory, zones: Sequence[Zone],
 
 
 def apply_zone(run: ZoneRun, *, timeout: float = 120.0,
-               force: bool = False) -> None:
+               force: bool = False, opts: Options | None = None) -> None:
     """Apply `run.plan` and wait until the provider serves it. Cloud DNS style providers
     (`replan_on_stale`) re-read and re-plan once when the zone changed under us; the
     others fail with StaleRead. Raises ProviderError."""
@@ -86,8 +107,12 @@ def apply_zone(run: ZoneRun, *, timeout: float = 120.0,
         if not provider.replan_on_stale:
             raise
         actual = provider.list_rrsets()
-        plan = plan_zone(run.zone.name, desired(run.zone), actual)
+        plan = _plan(run, actual, opts or Options(force=force))
         run.plan, run.replanned = plan, True
+        if run.review is not None and run.review.reverts and not force:
+            raise ProviderError(f"{run.zone.name}: the zone changed while applying, and the "
+                                f"new plan would undo a migration: "
+                                f"{'; '.join(run.review.reverts)}") from None
         if plan.refused:
             raise ProviderError(f"{run.zone.name}: the zone changed while applying, and the new "
                                 f"plan is refused: {'; '.join(plan.errors)}") from None

@@ -433,7 +433,9 @@ class _Resolver:
                                 hosted_zone_id=z.hosted_zone_id, project=z.project,
                                 managed_zone=z.managed_zone, endpoint=z.endpoint,
                                 credentials_file=z.credentials_file, server=z.server,
-                                port=z.port, tsig_key_file=z.tsig_key_file))
+                                port=z.port, tsig_key_file=z.tsig_key_file,
+                                cutover_above_ttl=z.cutover_above_ttl,
+                                closed_migration_days=z.closed_migration_days))
         return m.Dns(tuple(dd.resolvers), tuple(zones))
 
     def _record(self, path: FieldPath, name: str, r: Any) -> m.Record:

@@ -159,6 +159,8 @@ class Zone:
     server: str | None = None
     port: int = 53
     tsig_key_file: str | None = None
+    cutover_above_ttl: int = 300
+    closed_migration_days: int = 7
 
 
 @dataclass(frozen=True)

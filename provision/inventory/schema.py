@@ -14,6 +14,7 @@ from pydantic import (
     Discriminator,
     Field,
     StrictBool,
+    StrictInt,
     StrictStr,
     Tag,
     model_validator,
@@ -218,6 +219,12 @@ class ZoneDoc(Strict):
     server: Address | None = None
     port: Port = 53
     tsig_key_file: FilePath | None = None
+    # dns migrate: a values change above this TTL is a cutover, left to `dns migrate run`
+    cutover_above_ttl: Ttl = Field(300, description="a record whose TTL in the zone is above "
+                                   "this moves by `provision dns migrate run`, not `dns apply`")
+    closed_migration_days: Annotated[StrictInt, Field(ge=0, le=366)] = Field(
+        7, description="how long a finished migration is remembered in the zone (dns apply "
+        "refuses to put the old value back meanwhile); 0: not at all")
 
 
 class DnsDoc(Strict):

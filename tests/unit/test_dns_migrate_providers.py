@@ -68,6 +68,12 @@ def _journals(state: Path) -> list[Path]:
     return sorted((state / "migrations").glob("*.json")) if (state / "migrations").exists() else []
 
 
+def _open_marker(sets: dict[Any, Any]) -> bool:
+    """An open migration's marker is in the zone (a closed migration's record is not one)."""
+    m = sets.get((MARKER, "TXT"))
+    return m is not None and '"phase=closed"' not in m["rrdatas"]
+
+
 def _posts(fake: FakeCloudDns) -> int:
     return sum(1 for m, _ in fake.requests if m == "POST")
 
@@ -108,7 +114,9 @@ def test_clouddns_phase_by_phase_with_pending_changes(fake: FakeCloudDns, state:
     assert r.exit_code == 0, r.output
     sets = fake.rrsets(PROJECT, MZ)
     assert sets[(API, "A")]["ttl"] == 600 and sets[(API, "A")]["rrdatas"] == ["127.0.0.2"]
-    assert (MARKER, "TXT") not in sets
+    closed = sets[(MARKER, "TXT")]["rrdatas"]  # the migration's closed record stays
+    assert '"phase=closed"' in closed and '"from=127.0.0.1"' in closed, closed
+    assert '"to=127.0.0.2"' in closed and any(v.startswith('"by=') for v in closed), closed
     assert _json(_cli("dns", "migrate", "status", "-i", inv, "--json")) == []
     assert _journals(state) == [] and len(list((state / "migrations" / "closed").glob("*.json"))) == 1
 
@@ -129,9 +137,14 @@ def test_a_teammate_sees_and_rolls_back_from_the_zone_marker(fake: FakeCloudDns,
     inv = str(_inv(tmp_path, fake))
     before = dict(fake.rrsets(PROJECT, MZ)[(API, "A")])
     assert _cli("dns", "migrate", "start", API, "--to", "127.0.0.2", "-i", inv).exit_code == 0
-    other = {"PROVISION_STATE_DIR": str(tmp_path / "teammate")}
+    [mine] = _json(_cli("dns", "migrate", "status", "-i", inv, "--json"))
+    assert mine["mine"] is True and "@" in mine["by"]
+    other = {"PROVISION_STATE_DIR": str(tmp_path / "teammate"), "USER": "bob"}
     [s] = _json(_cli("dns", "migrate", "status", "-i", inv, "--json", env=other))
     assert s["source"] == "marker" and s["phase"] == "lowered"
+    assert s["by"] == mine["by"] and s["mine"] is False  # listed with their name
+    text = _cli("dns", "migrate", "status", "-i", inv, env=other).output
+    assert f"opened by {mine['by']} (someone else)" in text, text
     assert s["original"] == {"values": ["127.0.0.1"], "ttl": 2}
     r = _cli("dns", "migrate", "start", API, "--to", "127.0.0.5", "-i", inv, env=other)
     assert r.exit_code == 2 and "already open" in r.output
@@ -227,7 +240,7 @@ def test_crash_then_status_tells_the_truth_and_the_next_command_finishes(
     sets = fake.rrsets(PROJECT, MZ)
     if phase_after is None:
         assert listed == []
-        assert (MARKER, "TXT") not in sets
+        assert not _open_marker(sets)
     else:
         [s] = listed
         assert s["phase"] == phase_after and not s["conflict"], s
@@ -236,7 +249,7 @@ def test_crash_then_status_tells_the_truth_and_the_next_command_finishes(
         assert f'"phase={zone_phase}"' in marker
         want = "127.0.0.1" if phase_after == "lowered" else "127.0.0.2"
         assert s["zone_now"].startswith(want)
-    finalized = sets[(API, "A")]["rrdatas"] == ["127.0.0.2"] and (MARKER, "TXT") not in sets
+    finalized = sets[(API, "A")]["rrdatas"] == ["127.0.0.2"] and not _open_marker(sets)
     if then == "complete":
         r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "--lower-ttl", "1", "-i", inv,
                  env=env) if not finalized else None
@@ -254,7 +267,7 @@ def test_crash_then_status_tells_the_truth_and_the_next_command_finishes(
             assert r.exit_code == 0, r.output
         if not finalized:
             assert fake.rrsets(PROJECT, MZ)[(API, "A")] == before  # byte-identical
-    assert (MARKER, "TXT") not in fake.rrsets(PROJECT, MZ)
+    assert not _open_marker(fake.rrsets(PROJECT, MZ))
     assert json.loads(_cli("dns", "migrate", "status", "-i", inv, "--json", env=env).stdout) == []
     assert _journals(state) == []
 
@@ -356,7 +369,8 @@ def test_route53_run_waits_out_pending_changes(r53: dict[str, Any], state: Path)
     assert r.exit_code == 0, r.output
     got = _r53_get(r53, API)
     assert got is not None and got["TTL"] == 3 and got["ResourceRecords"] == [{"Value": "127.0.0.2"}]
-    assert _r53_get(r53, MARKER, "TXT") is None
+    closed = _r53_get(r53, MARKER, "TXT")  # the migration's closed record, written with it
+    assert closed is not None and {"Value": '"phase=closed"'} in closed["ResourceRecords"]
     # lower, rollback, then run: lower, switch, finalize — each waited out two PENDING polls
     assert r53["polls"] == [["PENDING", "PENDING", "INSYNC"]] * 5
     assert _json(_cli("dns", "migrate", "status", "-i", r53["inv"], "--json")) == []

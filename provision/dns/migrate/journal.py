@@ -17,6 +17,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from .marker import OPERATOR
+
 VERSION = 1
 
 Phase = Literal["lowering", "lowered", "switching", "switched", "verified",
@@ -61,6 +63,7 @@ class Journal:
     rollback_from: Snapshot | None = None   # set by rollback: what it replaces
     token: str = ""                     # the provider's id of the last change (Route53, Cloud DNS)
     history: tuple[tuple[float, str], ...] = field(default_factory=tuple)  # (time, event)
+    by: str = ""                        # who opened it (user@host)
     version: int = VERSION
 
     def at(self, phase: Phase, now: float, event: str = "", **changes: Any) -> Journal:
@@ -102,6 +105,9 @@ def from_json(text: str) -> Journal:
         raise JournalError(f"journal version {d.get('version')!r}, this provision reads {VERSION}")
     if d.get("phase") not in PHASES:
         raise JournalError(f"unknown phase {d.get('phase')!r}")
+    by = d.get("by", "")
+    if not isinstance(by, str) or (by and not OPERATOR.match(by)):
+        raise JournalError("'by' is not user@host (letters, digits, . _ -)")
     try:
         rb = d.get("rollback_from")
         snap = None if rb is None else Snapshot(
@@ -118,7 +124,8 @@ def from_json(text: str) -> Journal:
             verified_at=_num(d.get("verified_at")), forced=bool(d.get("forced", False)),
             final_ttl=None if d.get("final_ttl") is None else int(d["final_ttl"]),
             rollback_from=snap, token=str(d.get("token", "")),
-            history=tuple((float(t), str(e)) for t, e in d.get("history", [])))
+            history=tuple((float(t), str(e)) for t, e in d.get("history", [])),
+            by=by)
     except (KeyError, TypeError, ValueError) as e:
         raise JournalError(f"missing or malformed field: {e}") from None
 

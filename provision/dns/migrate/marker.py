@@ -6,14 +6,19 @@ so the zone alone says whether a migration is open and in which phase, from any 
 and even without the journal. One TXT string per fact, each ``key=value``:
 
     "provision-migration=1" "phase=lowered" "type=A" "ttl=300" "lower=60"
-    "started=2026-11-30T03:20:00Z" "at=2026-11-30T03:20:01Z" "from=203.0.113.10" "to=203.0.113.20"
+    "started=2026-11-30T03:20:00Z" "at=2026-11-30T03:20:01Z" "by=alice@laptop"
+    "from=203.0.113.10" "to=203.0.113.20"
 
-``ttl`` is the original TTL, ``at`` the time of the change that wrote this phase.
+``ttl`` is the original TTL, ``at`` the time of the change that wrote this phase, ``by``
+who opened the migration (``$USER@hostname``; absent in markers of older versions).
+``finalize`` turns the marker into a closed migration's record (``phase=closed``, see
+`closed`), which this module does not read: it is no open migration.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -23,6 +28,7 @@ from provision.dns.records import MIGRATION_LABEL, RRset, rrset
 LABEL = MIGRATION_LABEL
 TYPE = "TXT"
 MarkerPhase = Literal["lowered", "switched"]
+OPERATOR = re.compile(r"^[A-Za-z0-9._-]{1,32}@[A-Za-z0-9.-]{1,63}$")  # user@host
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class Marker:
     at: float
     original_values: tuple[str, ...]
     target_values: tuple[str, ...]
+    by: str = ""
 
 
 def marker_name(name: str) -> str:
@@ -70,6 +77,7 @@ def marker_rrset(name: str, m: Marker) -> RRset:
     strings = ["provision-migration=1", f"phase={m.phase}", f"type={m.type}",
                f"ttl={m.original_ttl}", f"lower={m.lower_ttl}",
                f"started={iso(math.floor(m.started_at))}", f"at={iso(math.ceil(m.at))}",
+               *([f"by={m.by}"] if m.by else []),
                *(f"from={v}" for v in m.original_values), *(f"to={v}" for v in m.target_values)]
     return rrset(marker_name(name), TYPE, m.lower_ttl, [f'"{s}"' for s in strings])
 
@@ -90,11 +98,14 @@ def parse(rr: RRset) -> Marker | None:
         phase = facts["phase"][0]
         if phase not in ("lowered", "switched"):
             return None
+        by = facts.get("by", [""])
+        if len(by) != 1 or (by[0] and not OPERATOR.match(by[0])):
+            return None
         return Marker(phase=phase,  # type: ignore[arg-type]
                       type=facts["type"][0], original_ttl=int(facts["ttl"][0]),
                       lower_ttl=int(facts["lower"][0]),
                       started_at=parse_iso(facts["started"][0]), at=parse_iso(facts["at"][0]),
                       original_values=tuple(sorted(facts.get("from", []))),
-                      target_values=tuple(sorted(facts.get("to", []))))
+                      target_values=tuple(sorted(facts.get("to", []))), by=by[0])
     except (KeyError, IndexError, ValueError):
         return None

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
 
+from . import closed as C
 from .journal import Journal, Snapshot
 from .marker import Marker, MarkerPhase, marker_rrset, parse
 
@@ -43,6 +44,22 @@ class ZoneView:
     def marker(self) -> Marker | None:
         return None if self.marker_rr is None else parse(self.marker_rr)
 
+    @property
+    def closed(self) -> C.Closed | None:
+        """A closed migration's record (well-formed, naming this record) in the marker's
+        place: no open migration. A malformed one is None here, and unreadable."""
+        if self.marker_rr is None or not C.claims_closed(self.marker_rr):
+            return None
+        try:
+            return C.parse(self.marker_rr)
+        except C.ClosedError:
+            return None
+
+    @property
+    def marker_free(self) -> bool:
+        """No open (or unreadable) marker: nothing, or a closed migration's record."""
+        return self.marker_rr is None or self.closed is not None
+
     def snapshot(self) -> Snapshot:
         r, m = self.record, self.marker_rr
         return Snapshot(None if r is None else r.values, None if r is None else r.ttl,
@@ -51,6 +68,8 @@ class ZoneView:
     def describe(self) -> str:
         rec = "absent" if self.record is None else self.record.describe()
         mk = self.marker
+        if self.closed is not None:
+            return rec + ", a closed migration's record (no open migration)"
         return rec + (f", marker phase {mk.phase}" if mk else
                       (", an unreadable marker" if self.marker_rr is not None else ", no marker"))
 
@@ -81,7 +100,7 @@ def matches(view: ZoneView, s: State) -> bool:
         return False
     mk = view.marker
     if s.marker is None:
-        return view.marker_rr is None
+        return view.marker_free
     return mk is not None and mk.phase == s.marker
 
 
@@ -111,7 +130,7 @@ def from_marker(name: str, zone: str, provider: str, m: Marker) -> Journal:
     j = Journal(name=name, type=m.type, zone=zone, provider=provider,
                 original_values=m.original_values, original_ttl=m.original_ttl,
                 target_values=m.target_values, lower_ttl=m.lower_ttl, phase=m.phase,
-                started_at=m.started_at,
+                started_at=m.started_at, by=m.by,
                 history=((m.at, f"rebuilt from the zone's marker (phase {m.phase})"),))
     if m.phase == "lowered":
         return replace(j, lowered_at=m.at)
@@ -124,11 +143,19 @@ def reconcile(j: Journal | None, view: ZoneView, *, name: str, zone: str, provid
     mk = view.marker
     where = relative(name, zone)
     if j is None:
-        if view.marker_rr is None:
+        if view.marker_free:
             return Reconciled(None)
+        assert view.marker_rr is not None
         if mk is None:
+            why = ""
+            if C.claims_closed(view.marker_rr):
+                try:
+                    C.parse(view.marker_rr)
+                except C.ClosedError as e:
+                    why = f": a closed-migration record that is malformed ({e})"
             return Reconciled(None, conflict=f"{where} has a migration marker provision cannot "
-                              f"read ({', '.join(view.marker_rr.values)}); remove it by hand")
+                              f"read{why} ({', '.join(view.marker_rr.values)[:400]}); nothing "
+                              "is done to this record until it is removed by hand")
         rebuilt = from_marker(name, zone, provider, mk)
         note = ("no journal on this machine: rebuilt from the zone's marker (its times are "
                 "when each change was written, to the second)")
@@ -176,11 +203,11 @@ def reconcile(j: Journal | None, view: ZoneView, *, name: str, zone: str, provid
                                switched_at=mk.at), True, source="journal",
                           notes=("the zone says the cutover happened (from another machine): "
                                  "journal updated",))
-    if view.marker_rr is None and matches(view, state(j, "original")):
+    if view.marker_free and matches(view, state(j, "original")):
         return Reconciled(j, closed="rolled back", source="journal",
                           notes=("the zone holds the original record and no marker: the "
                                  "migration was rolled back elsewhere",))
-    if view.marker_rr is None and view.record is not None and \
+    if view.marker_free and view.record is not None and \
             view.record.values == j.target_values and j.phase != "lowered":
         return Reconciled(j, closed="finalized", source="journal",
                           notes=("the zone holds the new values and no marker: the migration "
@@ -196,15 +223,22 @@ def _conflict(j: Journal, view: ZoneView, want: StateName) -> str:
             "`rollback` (which restores the original record) may proceed")
 
 
-def change_to(j: Journal, view: ZoneView, target: StateName, now: float) -> ChangeSet:
+def change_to(j: Journal, view: ZoneView, target: StateName, now: float, *, by: str = "",
+              keep: float = C.DEFAULT_KEEP) -> ChangeSet:
     """The atomic change from what was read (`view`, exact: the prerequisites) to
-    `target`: the record, and the marker written, rewritten or deleted with it."""
+    `target`: the record, and the marker written, rewritten or deleted with it. Finalizing
+    leaves a closed migration's record in the marker's place for `keep` seconds (none when
+    0), saying who (`by`) moved the record when; rolling back leaves none."""
     s = state(j, target)
     deletions = tuple(rr for rr in (view.record, view.marker_rr) if rr is not None)
     additions: list[RRset] = [rrset(j.name, j.type, s.ttl, s.values)]
     if s.marker is not None:
         additions.append(marker_rrset(j.name, Marker(
             s.marker, j.type, j.original_ttl, j.lower_ttl, j.started_at, now,
+            j.original_values, j.target_values, j.by)))
+    elif target == "finalized" and keep > 0:
+        additions.append(C.closed_rrset(C.Closed(
+            j.name, j.type, now, now + min(keep, C.MAX_KEEP), by or j.by or "unknown@unknown",
             j.original_values, j.target_values)))
     return ChangeSet(deletions, tuple(additions))
 

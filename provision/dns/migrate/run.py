@@ -12,6 +12,8 @@ new phase with the time it was served. A crash anywhere in between is recognised
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,10 +21,19 @@ from typing import Any
 
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
-from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
+from provision.dns.records import (
+    ChangeSet,
+    RRset,
+    absolute,
+    desired,
+    in_zone,
+    normalise_value,
+    relative,
+)
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
 
+from . import closed as C
 from . import health as H
 from . import phases as P
 from .journal import Journal
@@ -30,6 +41,21 @@ from .marker import LABEL, marked_name, marker_name, parse
 from .store import JournalStore
 
 Say = Callable[[str], None]
+
+
+def who() -> str:
+    """The operator, ``$USER@hostname`` (short host name), cut to what a marker may hold."""
+    import getpass
+    import socket
+
+    try:
+        user = os.environ.get("USER") or getpass.getuser()
+    except (KeyError, OSError):
+        user = ""
+    host = socket.gethostname().split(".")[0]
+    user = re.sub(r"[^A-Za-z0-9._-]", "_", user)[:32] or "unknown"
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", host)[:63] or "unknown"
+    return f"{user}@{host}"
 
 
 def make_provider(zone: Zone, inv: Inventory) -> Provider:
@@ -97,7 +123,10 @@ class Ctx:
     provider_factory: Callable[[Zone, Inventory], Provider] | None = None  # default: make_provider
     timeout: float = 300.0
     now: Callable[[], float] = time.time
+    write_inventory: bool = True      # finalize writes an ad hoc --to into the inventory
+    operator: str = ""                # user@host (default: who())
     rtype: str = "A"                  # the migrating record's type, once known
+    written: str = ""                 # file:line of the inventory edit finalize made
     _provider: Provider | None = None
     _auth: list[prop.Target] | None = None
     notes: list[str] = field(default_factory=list)
@@ -105,6 +134,22 @@ class Ctx:
     @property
     def where(self) -> str:
         return relative(self.name, self.zone.name)
+
+    @property
+    def by(self) -> str:
+        if not self.operator:
+            self.operator = who()
+        return self.operator
+
+    @property
+    def keep(self) -> float:
+        """How long the zone remembers a finalized migration (its closed record)."""
+        return self.zone.closed_migration_days * 86400.0
+
+    def declared(self, rtype: str | None = None) -> list[RRset]:
+        """The inventory's records at this name (of `rtype`)."""
+        return [rr for rr in desired(self.zone) if rr.name == self.name
+                and (rtype is None or rr.type == rtype.upper())]
 
     @property
     def provider(self) -> Provider:
@@ -234,7 +279,7 @@ def change(ctx: Ctx, j: Journal, view: P.ZoneView, intent: str, target: P.StateN
     now = ctx.now()
     j1 = j.at(intent, now, token="", **intent_fields)  # type: ignore[arg-type]
     ctx.store.save(j1)
-    cs = P.change_to(j1, view, target, now)
+    cs = P.change_to(j1, view, target, now, by=ctx.by, keep=ctx.keep)
     try:
         token = apply_change(ctx.provider, cs)
     except StaleRead as e:
@@ -261,7 +306,10 @@ def _existing(ctx: Ctx, rtype: str | None) -> list[Any]:
     return found
 
 
-def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None) -> Journal:
+def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
+          ) -> Journal | None:
+    """Open a migration to `to`, or (`to` empty) to what the inventory declares. None:
+    nothing to migrate (the zone already holds the inventory's values; said)."""
     loaded = load(ctx, rtype)
     if loaded.rec.conflict and loaded.rec.journal is None:
         raise UsageError(loaded.rec.conflict)
@@ -276,7 +324,13 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None)
         raise UsageError(f"{ctx.name} has no {rtype or 'A, AAAA or CNAME'} record in zone "
                          f"{ctx.zone.name}: a migration moves an existing record (create new "
                          "ones with `provision dns apply`)")
-    if len(found) > 1:
+    if not to:
+        target = _inventory_target(ctx, found, rtype)
+        if target is None:
+            return None
+        found = [rr for rr in found if rr.type == target.type]
+        to = target.values
+    elif len(found) > 1:
         fam = "AAAA" if ":" in to[0] else "A"
         found = [rr for rr in found if rr.type == fam] or found[:1]
     current = found[0]
@@ -286,6 +340,7 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None)
     values = validate_values(current.type, to)
     if values == current.values:
         raise UsageError(f"{ctx.where} {current.type} already holds {', '.join(values)}")
+    writeback_check(ctx, current.type, values)  # an unwritable inventory: refused now
     settle(ctx, loaded)  # a stale local journal (closed elsewhere) is archived first
     lower = min(lower_ttl, current.ttl)
     if lower < lower_ttl:
@@ -295,9 +350,11 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None)
     j = Journal(name=ctx.name, type=current.type, zone=ctx.zone.name.rstrip(".") + ".",
                 provider=ctx.zone.provider, original_values=current.values,
                 original_ttl=current.ttl, target_values=values, lower_ttl=lower,
-                phase="lowering", started_at=now, history=((round(now, 3), "started"),))
+                phase="lowering", started_at=now, history=((round(now, 3), "started"),),
+                by=ctx.by)
     ctx.rtype = current.type
-    view = P.ZoneView(current, None)
+    # a closed migration's record in the marker's place is replaced (exact, as read)
+    view = P.ZoneView(current, loaded.view.marker_rr if loaded.view.closed else None)
     ctx.say(f"{ctx.where} {current.type}: lowering the TTL {current.ttl} -> {lower} s "
             f"(values {', '.join(current.values)} kept)")
     j1, served_at = change(ctx, j, view, "lowering", "lowered")
@@ -306,6 +363,68 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None)
     ctx.say(f"{ctx.where}: lowered TTL served by every authoritative server; cutover allowed "
             f"from {_iso(served_at + j2.original_ttl)} (in {j2.original_ttl} s)")
     return j2
+
+
+def _inventory_target(ctx: Ctx, found: Sequence[RRset], rtype: str | None) -> RRset | None:
+    """The inventory's record at NAME that differs from the zone (no --to given)."""
+    decl = ctx.declared(rtype)
+    if not decl:
+        raise UsageError(f"the inventory declares no {rtype or 'A, AAAA or CNAME'} record "
+                         f"{ctx.where} in zone {ctx.zone.name}: change its values there, or "
+                         "give --to")
+    zone_now = {rr.type: rr for rr in found}
+    pairs = [(d, zone_now[d.type]) for d in decl if d.type in zone_now]
+    if not pairs:
+        raise UsageError(f"{ctx.name} has no {'/'.join(d.type for d in decl)} record in zone "
+                         f"{ctx.zone.name}: a migration moves an existing record (create it "
+                         "with `provision dns apply`)")
+    moving = [(d, z) for d, z in pairs if d.values != z.values]
+    if not moving:
+        d, z = pairs[0]
+        ctx.say(f"{ctx.where} {d.type}: nothing to migrate: the zone already holds "
+                f"{', '.join(z.values)}, as the inventory declares")
+        return None
+    if len(moving) > 1:
+        raise UsageError(f"{ctx.where}: the inventory changes both "
+                         f"{' and '.join(d.type for d, _ in moving)}: migrate one at a time "
+                         "(--type)")
+    d, z = moving[0]
+    ctx.say(f"{ctx.where} {d.type}: the inventory declares {', '.join(d.values)}, the zone "
+            f"holds {', '.join(z.values)}: migrating to the inventory's values")
+    return d
+
+
+def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Any:
+    """When `values` differ from what the inventory declares (an ad hoc --to), the edit
+    finalize will write, prepared and checked now (None when none is needed or
+    --no-write-inventory). An inventory that cannot be updated is refused before any
+    change, so nothing is left half-done."""
+    from provision.inventory.writeback import WriteBackError, prepare
+
+    decl = ctx.declared(rtype)
+    if not decl or decl[0].values == values or not ctx.write_inventory:
+        return None
+    rec = next(r for r in ctx.zone.records if absolute(r.name, ctx.zone.name) == ctx.name
+               and r.type == rtype)
+    try:
+        return prepare(ctx.inv, ctx.zone.name, rec.name, rtype, values)
+    except WriteBackError as e:
+        raise UsageError(f"{ctx.where}: the inventory declares {', '.join(decl[0].values)} and "
+                         f"would have to be updated to {', '.join(values)}, but: {e}; fix that, "
+                         "or pass --no-write-inventory (then dns apply refuses to put the old "
+                         f"value back for {ctx.zone.closed_migration_days} days, and `provision "
+                         "check` warns)") from None
+
+
+def _third_value(ctx: Ctx, j: Journal) -> None:
+    """The inventory was edited to a value that is neither end of the open migration."""
+    decl = ctx.declared(j.type)
+    if decl and decl[0].values not in (j.target_values, j.original_values):
+        raise UsageError(f"{ctx.where} {j.type}: the inventory now declares "
+                         f"{', '.join(decl[0].values)}, but the open migration goes "
+                         f"{', '.join(j.original_values)} -> {', '.join(j.target_values)}: "
+                         "refused; set the inventory back to one of them, or roll the "
+                         "migration back and start again")
 
 
 def _alias_message(ctx: Ctx, rr: Any) -> str:
@@ -344,6 +463,7 @@ def cutover(ctx: Ctx, checks: Sequence[H.Check], force: bool) -> tuple[Journal, 
         return j, "already cut over"
     if j.phase != "lowered":
         raise UsageError(f"{ctx.where}: cutover needs phase lowered, the migration is {j.phase}")
+    _third_value(ctx, j)
     gate = P.cutover_gate(j, ctx.now(), force)
     if not gate.ok:
         raise UsageError(gate.message)
@@ -401,16 +521,45 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
         ctx.store.save(j)
     if j.phase != "verified":
         raise UsageError(f"{ctx.where}: finalize needs a verified cutover (phase {j.phase})")
-    final = ttl or j.original_ttl
-    ctx.say(f"{ctx.where}: raising the TTL {j.lower_ttl} -> {final} s and removing the marker")
+    decl = ctx.declared(j.type)
+    d = decl[0] if decl else None
+    inventory_ok = d is not None and d.values in (j.target_values, j.original_values)
+    # the inventory's TTL when it declares either end (so that `dns plan` is then empty)
+    final = ttl or (d.ttl if d is not None and inventory_ok else j.original_ttl)
+    edit = None
+    if d is not None and d.values == j.original_values:
+        edit = writeback_check(ctx, j.type, j.target_values)  # refused here, before the change
+    days = ctx.zone.closed_migration_days
+    ctx.say(f"{ctx.where}: raising the TTL {j.lower_ttl} -> {final} s; the marker becomes a "
+            f"closed migration's record for {days} days" if days else
+            f"{ctx.where}: raising the TTL {j.lower_ttl} -> {final} s and removing the marker")
     j1, _ = change(ctx, j, loaded.view, "finalizing", "finalized", final_ttl=final)
     ctx.store.archive(j1, "finalized")
-    declared = {rr.type: rr for rr in desired(ctx.zone) if rr.name == ctx.name}
-    d = declared.get(j.type)
-    if d is not None and (d.values != j.target_values or d.ttl != final):
-        ctx.say(f"{ctx.where}: the inventory still declares {', '.join(d.values)} ttl {d.ttl}: "
-                f"update it to {', '.join(j.target_values)} ttl {final}, or `provision dns "
-                "apply` will change the record back")
+    if edit is not None:
+        from provision.inventory.writeback import WriteBackError, write
+
+        try:
+            write(edit)
+        except WriteBackError as e:
+            raise OperationError(f"{ctx.where}: finalized in the zone, but the inventory was not "
+                                 f"updated: {e}; until it says {', '.join(j.target_values)}, "
+                                 "dns apply refuses to put the old value back (for "
+                                 f"{days} days)") from None
+        ctx.written = edit.where
+        ctx.say(f"{ctx.where}: inventory updated: {edit.where}: "
+                f"{', '.join(j.original_values)} -> {', '.join(edit.values)}")
+    elif d is not None and d.values == j.original_values:
+        ctx.say(f"{ctx.where}: --no-write-inventory: the inventory still declares "
+                f"{', '.join(d.values)}; update it to {', '.join(j.target_values)}. "
+                + (f"For {days} days dns plan/apply refuse to put the old value back without "
+                   "--force (the closed migration's record in the zone)" if days else
+                   "dns apply will change the record back (closed_migration_days is 0)"))
+    elif d is not None and not inventory_ok:
+        ctx.say(f"{ctx.where}: the inventory declares {', '.join(d.values)}, neither end of this "
+                f"migration: not written; dns apply would change the record to that")
+    elif d is not None and d.ttl != final:
+        ctx.say(f"{ctx.where}: the inventory declares ttl {d.ttl}, the record now has {final}: "
+                "dns apply will change the TTL")
     return j1
 
 
@@ -467,6 +616,7 @@ def status_of(ctx: Ctx) -> dict[str, Any] | None:
     return {
         "name": j.name, "zone": j.zone, "type": j.type, "provider": j.provider,
         "phase": j.phase, "source": rec.source, "conflict": rec.conflict or None,
+        "by": j.by or None, "mine": not j.by or j.by == ctx.by,
         "started_at": _iso(j.started_at), "original": {"values": list(j.original_values),
                                                        "ttl": j.original_ttl},
         "target": {"values": list(j.target_values), "ttl": j.lower_ttl},
@@ -512,8 +662,16 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
         for rr in rrsets:
             if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
                 n = marked_name(rr.name)
-                if n:
-                    names.append(n)
+                if not n:
+                    continue
+                if C.claims_closed(rr):
+                    try:
+                        C.parse(rr)
+                    except C.ClosedError as e:
+                        problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
+                                        "provision does not act on that record")
+                    continue   # a finished migration's record: not open
+                names.append(n)
     return sorted(set(names)), problems
 
 
@@ -527,7 +685,7 @@ def _iso(t: float | None) -> str | None:
 
 def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
             checks: Sequence[H.Check], final_ttl: int | None, grace: float,
-            countdown: Callable[[float, str], None]) -> tuple[Journal, dict[str, float]]:
+            countdown: Callable[[float, str], None]) -> tuple[Journal | None, dict[str, float]]:
     """start (or resume), wait out the old TTL, cutover, verify until the resolvers
     have the new values, finalize. Stops at the first failure; everything is resumable."""
     t0 = ctx.now()
@@ -539,13 +697,19 @@ def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
         j = settle(ctx, loaded)
         assert j is not None
         ctx.rtype = j.type
-        if validate_values(j.type, to) != j.target_values:
+        if to and validate_values(j.type, to) != j.target_values:
             raise UsageError(f"the open migration of {ctx.where} goes to "
                              f"{', '.join(j.target_values)}, not {', '.join(to)}: finish or "
                              "roll it back first")
+        _third_value(ctx, j)
+        if j.phase in ("lowered", "switched", "verified"):
+            writeback_check(ctx, j.type, j.target_values)
         ctx.say(f"{ctx.where}: resuming the open migration (phase {j.phase})")
     else:
-        j = start(ctx, to, lower_ttl, rtype)
+        started = start(ctx, to, lower_ttl, rtype)
+        if started is None:
+            return None, timings
+        j = started
         timings["lowered"] = round(ctx.now() - t0, 3)
     if j.phase == "lowered":
         assert j.cutover_ready_at is not None

@@ -68,6 +68,20 @@ class JournalStore:
                 out.append((p, None, str(e)))
         return out
 
+    def closed(self) -> list[tuple[Path, Journal | None, str]]:
+        """Every closed journal (closed/), newest file name last: (path, journal, error)."""
+        out: list[tuple[Path, Journal | None, str]] = []
+        try:
+            files = sorted((self.root / "closed").glob("*.json"))
+        except OSError:
+            return out
+        for p in files:
+            try:
+                out.append((p, from_json(p.read_text()), ""))
+            except (OSError, JournalError) as e:
+                out.append((p, None, str(e)))
+        return out
+
     def save(self, j: Journal) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         _atomic_write(self.path(j.name), to_json(j))

@@ -1,0 +1,275 @@
+"""Write one DNS record's new values back into the inventory file that declares it.
+
+After `provision dns migrate finalize` (or `run`) moved a record with an ad hoc ``--to``,
+the inventory must say so too, or the next `dns apply` would move it back. The edit
+touches that record's values and nothing else: the file (of a directory inventory, the
+one that declares the record, found through the loader's positions) is read with
+ruamel.yaml's round-trip loader, which keeps comments, key order, quoting and flow/block
+style, and written back. PyYAML (the loader provision validates with) drops comments,
+so it cannot do this.
+
+ruamel.yaml re-indents a file to one indentation (and moves comments with it) when the
+file mixes several, so its output is spliced into the original: a line that differs
+from the original only in spacing keeps the original's; a changed line keeps the
+indentation of the line it replaces. The result is checked before it is written: parsed
+again with provision's own loader it must be the same document but for that record's
+values, and every line that differs must lie inside the lines the record spans.
+Otherwise nothing is written and the error says what to set by hand. The file is replaced atomically (temp file in the same directory, fsync,
+rename), keeping its mode and owner.
+
+`rewrite` is pure (text in, text out); `prepare` reads the file and checks that it can
+be written; `write` writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InventoryError
+from .model import Inventory
+from .source import dotted, load_yaml_text
+
+
+class WriteBackError(Exception):
+    """The inventory could not be updated (the message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: Path
+    line: int                       # where the record is declared (1-based)
+    old_text: str
+    new_text: str
+    values: tuple[str, ...]         # as written into the file
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+# (mapping, sequence, offset) indents tried after the one guessed from the file
+_INDENTS = ((2, 2, 0), (2, 4, 2), (4, 4, 2), (4, 4, 0), (4, 6, 4))
+
+
+def _find(mapping: Any, key: str, norm: Any = str.lower) -> Any:
+    for k in mapping:
+        if isinstance(k, str) and norm(k) == norm(key):
+            return k
+    return None
+
+
+def _path(data: Any, zone: str, name: str, rtype: str) -> tuple[str | int, ...]:
+    """The field path of record `name` (relative, as in the inventory) of type `rtype`."""
+    def zone_norm(z: str) -> str:
+        return z.rstrip(".").lower()
+
+    zones = ((data or {}).get("dns") or {}).get("zones") or {}
+    zk = _find(zones, zone, zone_norm)
+    records = (zones.get(zk) or {}).get("records") if zk is not None else None
+    rk = _find(records, name) if records else None
+    if rk is None or records is None:
+        raise WriteBackError(f"record {name} of zone {zone} is not declared in this file")
+    entry = records[rk]
+    if isinstance(entry, list):
+        for i, r in enumerate(entry):
+            if isinstance(r, dict) and r.get("type") == rtype:
+                return ("dns", "zones", zk, "records", rk, i)
+        raise WriteBackError(f"record {name} of zone {zone} has no {rtype} entry in this file")
+    if not isinstance(entry, dict) or entry.get("type") != rtype:
+        raise WriteBackError(f"record {name} of zone {zone} is not a {rtype} record in this file")
+    return ("dns", "zones", zk, "records", rk)
+
+
+def _get(data: Any, path: tuple[str | int, ...]) -> Any:
+    for p in path:
+        data = data[p]
+    return data
+
+
+def _styled(old: Any, new: str) -> Any:
+    """`new` in the quoting style of `old` (a ruamel scalar string keeps its quotes)."""
+    from ruamel.yaml.scalarstring import ScalarString
+
+    return type(old)(new) if isinstance(old, ScalarString) else new
+
+
+def _as_written(rtype: str, old: Any, value: str) -> str:
+    # CNAME targets are kept absolute in the journal; keep the file's own spelling
+    if rtype == "CNAME" and isinstance(old, str) and not old.endswith("."):
+        return value.rstrip(".")
+    return value
+
+
+def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
+            values: tuple[str, ...]) -> tuple[str, int, tuple[str, ...]]:
+    """The file's text with record `name`'s values replaced by `values`: (new text, the
+    line the record is declared on, the values as written). Raises WriteBackError."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    try:
+        before = load_yaml_text(text, file)
+    except InventoryError as e:
+        raise WriteBackError(f"{file} does not load: {e}") from None
+    path = _path(before.data, zone, name, rtype)
+    lines = [pos.line for p, pos in before.positions.items() if p[: len(path)] == path]
+    line, last = min(lines), max(lines)
+    try:
+        _, ind, bsi = load_yaml_guess_indent(text)
+    except YAMLError as e:
+        raise WriteBackError(f"{file}: ruamel.yaml cannot read it ({e})") from None
+    guessed = (bsi or 2, ind or 2, bsi or 0) if ind else _INDENTS[0]
+    written: tuple[str, ...] = ()
+    for mapping, sequence, offset in (guessed, *_INDENTS):
+        y = YAML(typ="rt")
+        y.preserve_quotes = True
+        y.width = 4096                      # never fold a long line that was not folded
+        y.indent(mapping=mapping, sequence=sequence, offset=offset)
+        try:
+            doc = y.load(text)
+            rec = _get(doc, path)
+            if rtype == "CNAME":
+                rec["value"] = _styled(rec["value"], _as_written(rtype, rec["value"], values[0]))
+                written = (str(rec["value"]),)
+            else:
+                seq = rec["values"]
+                style = seq[0] if len(seq) else None
+                for i, v in enumerate(values):
+                    if i < len(seq):
+                        seq[i] = _styled(style, v)
+                    else:
+                        seq.append(_styled(style, v))
+                while len(seq) > len(values):
+                    seq.pop()
+                written = tuple(str(v) for v in seq)
+            out = io.StringIO()
+            y.dump(doc, out)
+        except (YAMLError, KeyError, TypeError, IndexError):
+            continue
+        new = _splice(text, out.getvalue())
+        if _only_the_record(text, new, file, before.data, path, rtype, written, line, last):
+            return new, line, written
+    raise WriteBackError(f"{file}:{line}: cannot rewrite the file without changing other lines "
+                         "(a layout ruamel.yaml does not keep): set the record's "
+                         f"{'value' if rtype == 'CNAME' else 'values'} to "
+                         f"{', '.join(values)} by hand")
+
+
+def _splice(old: str, new: str) -> str:
+    """`new`, with every line that differs from `old` only in spacing taken from `old`,
+    and each changed line indented like the line it replaces (or the one before it)."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+
+    def norm(s: str) -> str:
+        return " ".join(s.split())
+
+    sm = difflib.SequenceMatcher(a=[norm(x) for x in a], b=[norm(x) for x in b],
+                                 autojunk=False)
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            out += a[i1:i2]
+            continue
+        olds = a[i1:i2]
+        for k, line in enumerate(b[j1:j2]):
+            ref = olds[k] if k < len(olds) else (out[-1] if out else line)
+            out.append(ref[: len(ref) - len(ref.lstrip(" "))] + line.lstrip(" "))
+    return "".join(out)
+
+
+def _only_the_record(old: str, new: str, file: str, data: Any, path: tuple[str | int, ...],
+                     rtype: str, written: tuple[str, ...], line: int, last: int) -> bool:
+    """`new` is `old` with only the record's values changed: the same document otherwise,
+    and no line outside the record's lines [line, last] touched."""
+    try:
+        after = load_yaml_text(new, file)
+    except InventoryError:
+        return False
+    expect = copy.deepcopy(data)
+    rec = _get(expect, path)
+    if rtype == "CNAME":
+        rec["value"] = written[0]
+    else:
+        rec["values"] = list(written)
+    if after.data != expect:
+        return False
+    sm = difflib.SequenceMatcher(a=old.splitlines(keepends=True),
+                                 b=new.splitlines(keepends=True), autojunk=False)
+    for op, i1, i2, _, _ in sm.get_opcodes():
+        if op == "equal":
+            continue
+        lo, hi = line - 1, last            # 0-based: lines[lo:hi] are the record's
+        if i1 == i2:
+            if not lo <= i1 <= hi:
+                return False
+        elif not (lo <= i1 and i2 <= hi):
+            return False
+    return True
+
+
+def declared_in(inv: Inventory, zone: str, name: str) -> str | None:
+    """The file that declares record `name` (relative) of `zone`, from the positions the
+    loader kept (the right file of a directory inventory)."""
+    for key, (file, _line, _col) in inv.positions.items():
+        for zkey in (zone, zone + "."):
+            if key.lower() in (dotted(("dns", "zones", zkey, "records", name)),
+                               dotted(("dns", "zones", zkey, "records", name)) + "[0]"):
+                return file
+    return None
+
+
+def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str, ...]) -> Edit:
+    """The edit that writes `values` into the record's file, checked: the file is read,
+    rewritten in memory, and found writable. Nothing is written. Raises WriteBackError."""
+    file = declared_in(inv, zone, name)
+    if file is None:
+        raise WriteBackError(f"record {name} of zone {zone} is not declared in the inventory "
+                             f"{inv.source}")
+    p = Path(os.path.realpath(file))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise WriteBackError(f"{file}: cannot read it: {e.strerror}") from None
+    new, line, written = rewrite(text, file, zone, name, rtype, values)
+    if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK | os.X_OK):
+        raise WriteBackError(f"{file}:{line}: the file cannot be written (permissions, a "
+                             "read-only file system or an immutable file)")
+    return Edit(p, line, text, new, written)
+
+
+def write(edit: Edit) -> None:
+    """Replace the file atomically, if it still holds what `prepare` read."""
+    p = edit.file
+    try:
+        if p.read_text(encoding="utf-8") != edit.old_text:
+            raise WriteBackError(f"{edit.where}: the file changed since it was read; not "
+                                 f"written: set the values to {', '.join(edit.values)} by hand")
+        st = p.stat()
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, st.st_mode & 0o7777)
+        try:
+            try:
+                os.write(fd, edit.new_text.encode("utf-8"))
+                os.fsync(fd)
+                if os.geteuid() == 0:
+                    os.fchown(fd, st.st_uid, st.st_gid)
+            finally:
+                os.close(fd)
+            os.replace(tmp, p)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError as e:
+        raise WriteBackError(f"{edit.where}: not written: {e.strerror}") from None
