@@ -23,9 +23,9 @@ be written; `write` writes.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import io
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +132,7 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
         y.preserve_quotes = True
         y.width = 4096                      # never fold a long line that was not folded
         y.indent(mapping=mapping, sequence=sequence, offset=offset)
+        y.explicit_start = text.lstrip().startswith("---")
         try:
             doc = y.load(text)
             rec = _get(doc, path)
@@ -157,7 +158,7 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
         if _only_the_record(text, new, file, before.data, path, rtype, written, line, last):
             return new, line, written
     raise WriteBackError(f"{file}:{line}: cannot rewrite the file without changing other lines "
-                         "(a layout ruamel.yaml does not keep): set the record's "
+                         "(a layout ruamel.yaml does not keep, or a record shared through a YAML alias): set the record's "
                          f"{'value' if rtype == 'CNAME' else 'values'} to "
                          f"{', '.join(values)} by hand")
 
@@ -192,7 +193,9 @@ def _only_the_record(old: str, new: str, file: str, data: Any, path: tuple[str |
         after = load_yaml_text(new, file)
     except InventoryError:
         return False
-    expect = copy.deepcopy(data)
+    # through JSON, not deepcopy: an anchored record shared by an alias must come out as
+    # two records, so that changing both (what the YAML would do) is caught
+    expect = json.loads(json.dumps(data))
     rec = _get(expect, path)
     if rtype == "CNAME":
         rec["value"] = written[0]

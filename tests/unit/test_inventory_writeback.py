@@ -1,0 +1,116 @@
+"""Writing a record's new values back into the inventory (`dns migrate finalize` after an
+ad hoc --to): only that record's values change; comments, order, quoting and layout of
+everything else stay byte for byte; the right file of a directory inventory; refusals
+leave the file untouched."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from provision.inventory import load_inventory
+from provision.inventory.writeback import WriteBackError, prepare, rewrite, write
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "writeback" / "commented.yml"
+
+
+def _changed(old: str, new: str) -> list[tuple[str, str]]:
+    """(old line, new line) pairs of every line that differs ('' for added/removed)."""
+    out = []
+    sm = difflib.SequenceMatcher(a=old.splitlines(), b=new.splitlines(), autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op != "equal":
+            a, b = old.splitlines()[i1:i2], new.splitlines()[j1:j2]
+            out += [(a[k] if k < len(a) else "", b[k] if k < len(b) else "")
+                    for k in range(max(len(a), len(b)))]
+    return out
+
+
+@pytest.mark.parametrize("name, rtype, values, expect", [
+    ("app", "A", ("10.1.0.9",),
+     [("          values: ['10.1.0.5']    # old box, retiring",
+       "          values: ['10.1.0.9']    # old box, retiring")]),
+    ("api", "A", ("10.1.0.9",),
+     [("        api: {type: A, values: [10.1.0.7, 10.1.0.8], ttl: 60}",
+       "        api: {type: A, values: [10.1.0.9], ttl: 60}")]),
+    ("web", "CNAME", ("gpu1.lab.test.",),   # the file's spelling: no trailing dot, quoted
+     [('            value: "app.lab.test"   # quoted', '            value: "gpu1.lab.test"    # quoted')]),
+    ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),
+     [("              - 10.1.0.20   # first", "              - 10.1.0.30   # first"),
+      ("              - 10.1.0.21", "              - 10.1.0.31"),
+      ("", "              - 10.1.0.32")]),
+    ("both", "AAAA", ("fd00::2",),
+     [('          - {type: AAAA, values: ["fd00::1"]}', '          - {type: AAAA, values: ["fd00::2"]}')]),
+])
+def test_only_the_records_values_change(name: str, rtype: str, values: tuple[str, ...],
+                                        expect: list[tuple[str, str]]) -> None:
+    old = FIXTURE.read_text()
+    new, line, written = rewrite(old, str(FIXTURE), "lab.test", name, rtype, values)
+    assert _changed(old, new) == expect
+    assert old.splitlines()[line - 1].strip().startswith(("- type", "- {type", f"{name}:"))
+
+
+def test_prepare_then_write_in_a_directory_inventory(tmp_path: Path) -> None:
+    inv_dir = tmp_path / "inv"
+    inv_dir.mkdir()
+    (inv_dir / "00-base.yml").write_text("# base\nversion: 1\n")
+    shutil.copy(FIXTURE, inv_dir / "10-dns.yml")
+    (inv_dir / "10-dns.yml").write_text(FIXTURE.read_text().replace("version: 1\n", ""))
+    (inv_dir / "10-dns.yml").chmod(0o640)
+    inv = load_inventory(inv_dir)
+    before = (inv_dir / "10-dns.yml").read_text()
+    edit = prepare(inv, "lab.test", "app", "A", ("10.1.0.9",))
+    assert edit.file == (inv_dir / "10-dns.yml").resolve() and edit.line == 11
+    assert (inv_dir / "10-dns.yml").read_text() == before  # prepare writes nothing
+    write(edit)
+    after = (inv_dir / "10-dns.yml").read_text()
+    assert [b for _, b in _changed(before, after)] == ["          values: ['10.1.0.9']    # old box, retiring"]
+    assert (inv_dir / "10-dns.yml").stat().st_mode & 0o777 == 0o640
+    assert (inv_dir / "00-base.yml").read_text() == "# base\nversion: 1\n"
+    reloaded = load_inventory(inv_dir)
+    assert reloaded.dns is not None
+    [app] = [r for r in reloaded.dns.zones[0].records if r.name == "app"]
+    assert app.values == ("10.1.0.9",) and app.ttl == 3600
+    assert not list(inv_dir.glob(".*.tmp"))
+
+
+def test_a_file_changed_since_it_was_read_is_not_overwritten(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.9",))
+    p.write_text(p.read_text() + "# a teammate's edit\n")
+    with pytest.raises(WriteBackError, match="changed since it was read"):
+        write(edit)
+    assert p.read_text().endswith("# a teammate's edit\n")
+
+
+def test_a_record_shared_through_an_alias_is_refused() -> None:
+    text = ("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n      records:\n"
+            "        app: &x {type: A, values: [10.0.0.1]}\n        app2: *x\n")
+    with pytest.raises(WriteBackError, match="by hand"):
+        rewrite(text, "inv.yml", "lab.test", "app", "A", ("10.0.0.9",))
+
+
+def test_a_record_not_in_the_file_is_refused() -> None:
+    with pytest.raises(WriteBackError, match="not declared"):
+        rewrite(FIXTURE.read_text(), "inv.yml", "lab.test", "nope", "A", ("10.0.0.9",))
+    with pytest.raises(WriteBackError, match="not a CNAME"):
+        rewrite(FIXTURE.read_text(), "inv.yml", "lab.test", "app", "CNAME", ("a.b.",))
+
+
+def test_an_immutable_file_is_refused_before_anything(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    inv = load_inventory(p)
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(p)]).returncode:
+        pytest.skip("chattr +i is not available here (root is never refused by permissions)")
+    try:
+        with pytest.raises(WriteBackError, match="cannot be written"):
+            prepare(inv, "lab.test", "app", "A", ("10.1.0.9",))
+    finally:
+        subprocess.run(["chattr", "-i", str(p)], check=True)
+    assert p.read_text() == FIXTURE.read_text()
