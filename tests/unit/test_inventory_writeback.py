@@ -49,7 +49,7 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
 def test_only_the_records_values_change(name: str, rtype: str, values: tuple[str, ...],
                                         expect: list[tuple[str, str]]) -> None:
     old = FIXTURE.read_text()
-    new, line, written = rewrite(old, str(FIXTURE), "lab.test", name, rtype, values)
+    new, line, _ = rewrite(old, str(FIXTURE), "lab.test", name, rtype, values)
     assert _changed(old, new) == expect
     assert old.splitlines()[line - 1].strip().startswith(("- type", "- {type", f"{name}:"))
 
