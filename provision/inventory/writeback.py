@@ -181,8 +181,24 @@ def _splice(old: str, new: str) -> str:
         olds = a[i1:i2]
         for k, line in enumerate(b[j1:j2]):
             ref = olds[k] if k < len(olds) else (out[-1] if out else line)
-            out.append(ref[: len(ref) - len(ref.lstrip(" "))] + line.lstrip(" "))
+            line = ref[: len(ref) - len(ref.lstrip(" "))] + line.lstrip(" ")
+            out.append(_comment_gap(olds[k], line) if k < len(olds) else line)
     return "".join(out)
+
+
+def _comment_gap(old: str, new: str) -> str:
+    """`new` with the spaces before its trailing comment as `old` had them (ruamel.yaml
+    moves a comment by the change in length of what precedes it, or more)."""
+    i = old.rfind("#")
+    if i <= 0 or not old[i - 1].isspace():
+        return new
+    comment = old[i:].rstrip("\n")
+    end = "\n" if new.endswith("\n") else ""
+    body = new.rstrip("\n")
+    if not body.endswith(comment):
+        return new
+    code = old[:i].rstrip()
+    return body[: len(body) - len(comment)].rstrip() + old[len(code):i] + comment + end
 
 
 def _only_the_record(old: str, new: str, file: str, data: Any, path: tuple[str | int, ...],

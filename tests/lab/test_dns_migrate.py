@@ -159,7 +159,10 @@ def test_run_primed_resolver_serves_old_until_the_lowered_ttl_then_new(lab: Lab,
           f"whole run {wall:.1f} s (original TTL 6 s); timings {data['timings']}")
     assert z.ns1() == ("NOERROR", [new], True, 6)  # the original TTL is back
     assert z.status() == []
-    assert _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")[0] == "NXDOMAIN"
+    # the marker became the closed migration's record: who moved it, from what to what
+    rcode, closed, _ = _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")
+    assert rcode == "NOERROR" and '"phase=closed"' in closed, closed
+    assert f'"from={z.old}"' in closed and f'"to={new}"' in closed, closed
 
 
 def test_forced_cutover_verify_names_the_stale_resolver_until_the_old_ttl_runs_out(
@@ -316,3 +319,121 @@ def test_killed_mid_run_status_tells_the_truth_then_complete_or_roll_back(
         assert code == 0, (data, err)
         assert z.ns1() == before and _wire(lab, z.fq) == wire_before
     assert z.status() == []
+
+
+# --- the inventory drives the cutover; nothing reverts one silently ---------------------
+
+def _edit(z: Zone, values: list[str], **zone_opts: Any) -> None:
+    """Change the record's values (and zone options) in the test's inventory file."""
+    import yaml
+
+    doc = yaml.safe_load(z.inv.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    zone.update(zone_opts)
+    zone["records"][z.short]["values"] = values
+    z.inv.write_text(yaml.safe_dump(doc))
+
+
+def _plan(lab: Lab, inv: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, Any, str]:
+    return lab.provision_json("dns", "plan", "-i", str(inv), *args, env=env)
+
+
+def test_inventory_driven_cutover_then_the_plan_is_empty(lab: Lab, rec: Any) -> None:
+    z = rec(ttl=3)
+    new = lab.addr("ns1")
+    # the record's TTL (3 s) is above this zone's threshold (2 s): a cutover, not a change
+    _edit(z, [new], cutover_above_ttl=2)
+    code, data, err = _plan(lab, z.inv, "--detailed-exitcode")
+    assert code == 3, (data, err)
+    [cut] = data["zones"][0]["cutovers"]
+    assert cut == {"name": z.fq, "type": "A", "old": [z.old], "new": [new], "ttl": 3}
+    [change] = [c for sec in data["sections"] for c in sec["changes"] if c["type"] == "cutover"]
+    assert f"a cutover: run `provision dns migrate run {z.short}`" in change["detail"][0]
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes")
+    assert code == 0, (data, err)
+    assert z.ns1() == ("NOERROR", [z.old], True, 3)  # apply left it alone
+    code, data, err = z.m("run", z.fq, "--lower-ttl", "1", "--health", "tcp:53")
+    assert code == 0, (data, err)
+    assert "the inventory declares" in err and data["closed"] == "finalized"
+    assert data["inventory_written"] is None  # the inventory already said so
+    assert z.ns1() == ("NOERROR", [new], True, 3)
+    code, data, err = _plan(lab, z.inv, "--detailed-exitcode")
+    assert code == 0, (data, err)
+    assert data["summary"] == {"add": 0, "change": 0, "destroy": 0}
+    # once more: the zone already holds what the inventory says
+    code, data, err = z.m("run", z.fq)
+    assert code == 0 and data["nothing_to_migrate"] is True, (data, err)
+    assert "nothing to migrate" in err
+
+
+def test_an_inventory_edited_to_a_third_value_mid_migration_is_refused(lab: Lab, rec: Any) -> None:
+    z = rec(ttl=2)
+    _edit(z, [lab.addr("ns1")])
+    code, data, err = z.m("start", z.fq, "--lower-ttl", "1")
+    assert code == 0, (data, err)
+    _edit(z, [lab.addr("resolver")])
+    code, data, err = z.m("cutover", z.fq, "--force")
+    assert code == 2 and "the inventory now declares" in err and "refused" in err, (data, err)
+    assert z.ns1()[1] == [z.old]  # nothing switched
+    [s] = z.status()
+    assert s["phase"] == "lowered"
+
+
+def _commented(lab: Lab, tmp_path: Path, short: str, old: str) -> Path:
+    """The lab's inventory as a person writes one: comments above and beside every line."""
+    import yaml
+
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc["dns"]["zones"][P.ZONE]["records"][short] = {"type": "A", "values": [old], "ttl": 2}
+    lines = yaml.safe_dump(doc, width=10**6, sort_keys=False).splitlines()
+    out = ["# the lab, by hand", ""]
+    for i, line in enumerate(lines):
+        if not line.startswith((" ", "-")):
+            out.append(f"# --- {line.split(':')[0]} ---")
+        out.append(f"{line}   # note {i}" if i % 3 == 0 else line)
+    p = tmp_path / "commented.yml"
+    p.write_text("\n".join(out) + "\n")
+    return p
+
+
+def test_an_ad_hoc_to_is_written_back_into_a_commented_inventory(lab: Lab, rec: Any,
+                                                                 tmp_path: Path) -> None:
+    z = rec(ttl=2)
+    z.inv = _commented(lab, tmp_path, z.short, z.old)
+    before = z.inv.read_text()
+    new = lab.addr("ns1")
+    code, data, err = z.m("run", z.fq, "--to", new, "--lower-ttl", "1")
+    assert code == 0, (data, err)
+    assert data["inventory_written"].startswith(f"{z.inv}:"), data
+    after = z.inv.read_text()
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+    assert len(changed) == 1, changed
+    assert changed[0][1] == changed[0][0].replace(z.old, new)
+    code, data, err = _plan(lab, z.inv, "--detailed-exitcode")
+    assert code == 0, (data, err)
+
+
+def test_no_write_inventory_then_apply_refuses_the_revert_until_forced(lab: Lab, rec: Any,
+                                                                       tmp_path: Path) -> None:
+    z = rec(ttl=2)
+    new = lab.addr("ns1")
+    before = z.inv.read_text()
+    code, data, err = z.m("run", z.fq, "--to", new, "--lower-ttl", "1", "--no-write-inventory")
+    assert code == 0, (data, err)
+    assert z.inv.read_text() == before and "--no-write-inventory" in err
+    moved = f"{z.fq.rstrip('.')} was moved {z.old} -> {new} by "
+    code, data, err = _plan(lab, z.inv, env=z.env)
+    assert code == 2 and moved in err, (data, err)
+    code, data, err = lab.provision_json("check", "-i", str(z.inv), env=z.env)
+    warned = [f for f in data["findings"] if f["code"] == "dns-migration-reverted"]
+    assert warned and f"moved {z.old} -> {new}" in warned[0]["message"], data
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes")
+    assert code == 2 and moved in err and "ago" in err, (data, err)
+    assert z.ns1()[1] == [new]  # not put back
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes", "--force")
+    assert code == 0, (data, err)
+    assert z.ns1()[1] == [z.old]
+    # the revert was on purpose: the closed record went with it, the plan is empty
+    assert _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")[0] == "NXDOMAIN"
+    code, data, err = _plan(lab, z.inv, "--detailed-exitcode")
+    assert code == 0, (data, err)

@@ -34,11 +34,14 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
     ("app", "A", ("10.1.0.9",),
      [("          values: ['10.1.0.5']    # old box, retiring",
        "          values: ['10.1.0.9']    # old box, retiring")]),
+    ("app", "A", ("10.1.0.9", "10.1.0.10"),   # a second value; the comment keeps its gap
+     [("          values: ['10.1.0.5']    # old box, retiring",
+       "          values: ['10.1.0.10', '10.1.0.9']    # old box, retiring")]),
     ("api", "A", ("10.1.0.9",),
      [("        api: {type: A, values: [10.1.0.7, 10.1.0.8], ttl: 60}",
        "        api: {type: A, values: [10.1.0.9], ttl: 60}")]),
     ("web", "CNAME", ("gpu1.lab.test.",),   # the file's spelling: no trailing dot, quoted
-     [('            value: "app.lab.test"   # quoted', '            value: "gpu1.lab.test"    # quoted')]),
+     [('            value: "app.lab.test"   # quoted', '            value: "gpu1.lab.test"   # quoted')]),
     ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),
      [("              - 10.1.0.20   # first", "              - 10.1.0.30   # first"),
       ("              - 10.1.0.21", "              - 10.1.0.31"),
