@@ -36,7 +36,7 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
        "          values: ['10.1.0.9']    # old box, retiring")]),
     ("app", "A", ("10.1.0.9", "10.1.0.10"),   # a second value; the comment keeps its gap
      [("          values: ['10.1.0.5']    # old box, retiring",
-       "          values: ['10.1.0.10', '10.1.0.9']    # old box, retiring")]),
+       "          values: ['10.1.0.9', '10.1.0.10']    # old box, retiring")]),
     ("api", "A", ("10.1.0.9",),
      [("        api: {type: A, values: [10.1.0.7, 10.1.0.8], ttl: 60}",
        "        api: {type: A, values: [10.1.0.9], ttl: 60}")]),
