@@ -154,13 +154,38 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
             y.dump(doc, out)
         except (YAMLError, KeyError, TypeError, IndexError):
             continue
-        new = _splice(text, out.getvalue())
-        if _only_the_record(text, new, file, before.data, path, rtype, written, line, last):
+        new = _splice_record(text, out.getvalue(), file, path, line, last)
+        if new is not None and _only_the_record(text, new, file, before.data, path, rtype, written, line, last):
             return new, line, written
     raise WriteBackError(f"{file}:{line}: cannot rewrite the file without changing other lines "
                          "(a layout ruamel.yaml does not keep, or a record shared through a YAML alias): set the record's "
                          f"{'value' if rtype == 'CNAME' else 'values'} to "
                          f"{', '.join(values)} by hand")
+
+
+def _span(text: str, file: str, path: tuple[str | int, ...]) -> tuple[int, int] | None:
+    """The first and last line (1-based) of the record at `path` in `text`."""
+    try:
+        doc = load_yaml_text(text, file)
+    except InventoryError:
+        return None
+    lines = [pos.line for p, pos in doc.positions.items() if p[: len(path)] == path]
+    return (min(lines), max(lines)) if lines else None
+
+
+def _splice_record(old: str, new: str, file: str, path: tuple[str | int, ...], line: int,
+                   last: int) -> str | None:
+    """The original text with only the record's lines replaced by ruamel.yaml's (itself
+    spliced line by line): whatever ruamel.yaml re-wrapped or re-indented elsewhere is
+    not taken."""
+    span = _span(new, file, path)
+    if span is None:
+        return None
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    record = _splice("".join(a[line - 1:last]), "".join(b[span[0] - 1:span[1]]))
+    if a[last - 1:last] and a[last - 1].endswith("\n") and not record.endswith("\n"):
+        record += "\n"
+    return "".join(a[:line - 1]) + record + "".join(a[last:])
 
 
 def _splice(old: str, new: str) -> str:

@@ -117,3 +117,15 @@ def test_an_immutable_file_is_refused_before_anything(tmp_path: Path) -> None:
     finally:
         subprocess.run(["chattr", "-i", str(p)], check=True)
     assert p.read_text() == FIXTURE.read_text()
+
+
+def test_lines_ruamel_would_rewrap_elsewhere_stay_as_they_are() -> None:
+    import yaml
+
+    doc = {"version": 1, "team": {"alice": {"keys": ["ssh-ed25519 " + "A" * 120 + " alice@laptop"]}},
+           "dns": {"zones": {"lab.test": {"provider": "route53", "records": {
+               "m1": {"type": "A", "values": ["10.0.0.1"], "ttl": 2}}}}}}
+    old = yaml.safe_dump(doc)  # folds the long key over two lines (width 80)
+    assert "\n      alice@laptop\n" in old
+    new, _, _ = rewrite(old, "inv.yml", "lab.test", "m1", "A", ("10.0.0.9",))
+    assert _changed(old, new) == [("          - 10.0.0.1", "          - 10.0.0.9")]
