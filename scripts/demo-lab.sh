@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lab half of `make demo` (root): real hosts, real sshd/systemd/iptables/Jupyter.
 # lab up -> bootstrap through the bastion -> plan shows nothing to do -> tunnel to
-# Jupyter and TensorBoard, fetch both pages -> move a DNS record on BIND, check it on ns1
-# and the resolver -> lab down.
+# Jupyter and TensorBoard, fetch both pages -> a real DNS cutover on BIND driven by the
+# inventory (seconds of TTL), checked on ns1 and the resolver, then `dns plan` is empty -> lab down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=$PWD/.venv/bin/provision
@@ -32,19 +32,36 @@ $P lab exec -- "$P" tunnel -i "$INV" gpu1 --check
 
 step "DNS as code on the lab's BIND (RFC 2136 + TSIG): the zone already matches the inventory"
 $P lab exec -- "$P" dns plan -i "$INV" --detailed-exitcode
+export PROVISION_STATE_DIR=$DIR/state   # the migration journal of this demo
 DNSINV=$DIR/inventory-dns.yml
 "$PWD/.venv/bin/python" - "$INV" "$DNSINV" <<'PY'
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
-app = doc["dns"]["zones"]["lab.test"]["records"]["app"]
-app["values"] = [app["values"][0].rsplit(".", 1)[0] + ".201"]
-app["ttl"] = 60
+zone = doc["dns"]["zones"]["lab.test"]
+zone["cutover_above_ttl"] = 3      # the demo's TTLs are seconds; the default is 300 s
+zone["records"]["app"]["ttl"] = 4
 yaml.safe_dump(doc, open(sys.argv[2], "w"))
 PY
-step "move app.lab.test in the inventory: plan, apply (one atomic UPDATE, waits until ns1 serves it)"
-$P lab exec -- "$P" dns plan -i "$DNSINV"
+step "app.lab.test: TTL 300 -> 4 s (a TTL-only change is a plain change; it keeps the demo's waits to seconds)"
 $P lab exec -- "$P" dns apply -i "$DNSINV" --yes
+
+"$PWD/.venv/bin/python" - "$DNSINV" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+zone = doc["dns"]["zones"]["lab.test"]
+zone["records"]["app"]["values"] = [zone["server"]]   # ns1: TCP 53 answers the health check
+yaml.safe_dump(doc, open(sys.argv[1], "w"))
+PY
+step "move app.lab.test to a new server in the inventory: dns plan calls it a cutover (TTL 4 s > 3 s), dns apply leaves it alone"
+$P lab exec -- "$P" dns plan -i "$DNSINV" || true
+$P lab exec -- "$P" dns apply -i "$DNSINV" --yes
+
+step "provision dns migrate run app: target from the inventory; lower the TTL, wait out the old one, health-check, switch, verify on ns1 and the resolver, raise the TTL back"
+time $P lab exec -- "$P" dns migrate run app -i "$DNSINV" --lower-ttl 1 --health tcp:53
 
 step "provision dns check app: what ns1 (authoritative, RD off) and the resolver answer"
 $P lab exec -- "$P" dns check app -i "$DNSINV" \
   || echo "(a server disagrees: the notes above say which and for how long)"
+
+step "dns plan: no changes (exit 0 with --detailed-exitcode): the zone is what the inventory says"
+$P lab exec -- "$P" dns plan -i "$DNSINV" --detailed-exitcode
