@@ -1,0 +1,157 @@
+"""Cutovers driven by the inventory, through the CLI, on the local Cloud DNS server
+(127.0.0.1 only): the target from the inventory, nothing to migrate, an unwritable
+inventory refused before the zone is touched, a hostile closed record refused for its
+record, closed records neither listed nor blocking a new migration, and `dns apply`
+refusing a revert in any zone before applying anything."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from clouddns_fake import FakeCloudDns, isolated_fake
+
+from provision.cli import main
+
+PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
+API = "api.example.org."
+MARKER = "_provision-migration.api.example.org."
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudDns]:
+    with isolated_fake(monkeypatch, PROJECT, MZ, ZONE, page_size=50, pending_polls=0) as f:
+        f.set_rrset(PROJECT, MZ, API, "A", 1, ["127.0.0.1"])
+        yield f
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "state"
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(d))
+    monkeypatch.setenv("USER", "alice")
+    return d
+
+
+def _inv(tmp_path: Path, fake: FakeCloudDns, values: list[str], **zone: Any) -> Path:
+    doc = {"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "clouddns", "project": PROJECT, "managed_zone": MZ, "endpoint": fake.url,
+        **zone, "records": {"api": {"type": "A", "values": values, "ttl": 1}}}}}}
+    p = tmp_path / "inv.yml"
+    p.write_text("# the team's inventory\n" + yaml.safe_dump(doc))
+    return p
+
+
+def _cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def _values(fake: FakeCloudDns, name: str = API, rtype: str = "A") -> list[str]:
+    return fake.rrsets(PROJECT, MZ)[(name, rtype)]["rrdatas"]
+
+
+def test_run_without_to_takes_the_target_from_the_inventory_then_nothing_to_migrate(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    inv = str(_inv(tmp_path, fake, ["127.0.0.2"]))
+    r = _cli("dns", "migrate", "run", API, "-i", inv, "--lower-ttl", "1", "--json")
+    assert r.exit_code == 0, r.output
+    assert _values(fake) == ["127.0.0.2"]
+    closed = _values(fake, MARKER, "TXT")
+    assert '"phase=closed"' in closed and any(v.startswith('"by=alice@') for v in closed)
+    r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
+    r = _cli("dns", "migrate", "run", API, "-i", inv, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["nothing_to_migrate"] is True, r.output
+    assert "nothing to migrate" in r.stderr
+    # the closed record is no open migration: not listed, and a new start replaces it
+    assert json.loads(_cli("dns", "migrate", "status", "-i", inv, "--json").stdout) == []
+    inv = str(_inv(tmp_path, fake, ["127.0.0.3"]))
+    r = _cli("dns", "migrate", "start", API, "-i", inv, "--lower-ttl", "1", "--json")
+    assert r.exit_code == 0, r.output
+    assert '"phase=lowered"' in _values(fake, MARKER, "TXT")
+    assert _cli("dns", "migrate", "rollback", API, "-i", inv).exit_code == 0
+
+
+def test_an_inventory_that_cannot_be_written_is_refused_before_the_zone_is_touched(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    p = _inv(tmp_path, fake, ["127.0.0.1"])
+    before = dict(fake.rrsets(PROJECT, MZ))
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(p)]).returncode:
+        pytest.skip("chattr +i is not available here (root is never refused by permissions)")
+    try:
+        r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", str(p))
+        assert r.exit_code == 2, r.output
+        assert "cannot be written" in r.output and "--no-write-inventory" in r.output
+        assert dict(fake.rrsets(PROJECT, MZ)) == before  # nothing half-done
+        r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", str(p),
+                 "--lower-ttl", "1", "--no-write-inventory")
+        assert r.exit_code == 0, r.output
+        assert "--no-write-inventory: the inventory still declares 127.0.0.1" in r.output
+    finally:
+        subprocess.run(["chattr", "-i", str(p)], check=True)
+    r = _cli("dns", "apply", "-i", str(p), "--yes")
+    assert r.exit_code == 2 and "api.example.org was moved 127.0.0.1 -> 127.0.0.2 by alice@" in r.output
+    assert _values(fake) == ["127.0.0.2"]
+
+
+def test_an_ad_hoc_to_is_written_back_and_the_plan_is_empty(fake: FakeCloudDns,
+                                                            tmp_path: Path) -> None:
+    p = _inv(tmp_path, fake, ["127.0.0.1"])
+    before = p.read_text()
+    r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", str(p), "--lower-ttl", "1",
+             "--json")
+    assert r.exit_code == 0, r.output
+    line = [x.strip() for x in before.splitlines()].index("api:") + 1  # where it is declared
+    assert json.loads(r.stdout)["inventory_written"] == f"{p}:{line}"
+    assert p.read_text() == before.replace("- 127.0.0.1", "- 127.0.0.2")
+    assert _cli("dns", "plan", "-i", str(p), "--detailed-exitcode").exit_code == 0
+
+
+def test_a_hostile_closed_record_is_refused_for_its_record(fake: FakeCloudDns,
+                                                           tmp_path: Path) -> None:
+    fake.set_rrset(PROJECT, MZ, MARKER, "TXT", 300, [
+        '"provision-migration=1"', '"phase=closed"', '"name=www.example.org."', '"type=A"',
+        '"at=2026-12-01T09:57:00Z"', '"until=2026-12-08T09:57:00Z"', '"by=mallory@x"',
+        '"from=127.0.0.1"', '"to=127.0.0.9"'])
+    inv = str(_inv(tmp_path, fake, ["127.0.0.2"]))
+    r = _cli("dns", "migrate", "start", API, "-i", inv)
+    assert r.exit_code == 2 and "malformed" in r.output and "it names" in r.output, r.output
+    r = _cli("dns", "plan", "-i", inv, "--json")
+    assert r.exit_code == 0, r.output
+    notes = [n for s in json.loads(r.stdout)["sections"] for n in s["notes"]]
+    assert any("says phase=closed but is malformed" in n for n in notes), notes
+    r = _cli("dns", "apply", "-i", inv, "--yes")
+    assert r.exit_code == 0, r.output
+    assert _values(fake) == ["127.0.0.1"]  # never acted on
+    assert (MARKER, "TXT") in fake.rrsets(PROJECT, MZ)  # and never deleted
+    r = _cli("dns", "migrate", "status", "-i", inv)
+    assert "malformed" in r.output, r.output
+
+
+def test_apply_refuses_a_revert_before_applying_anything_in_any_zone(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    fake.add_zone(PROJECT, "example-net", "example.net.")
+    fake.set_rrset(PROJECT, "example-net", "www.example.net.", "A", 60, ["127.0.0.5"])
+    inv = str(_inv(tmp_path, fake, ["127.0.0.1"]))
+    r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", inv, "--lower-ttl", "1",
+             "--no-write-inventory")
+    assert r.exit_code == 0, r.output
+    doc = yaml.safe_load(Path(inv).read_text())
+    doc["dns"]["zones"]["example.net"] = {
+        "provider": "clouddns", "project": PROJECT, "managed_zone": "example-net",
+        "endpoint": fake.url, "records": {"www": {"type": "A", "values": ["127.0.0.6"], "ttl": 60}}}
+    Path(inv).write_text(yaml.safe_dump(doc))
+    r = _cli("dns", "apply", "-i", inv, "--yes")
+    assert r.exit_code == 2 and "was moved 127.0.0.1 -> 127.0.0.2" in r.output, r.output
+    assert fake.rrsets(PROJECT, "example-net")[("www.example.net.", "A")]["rrdatas"] == ["127.0.0.5"]
+    r = _cli("dns", "apply", "-i", inv, "--yes", "--force")
+    assert r.exit_code == 0, r.output
+    assert _values(fake) == ["127.0.0.1"] and (MARKER, "TXT") not in fake.rrsets(PROJECT, MZ)
+    assert fake.rrsets(PROJECT, "example-net")[("www.example.net.", "A")]["rrdatas"] == ["127.0.0.6"]
