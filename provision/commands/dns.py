@@ -86,8 +86,11 @@ def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
             out.append(Section(name, error="; ".join(plan.errors), status="refused"))
             continue
         markers = set(marker_changes(plan))
-        notes = list(plan.notes)
         held = _held(run)
+        rv = run.review
+        # cutovers and refused reverts are shown as changes, not again as notes
+        shown = {rv.hold[k] for k in rv.hold if k in _held_keys(rv)} if rv else set()
+        notes = [n for n in plan.notes if n not in shown] + list(rv.notes if rv else ())
         if plan.guard:
             notes.append(plan.guard if not force else plan.guard.split(";")[0] + " (--force given)")
         if run.replanned:
@@ -119,6 +122,11 @@ def _held(run: Any) -> list[Change]:
         out.append(Change("-", f"{relative(rr.name, zone)} TXT", (
             "a closed migration's record, expired",), kind="closed-migration"))
     return out
+
+
+def _held_keys(rv: Any) -> set[tuple[str, str]]:
+    keys = {(c.name, c.type) for c in rv.cutovers}
+    return keys | {k for k, why in rv.hold.items() if any(why.endswith(m) for m in rv.reverts)}
 
 
 def _refuse_reverts(runs: Sequence[Any], force: bool) -> None:

@@ -155,3 +155,23 @@ def test_apply_refuses_a_revert_before_applying_anything_in_any_zone(
     assert r.exit_code == 0, r.output
     assert _values(fake) == ["127.0.0.1"] and (MARKER, "TXT") not in fake.rrsets(PROJECT, MZ)
     assert fake.rrsets(PROJECT, "example-net")[("www.example.net.", "A")]["rrdatas"] == ["127.0.0.6"]
+
+
+def test_plan_shows_a_cutover_apply_leaves_it_and_no_migrate_applies_it_saying_how_long(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    fake.set_rrset(PROJECT, MZ, API, "A", 3600, ["127.0.0.1"])
+    p = _inv(tmp_path, fake, ["127.0.0.2"])
+    p.write_text(p.read_text().replace("ttl: 1", "ttl: 3600"))
+    r = _cli("dns", "plan", "-i", str(p), "--detailed-exitcode", "--json")
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    [change] = data["sections"][0]["changes"]
+    assert change["type"] == "cutover" and change["subject"] == "api A"
+    assert change["detail"][0] == "a cutover: run `provision dns migrate run api`"
+    assert data["sections"][0]["notes"] == []  # said once, as the change
+    assert _cli("dns", "apply", "-i", str(p), "--yes").exit_code == 0
+    assert _values(fake) == ["127.0.0.1"]
+    r = _cli("dns", "apply", "-i", str(p), "--yes", "--no-migrate")
+    assert r.exit_code == 0, r.output
+    assert "caches may keep the old value (127.0.0.1) for up to 3600 s" in " ".join(r.output.split())
+    assert _values(fake) == ["127.0.0.2"]
