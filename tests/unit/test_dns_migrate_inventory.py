@@ -175,3 +175,21 @@ def test_plan_shows_a_cutover_apply_leaves_it_and_no_migrate_applies_it_saying_h
     assert r.exit_code == 0, r.output
     assert "caches may keep the old value (127.0.0.1) for up to 3600 s" in " ".join(r.output.split())
     assert _values(fake) == ["127.0.0.2"]
+
+
+def test_an_expired_closed_record_is_deleted_by_the_next_apply(fake: FakeCloudDns,
+                                                               tmp_path: Path) -> None:
+    from provision.dns.migrate import closed as C
+
+    at = C.parse_iso("2026-01-01T00:00:00Z")  # finalized long ago, kept 7 days
+    rr = C.closed_rrset(C.Closed(API, "A", at, at + C.DEFAULT_KEEP, "bob@desk",
+                                 ("127.0.0.9",), ("127.0.0.1",)))
+    fake.set_rrset(PROJECT, MZ, MARKER, "TXT", 300, list(rr.values))
+    inv = str(_inv(tmp_path, fake, ["127.0.0.1"]))
+    r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode", "--json")
+    assert r.exit_code == 3, r.output
+    [change] = json.loads(r.stdout)["sections"][0]["changes"]
+    assert change["op"] == "-" and change["type"] == "closed-migration"
+    assert _cli("dns", "apply", "-i", inv, "--yes").exit_code == 0
+    assert (MARKER, "TXT") not in fake.rrsets(PROJECT, MZ)
+    assert _cli("dns", "plan", "-i", inv, "--detailed-exitcode").exit_code == 0
