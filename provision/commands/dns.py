@@ -231,6 +231,13 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
             failed = True
         if not as_json:
             _print_applied(run)
+    cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers]
+    if cutovers and not as_json:
+        from provision.dns.records import relative
+
+        click.echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
+                   f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers)}), "
+                   "or apply them as plain changes with --no-migrate")
     if as_json:
         emit_json({**to_json(_sections(runs, force)), "zones": [_run_json(r) for r in runs]})
     raise Exit(EXIT_FAILED if failed else EXIT_OK)

@@ -169,7 +169,8 @@ def test_plan_shows_a_cutover_apply_leaves_it_and_no_migrate_applies_it_saying_h
     assert change["type"] == "cutover" and change["subject"] == "api A"
     assert change["detail"][0] == "a cutover: run `provision dns migrate run api`"
     assert data["sections"][0]["notes"] == []  # said once, as the change
-    assert _cli("dns", "apply", "-i", str(p), "--yes").exit_code == 0
+    r = _cli("dns", "apply", "-i", str(p), "--yes")
+    assert r.exit_code == 0 and "left alone: 1 cutover(s)" in r.output and "(api)" in r.output
     assert _values(fake) == ["127.0.0.1"]
     r = _cli("dns", "apply", "-i", str(p), "--yes", "--no-migrate")
     assert r.exit_code == 0, r.output
