@@ -140,6 +140,18 @@ def _problems_from_pydantic(e: ValidationError, doc: SourceDoc) -> list[Problem]
     return problems
 
 
+def _apt_sources(doc: InventoryDoc, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
+    """The roles' apt sources in order, then the host's; a later one of the same name wins."""
+    merged = {}
+    for role in roles:
+        r = doc.roles.get(role)
+        if r is not None:  # an unknown role is reported where the host names it
+            merged.update(r.apt_sources)
+    merged.update(h.apt_sources)
+    return tuple(m.AptSource(name, s.uri, tuple(s.suites), tuple(s.components), s.key,
+                             s.fingerprint) for name, s in merged.items())
+
+
 # --- resolution --------------------------------------------------------------------------
 
 class _Resolver:
@@ -178,6 +190,7 @@ class _Resolver:
             default_user=d.defaults.user, default_port=d.defaults.port,
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
+            apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
 
     def _reserved_team_names(self) -> None:
@@ -307,6 +320,7 @@ class _Resolver:
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
+                      apt_sources=_apt_sources(self.doc, roles, h),
                       security_groups=tuple(groups))
 
     def _service(self, path: FieldPath, name: str, s: ServiceDoc) -> m.Service:
