@@ -139,7 +139,7 @@ def execute(run: HostRun) -> HostRun:
     try:
         out = run.remote.sh(batch.build(plain))
         last, finished = batch.parse_progress(out.stdout)
-        _add_notes(run, apt_script.notes(out.stdout))
+        add_notes(run, apt_script.notes(out.stdout))
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
         else:
@@ -152,7 +152,7 @@ def execute(run: HostRun) -> HostRun:
     return run
 
 
-def _add_notes(run: HostRun, notes: list[str]) -> None:
+def add_notes(run: HostRun, notes: list[str]) -> None:
     """Lines the batch said on the side (a wait for the dpkg lock) join the recap's note."""
     run.note = "; ".join(x for x in (run.note, *notes) if x)
 
