@@ -337,6 +337,12 @@ def cloud_files(plan: LabPlan, node: Node) -> dict[str, str]:
     files = {f"etc/ssh/sshd_config.d/{k}": v for k, v in CLOUD_SSHD_DROPINS.items()}
     files[f"etc/systemd/system/{DPKG_LOCK_UNIT}"] = render(
         "dpkg-lock.service.j2", seconds=DPKG_LOCK_SECONDS)
+    if socket_activated(plan, node):
+        # the container boots for the first time (no machine-id), so systemd applies the
+        # presets, which would enable ssh.service again: say what Ubuntu 22.10+ ships
+        files["etc/systemd/system-preset/10-provision-lab.preset"] = (
+            "# lab, cloud flavour: sshd started by ssh.socket, as on Ubuntu 22.10+\n"
+            "enable ssh.socket\ndisable ssh.service\n")
     return files
 
 
@@ -349,7 +355,9 @@ def cloud_links(plan: LabPlan, node: Node) -> dict[str, str | None]:
             f"/etc/systemd/system/{DPKG_LOCK_UNIT}"}
     if socket_activated(plan, node):
         links["etc/systemd/system/sockets.target.wants/ssh.socket"] = "/lib/systemd/system/ssh.socket"
-        links["etc/systemd/system/multi-user.target.wants/ssh.service"] = None  # started by the socket
+        # ssh.service disabled (its wants link and its sshd.service alias gone): the socket starts it
+        links["etc/systemd/system/multi-user.target.wants/ssh.service"] = None
+        links["etc/systemd/system/sshd.service"] = None
     return links
 
 

@@ -52,27 +52,28 @@ def stop_agent(home: Path) -> None:
                    capture_output=True, check=False, timeout=30)
 
 
-def build_package(work: Path, version: str = "1.0") -> Path:
-    root = work / f"{PACKAGE}-{version}"
+def build_package(work: Path, name: str = PACKAGE, version: str = "1.0") -> Path:
+    root = work / f"{name}-{version}"
     (root / "DEBIAN").mkdir(parents=True)
     (root / "DEBIAN/control").write_text(
-        f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\n"
+        f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
         "Maintainer: provision lab <lab@lab.test>\n"
         "Description: a package from the lab's own apt repository\n")
-    data = root / "usr/share" / PACKAGE
+    data = root / "usr/share" / name
     data.mkdir(parents=True)
     (data / "hello.txt").write_text(f"hello from the lab repository, version {version}\n")
-    deb = work / f"{PACKAGE}_{version}_all.deb"
+    deb = work / f"{name}_{version}_all.deb"
     subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)],
                    check=True, capture_output=True, timeout=60)
     return deb
 
 
-def build_repo(repo: Path, deb: Path, home: Path, key: Key) -> None:
+def build_repo(repo: Path, debs: list[Path], home: Path, key: Key) -> None:
     """pool/ + dists/SUITE/{Release,InRelease} + dists/SUITE/main/binary-amd64/Packages(.gz)."""
     pool = repo / "pool" / COMPONENT
     pool.mkdir(parents=True)
-    (pool / deb.name).write_bytes(deb.read_bytes())
+    for deb in debs:
+        (pool / deb.name).write_bytes(deb.read_bytes())
     packages = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"],
                               cwd=repo, capture_output=True, text=True, check=True,
                               timeout=60).stdout
