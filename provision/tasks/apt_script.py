@@ -150,6 +150,8 @@ def sources(a: AptSources) -> str:
     for k in a.keys:
         lines.append(f"if ! provision_apt_key_check {STAGE}/new.{index[k.path]} "
                      f"{quote(k.fingerprint)} {quote(k.source)}; then rm -rf {STAGE}; exit 1; fi")
+    # wait for the lock before touching a file: a held lock then changes nothing at all
+    lines.append(f"if ! provision_apt_wait {a.lock_timeout}; then rm -rf {STAGE}; exit 1; fi")
     for i, path in enumerate(targets):
         lines.append(f"if ! provision_apt_backup {i} {quote(path)}; then rm -rf {STAGE}; exit 1; fi")
     restore = "; ".join(f"provision_apt_restore {i} {quote(p)}" for i, p in enumerate(targets))
