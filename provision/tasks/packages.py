@@ -20,21 +20,14 @@ from dataclasses import dataclass
 from provision.facts import Facts, Request
 from provision.facts import apt as A
 from provision.inventory.apt import KEYRINGS_DIR, PREFIX, SOURCES_DIR, key_path, source_path
-from provision.inventory.model import AptSource, Host, Inventory
-from provision.render.env import render
+from provision.inventory.model import Host, Inventory
+from provision.render.apt import apt_artifacts
 
 from .actions import Action, AptKey, AptSources, AptUpdate, InstallPackages, RemoveFile, WriteFile
 from .files import sha256
 from .step import Refused
 
 MAX_LIST_AGE = 24 * 3600  # lists older than this are refreshed before an install
-
-
-def source_file(src: AptSource) -> str:
-    """The deb822 `.sources` file of `src` (templates/apt.sources.j2)."""
-    return render("apt.sources.j2", name=src.name, uri=src.uri, suites=src.suites,
-                  components=src.components, key_path=key_path(src.name),
-                  fingerprint=src.fingerprint)
 
 
 def _age(seconds: int) -> str:
@@ -56,10 +49,10 @@ class PackagesStep:
         writes: list[WriteFile] = []
         keys: list[AptKey] = []
         uris: list[str] = []
-        for s in self.host.apt_sources:
-            want = [WriteFile(key_path(s.name), s.key), WriteFile(source_path(s.name), source_file(s))]
-            changed = [w for w in want if self._differs(facts, w)]
-            if changed:
+        files = apt_artifacts(self.host)  # per source: its key, then its .sources file
+        for s, key, src in zip(self.host.apt_sources, files[::2], files[1::2], strict=True):
+            want = [WriteFile(a.path, a.content, a.mode, a.owner, a.group) for a in (key, src)]
+            if any(self._differs(facts, w) for w in want):
                 # the .sources file carries the fingerprint: a new pin re-checks the key
                 writes += [self._with_old(facts, w) for w in want]
                 keys.append(AptKey(s.name, key_path(s.name), s.fingerprint))

@@ -19,10 +19,11 @@ from provision.facts.apt import SPEC as APT
 from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.lab import plan as P
+from provision.render.apt import source_file
 from provision.render.sinks import deb822_word
 from provision.tasks import apt_script, script
 from provision.tasks.actions import AptSources, AptUpdate, InstallPackages, RemoveFile
-from provision.tasks.packages import MAX_LIST_AGE, PackagesStep, source_file
+from provision.tasks.packages import MAX_LIST_AGE, PackagesStep
 from provision.tasks.step import Refused
 
 FPR = "EB693B3035CD5710E231E123A4B469963BF863CC"
@@ -337,3 +338,11 @@ def test_the_flavour_survives_the_state_file() -> None:
 def test_an_unknown_flavour_is_refused() -> None:
     with pytest.raises(P.PlanError, match="--image must be one of default, cloud"):
         plan("ubuntu")
+
+
+def test_render_lays_the_sources_out_at_their_remote_paths(tmp_path: Path) -> None:
+    from provision.render import render_host
+
+    inv = inventory(tmp_path, {"apt_sources": {"docker": docker()}})
+    got = {a.path: (a.kind, a.mode) for a in render_host(inv, inv.hosts[0]) if a.kind.startswith("apt")}
+    assert got == {KEYFILE: ("apt-key", 0o644), SRC: ("apt-source", 0o644)}
