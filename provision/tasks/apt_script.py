@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 from shlex import quote
 
+from provision.text import printable
+
 from .actions import AptSources, AptUpdate, InstallPackages
 
 STAGE = "/var/lib/provision/apt-stage"
@@ -34,7 +36,8 @@ LIB = rf"""provision_apt_holder() {{
     ino=$(stat -c %i -- "$f" 2>/dev/null) || continue
     pid=$(awk -v ino="$ino" '$2 != "->" {{ n = split($6, a, ":"); if (a[n] == ino) {{ print $5; exit }} }}' /proc/locks 2>/dev/null)
     if [ -n "$pid" ]; then
-      printf '%s (pid %s, %s)' "$(cat /proc/"$pid"/comm 2>/dev/null || echo '?')" "$pid" "$f"
+      # a process names itself: keep only plain characters of that name
+      printf '%s (pid %s, %s)' "$(tr -cd 'A-Za-z0-9._:+-' < /proc/"$pid"/comm 2>/dev/null || echo '?')" "$pid" "$f"
       return 0
     fi
   done
@@ -171,14 +174,16 @@ def sources(a: AptSources) -> str:
 
 
 def error_line(stderr: str) -> str | None:
-    """The last `@error` message a failed step printed (None: it printed none)."""
+    """The last `@error` message a failed step printed (None: it printed none). It quotes
+    what the host said (apt's E: line, gpg's fingerprint), so it is escaped here."""
     found = None
     for line in stderr.splitlines():
         if line.startswith("@error\t"):
-            found = line.split("\t", 1)[1]
+            found = printable(line.split("\t", 1)[1])
     return found
 
 
 def notes(stdout: str) -> list[str]:
-    """The `@note` lines of a batch (e.g. how long it waited for the dpkg lock)."""
-    return [line.split("\t", 1)[1] for line in stdout.splitlines() if line.startswith("@note\t")]
+    """The `@note` lines of a batch (e.g. how long it waited for the dpkg lock), escaped."""
+    return [printable(line.split("\t", 1)[1]) for line in stdout.splitlines()
+            if line.startswith("@note\t")]

@@ -346,3 +346,18 @@ def test_render_lays_the_sources_out_at_their_remote_paths(tmp_path: Path) -> No
     inv = inventory(tmp_path, {"apt_sources": {"docker": docker()}})
     got = {a.path: (a.kind, a.mode) for a in render_host(inv, inv.hosts[0]) if a.kind.startswith("apt")}
     assert got == {KEYFILE: ("apt-key", 0o644), SRC: ("apt-source", 0o644)}
+
+
+def test_what_the_host_says_in_a_marker_is_escaped() -> None:
+    assert apt_script.error_line("@error\tE: bad \x1b[31mred\x1b[0m\n") == "E: bad \\x1b[31mred\\x1b[0m"
+    assert apt_script.notes("@note\twaited 1.0 s for \u202eevil\n") == ["waited 1.0 s for \\u202eevil"]
+
+
+def test_the_plan_shows_the_sources_file_as_a_diff(tmp_path: Path) -> None:
+    from provision.commands.converge import _change
+
+    inv = inventory(tmp_path, {"apt_sources": {"docker": docker()}})
+    (sources,) = diff(inv, apt_recs())
+    change = _change("packages", sources)
+    assert "+URIs: https://download.docker.com/linux/ubuntu\n" in change.diff
+    assert f"+++ b{SRC}\n" in change.diff and change.kind == "AptSources"
