@@ -33,8 +33,16 @@ APT_OPTS = ("-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confo
 LIB = rf"""provision_apt_holder() {{
   for f in {' '.join(LOCKS)}; do
     [ -e "$f" ] || continue
-    ino=$(stat -c %i -- "$f" 2>/dev/null) || continue
-    pid=$(awk -v ino="$ino" '$2 != "->" {{ n = split($6, a, ":"); if (a[n] == ino) {{ print $5; exit }} }}' /proc/locks 2>/dev/null)
+    id=$(stat -c '%d %i' -- "$f" 2>/dev/null) || continue
+    # /proc/locks: "N: POSIX ADVISORY WRITE PID MAJ:MIN:INODE ..." (hex MAJ:MIN; waiters
+    # have "->" after N:); match device and inode, as st_dev encodes them (new_encode_dev)
+    pid=$(awk -v dev="${{id% *}}" -v ino="${{id#* }}" '
+      function hex(s,  i, n) {{ n = 0; s = tolower(s)
+        for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+        return n }}
+      $2 != "->" && split($6, a, ":") == 3 && a[3] == ino {{
+        maj = hex(a[1]); min = hex(a[2])
+        if (min % 256 + maj * 256 + int(min / 256) * 1048576 == dev) {{ print $5; exit }} }}' /proc/locks 2>/dev/null)
     if [ -n "$pid" ]; then
       # a process names itself: keep only plain characters of that name
       printf '%s (pid %s, %s)' "$(tr -cd 'A-Za-z0-9._:+-' < /proc/"$pid"/comm 2>/dev/null || echo '?')" "$pid" "$f"

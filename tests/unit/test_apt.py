@@ -4,8 +4,10 @@ check (real gpg), and the lab's cloud flavour as data."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +363,68 @@ def test_the_plan_shows_the_sources_file_as_a_diff(tmp_path: Path) -> None:
     change = _change("packages", sources)
     assert "+URIs: https://download.docker.com/linux/ubuntu\n" in change.diff
     assert f"+++ b{SRC}\n" in change.diff and change.kind == "AptSources"
+
+
+# --- the dpkg lock, with a real fcntl lock on a file of our own ----------------------
+
+HOLD = """
+import fcntl, sys, time
+f = open(sys.argv[1], 'a')
+fcntl.lockf(f, fcntl.LOCK_EX)
+print('held', flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def lock_shell(lock: Path, body: str) -> subprocess.CompletedProcess[str]:
+    lib = apt_script.LIB.replace(" ".join(apt_script.LOCKS), str(lock))
+    assert lib != apt_script.LIB
+    return subprocess.run(["sh", "-c", f"{lib}\nexec 3>&1\n{body}"], capture_output=True,
+                          text=True, timeout=60)
+
+
+def hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), str(seconds)],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline() == "held\n"
+    return p
+
+
+def test_the_holder_of_an_fcntl_lock_is_named_and_a_free_lock_is_not(tmp_path: Path) -> None:
+    lock = tmp_path / "lock-frontend"
+    lock.touch()
+    assert lock_shell(lock, "provision_apt_holder").stdout == ""
+    p = hold(lock, 30)
+    try:
+        said = lock_shell(lock, "provision_apt_holder").stdout
+    finally:
+        p.kill()
+        p.wait()
+    assert re.fullmatch(rf"python[0-9.]* \(pid {p.pid}, {re.escape(str(lock))}\)", said), said
+
+
+def test_a_lock_held_past_the_timeout_fails_in_one_line(tmp_path: Path) -> None:
+    lock = tmp_path / "lock-frontend"
+    p = hold(lock, 60)
+    try:
+        r = lock_shell(lock, "provision_apt_wait 1")
+    finally:
+        p.kill()
+        p.wait()
+    assert r.returncode == 1
+    error = apt_script.error_line(r.stderr) or ""
+    assert error.startswith("the dpkg lock is still held by ") and f"(pid {p.pid}, {lock}) after 1 s" in error
+    assert apt_script.notes(r.stdout) == []
+
+
+def test_a_lock_let_go_in_time_is_waited_for_and_the_wait_reported(tmp_path: Path) -> None:
+    lock = tmp_path / "lock-frontend"
+    p = hold(lock, 0.5)
+    r = lock_shell(lock, "provision_apt_wait 30; echo left=$PROVISION_APT_LEFT")
+    p.wait()
+    assert r.returncode == 0, r.stderr
+    (note,) = apt_script.notes(r.stdout)
+    assert re.fullmatch(rf"waited \d+\.\d s for the dpkg lock \(held by python[0-9.]* "
+                        rf"\(pid {p.pid}, {re.escape(str(lock))}\)\)", note), note
+    left = int(r.stdout.rsplit("left=", 1)[1])
+    assert 1 <= left <= 30
