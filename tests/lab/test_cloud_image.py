@@ -273,3 +273,19 @@ def test_a_source_answering_404_fails_in_one_line_then_the_next_run_converges(cl
     assert exists(cloud, "gpu1", "/etc/apt/sources.list.d/provision-late.sources")
     code, hosts, err = apply(cloud, doc, "gpu1")
     assert (code, hosts["gpu1"]["status"], hosts["gpu1"]["remote_execs"]) == (0, "ok", 1), err
+
+
+def test_a_changed_source_whose_update_fails_is_put_back_as_it_was(cloud: World) -> None:
+    files = ("/etc/apt/sources.list.d/provision-lab.sources", "/etc/apt/keyrings/provision-lab.asc")
+    before = {f: cloud.lab.host("gpu2", "cat", f).stdout for f in files}
+    moved = json.loads(json.dumps(cloud.doc))
+    moved["hosts"]["gpu2"]["apt_sources"] = {"lab": source(f"{cloud.url}/gone", cloud.key)}
+    code, hosts, err = apply(cloud, moved, "gpu2")
+    assert code == 1, err
+    assert f"{cloud.url}/gone" in hosts["gpu2"]["error"] and "\n" not in hosts["gpu2"]["error"]
+    assert {f: cloud.lab.host("gpu2", "cat", f).stdout for f in files} == before
+    assert not cloud.lab.host("gpu2", "sh", "-c", "ls -a /etc/apt/sources.list.d/ "
+                              "/etc/apt/keyrings/ | grep provision-tmp", check=False).stdout
+    # the host is as it was: the inventory it was converged with has nothing to do
+    code, hosts, err = apply(cloud, cloud.doc, "gpu2")
+    assert (code, hosts["gpu2"]["status"], hosts["gpu2"]["remote_execs"]) == (0, "ok", 1), err
