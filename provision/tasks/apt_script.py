@@ -102,6 +102,17 @@ provision_apt_install() {{
     cat {LOG} >&2; provision_apt_error "apt-get install $*"; return 1
   fi
   cat {LOG} >&2
+  # the effect, not apt's exit status: dpkg must now report each one installed (a virtual
+  # package's name installs a provider and would be "missing" on every run)
+  for p in "$@"; do
+    st=$(dpkg-query -W -f='${{Status}}' -- "$p" 2>/dev/null)
+    case $st in
+      deinstall*) ;;
+      *" installed") continue ;;
+    esac
+    printf '@error\tapt-get install %s succeeded but dpkg does not report %s installed (status: %s); is it a virtual package? name the package that provides it\n' "$p" "$p" "${{st:-unknown}}" >&2
+    return 1
+  done
 }}
 provision_apt_key_check() {{
   # $1 staged key file, $2 pinned fingerprint, $3 source name: exactly one primary key, ours

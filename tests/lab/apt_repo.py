@@ -52,12 +52,13 @@ def stop_agent(home: Path) -> None:
                    capture_output=True, check=False, timeout=30)
 
 
-def build_package(work: Path, name: str = PACKAGE, version: str = "1.0") -> Path:
+def build_package(work: Path, name: str = PACKAGE, version: str = "1.0", provides: str = "") -> Path:
     root = work / f"{name}-{version}"
     (root / "DEBIAN").mkdir(parents=True)
     (root / "DEBIAN/control").write_text(
         f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
-        "Maintainer: provision lab <lab@lab.test>\n"
+        + (f"Provides: {provides}\n" if provides else "")
+        + "Maintainer: provision lab <lab@lab.test>\n"
         "Description: a package from the lab's own apt repository\n")
     data = root / "usr/share" / name
     data.mkdir(parents=True)

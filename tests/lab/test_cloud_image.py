@@ -32,6 +32,7 @@ pytestmark = pytest.mark.lab
 
 GPUS = ("gpu1", "gpu2")
 EXTRA = "provision-lab-extra"
+PROVIDER, VIRTUAL = "provision-lab-provider", "provision-lab-virtual"  # Provides: VIRTUAL
 RELEASE = "/run/provision-test-release-lock"
 
 # Holds apt's locks the way apt does (fcntl), says so, and lets go once RELEASE exists (or
@@ -69,7 +70,8 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     key = R.make_key(d / "gnupg", "provision lab repository <repo@lab.test>")
     other = R.make_key(d / "gnupg-other", "someone else <other@lab.test>")
     www = d / "www"
-    R.build_repo(www / "repo", [R.build_package(d, R.PACKAGE), R.build_package(d, EXTRA)],
+    R.build_repo(www / "repo", [R.build_package(d, R.PACKAGE), R.build_package(d, EXTRA),
+                                R.build_package(d, PROVIDER, provides=VIRTUAL)],
                  d / "gnupg", key)
     for home in ("gnupg", "gnupg-other"):
         R.stop_agent(d / home)
@@ -289,3 +291,12 @@ def test_a_changed_source_whose_update_fails_is_put_back_as_it_was(cloud: World)
     # the host is as it was: the inventory it was converged with has nothing to do
     code, hosts, err = apply(cloud, cloud.doc, "gpu2")
     assert (code, hosts["gpu2"]["status"], hosts["gpu2"]["remote_execs"]) == (0, "ok", 1), err
+
+
+def test_an_install_that_does_not_take_effect_fails_naming_why(cloud: World) -> None:
+    code, hosts, err = apply(cloud, with_gpu1(cloud.doc, packages=[VIRTUAL]), "gpu1")
+    assert code == 1, err
+    assert hosts["gpu1"]["error"] == (
+        f"apt-get install {VIRTUAL} succeeded but dpkg does not report {VIRTUAL} installed "
+        "(status: unknown ok not-installed); is it a virtual package? name the package that provides it")
+    assert installed(cloud, "gpu1", PROVIDER)  # what apt chose instead
