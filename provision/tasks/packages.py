@@ -28,6 +28,7 @@ from .files import sha256
 from .step import Refused
 
 MAX_LIST_AGE = 24 * 3600  # lists older than this are refreshed before an install
+GPG_PACKAGES = ("gpg", "gnupg")  # either brings /usr/bin/gpg, which the key check needs
 
 
 def _age(seconds: int) -> str:
@@ -65,10 +66,6 @@ class PackagesStep:
         removes = tuple(RemoveFile(f.path, old=f.content) for f in stale)
         if not writes and not removes:
             return None
-        if keys and not facts.get(A.SPEC).gpg:
-            raise Refused(f"apt source {keys[0].source}: gpg is not installed on the host, so "
-                          "its signing key cannot be checked against the pinned fingerprint "
-                          "(install gnupg, or its key cannot be trusted)")
         return AptSources(tuple(writes), tuple(keys), removes, tuple(uris), self.inv.apt_lock_timeout)
 
     @staticmethod
@@ -97,15 +94,31 @@ class PackagesStep:
             return f"no candidate for {', '.join(none)}"
         return None
 
+    def _install(self, facts: Facts, names: tuple[str, ...]) -> list[Action]:
+        why = self.refresh_reason(facts, names)
+        return [*([AptUpdate(why, self.inv.apt_lock_timeout)] if why else []),
+                InstallPackages(names, self.inv.apt_lock_timeout)]
+
     def diff(self, facts: Facts) -> list[Action]:
         missing = tuple(p for p in self.host.packages
                         if not (p in facts.packages and facts.packages[p].installed))
-        actions: list[Action] = []
         sources = self._sources(facts)
+        actions: list[Action] = []
+        if sources is not None and sources.keys and not facts.get(A.SPEC).gpg:
+            # a key is checked with gpg on the host: a bare image without it gets it first,
+            # from the lists it has, when the inventory asks for it
+            first = next((p for p in GPG_PACKAGES if p in missing), None)
+            if first is None:
+                raise Refused(f"apt source {sources.keys[0].source}: gpg is not installed on "
+                              "the host, so its signing key cannot be checked against the "
+                              "pinned fingerprint; add gpg to the host's packages (it is "
+                              "then installed before any source)")
+            actions += self._install(facts, (first,))
+            missing = tuple(p for p in missing if p != first)
         if sources is not None:
             actions.append(sources)  # includes the update
-        elif missing and (why := self.refresh_reason(facts, missing)) is not None:
-            actions.append(AptUpdate(why, self.inv.apt_lock_timeout))
-        if missing:
-            actions.append(InstallPackages(missing, self.inv.apt_lock_timeout))
+            if missing:
+                actions.append(InstallPackages(missing, self.inv.apt_lock_timeout))
+        elif missing:
+            actions += self._install(facts, missing)
         return actions

@@ -200,6 +200,14 @@ def test_without_gpg_on_the_host_a_key_is_refused_before_anything_changes(tmp_pa
         diff(inv, apt_recs(gpg=False))
 
 
+def test_without_gpg_a_bare_image_gets_it_first_when_the_inventory_asks(tmp_path: Path) -> None:
+    inv = inventory(tmp_path, {"packages": ["gpg", "docker-ce"], "apt_sources": {"docker": docker()}})
+    update, gpg, sources, rest = diff(inv, apt_recs(lists=0, gpg=False))
+    assert (update, gpg, rest) == (AptUpdate("no package lists"), InstallPackages(("gpg",)),
+                                   InstallPackages(("docker-ce",)))
+    assert isinstance(sources, AptSources) and sources.keys
+
+
 # --- rendering and the script --------------------------------------------------------
 
 def test_a_flat_repository_renders_without_components(tmp_path: Path) -> None:
