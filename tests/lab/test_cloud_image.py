@@ -67,14 +67,16 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     if missing:
         pytest.fail(f"{', '.join(missing)} not found (apt: gpg dpkg-dev, see Makefile LAB_DEBS)")
     d = tmp_path_factory.mktemp("cloud")
-    key = R.make_key(d / "gnupg", "provision lab repository <repo@lab.test>")
-    other = R.make_key(d / "gnupg-other", "someone else <other@lab.test>")
     www = d / "www"
-    R.build_repo(www / "repo", [R.build_package(d, R.PACKAGE), R.build_package(d, EXTRA),
-                                R.build_package(d, PROVIDER, provides=VIRTUAL)],
-                 d / "gnupg", key)
-    for home in ("gnupg", "gnupg-other"):
-        R.stop_agent(d / home)
+    try:
+        key = R.make_key(d / "gnupg", "provision lab repository <repo@lab.test>")
+        other = R.make_key(d / "gnupg-other", "someone else <other@lab.test>")
+        R.build_repo(www / "repo", [R.build_package(d, R.PACKAGE), R.build_package(d, EXTRA),
+                                    R.build_package(d, PROVIDER, provides=VIRTUAL)],
+                     d / "gnupg", key)
+    finally:  # gpg started an agent per home: none outlives the set-up
+        for home in ("gnupg", "gnupg-other"):
+            R.stop_agent(d / home)
     name = f"pytest-cloud-{secrets.token_hex(3)}"
     try:
         provision("up", "--image", "cloud", name=name)

@@ -436,3 +436,10 @@ def test_a_lock_let_go_in_time_is_waited_for_and_the_wait_reported(tmp_path: Pat
                         rf"\(pid {p.pid}, {re.escape(str(lock))}\)\)", note), note
     left = int(r.stdout.rsplit("left=", 1)[1])
     assert 1 <= left <= 30
+
+
+def test_one_repository_under_two_names_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InventoryError) as e:
+        inventory(tmp_path, {"apt_sources": {"docker2": docker(uri="https://download.docker.com/linux/ubuntu/")}},
+                  role={"apt_sources": {"docker": docker()}})
+    assert "hosts.gpu1.apt_sources.docker2: apt source 'docker2' repeats 'docker'" in str(e.value)
