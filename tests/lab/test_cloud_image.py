@@ -238,7 +238,8 @@ def test_a_held_dpkg_lock_is_a_one_line_failure_and_changes_nothing(cloud: World
 
 
 def test_a_key_whose_fingerprint_does_not_match_is_refused_on_the_host(cloud: World) -> None:
-    swapped = source(f"{cloud.url}/repo", cloud.other, fingerprint=cloud.key.fingerprint)
+    # another path: one repository under two names is refused at load, before any host
+    swapped = source(f"{cloud.url}/swapped", cloud.other, fingerprint=cloud.key.fingerprint)
     doc = with_gpu1(cloud.doc, packages=[EXTRA], apt_sources={"swapped": swapped})
     code, hosts, err = apply(cloud, doc, "gpu1")
     assert code == 1, err
