@@ -116,14 +116,21 @@ def _file_diff(old: str | None, new: str, path: str) -> tuple[str, ...]:
 def _change(step: str, a: Any) -> Any:
     """One planned action as a line of the shared plan output."""
     from provision.commands.plan_output import Change, Op
-    from provision.tasks.actions import EnsureUser, Mkdir, RemoveFile, RemoveTemps, WriteFile
+    from provision.tasks.actions import (
+        AptSources,
+        EnsureUser,
+        Mkdir,
+        RemoveFile,
+        RemoveTemps,
+        WriteFile,
+    )
     from provision.tasks.commit import CommitConfirmed
 
     diff: tuple[str, ...] = ()
     op: Op = "~"
     if isinstance(a, WriteFile):
         diff, op = _file_diff(a.old, a.content, a.path), "+" if a.old is None else "~"
-    elif isinstance(a, CommitConfirmed):
+    elif isinstance(a, CommitConfirmed | AptSources):
         diff = tuple(x for w in a.writes for x in _file_diff(w.old, w.content, w.path))
     elif isinstance(a, RemoveFile):
         op = "-"

@@ -66,8 +66,13 @@ def lab_group() -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
               help="where keys, known_hosts, ssh_config and inventory.yml go "
                    "(default /var/lib/provision-lab/NAME)")
+@click.option("--image", type=click.Choice(["default", "cloud"]), default="default",
+              show_default=True,
+              help="cloud: hosts like a fresh cloud image (cloud-init's sshd drop-ins enabling "
+                   "passwords, no package lists or apt sources, the dpkg lock held at boot, "
+                   "the last GPU host on socket-activated sshd)")
 @json_option
-def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
+def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
     """Build and boot the lab (a no-op when it is already up)."""
     _require_root()
     from provision.lab import plan as P
@@ -79,7 +84,7 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
     extra = tuple(p for p in {sys.base_prefix} if p not in ("/usr", "/") and p != sys.prefix)
     try:
         plan = P.make_plan(name, gpus, os.path.abspath(directory) if directory else None,
-                           venv=sys.prefix, repo=_repo_root(), extra_binds=extra)
+                           venv=sys.prefix, repo=_repo_root(), extra_binds=extra, image=image)
     except P.PlanError as e:
         raise UsageError(str(e)) from None
     with shell.lab_lock(name):
@@ -88,8 +93,9 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
             old = P.plan_from_state(state)
             rows = shell.status(old, state.get("pids", {}), probe=True)
             if state.get("status") == "up" and all(r["up"] for r in rows):
-                msg = f"lab {name} is already up ({old.gpus} GPU hosts, dir {old.dir})"
-                if (old.gpus, old.dir) != (plan.gpus, plan.dir):
+                msg = (f"lab {name} is already up ({old.gpus} GPU hosts, image {old.image}, "
+                       f"dir {old.dir})")
+                if (old.gpus, old.dir, old.image) != (plan.gpus, plan.dir, plan.image):
                     msg += "; run `provision lab down` first to change it"
                 if as_json:
                     emit_json({"name": name, "dir": old.dir, "already_up": True})
@@ -106,7 +112,7 @@ def up_cmd(gpus: int, directory: str | None, as_json: bool) -> None:
         emit_json({"name": name, "dir": plan.dir, "inventory": plan.paths["inventory"],
                    "seconds": round(timings["total"], 2), "timings": timings})
     else:
-        click.echo(f"lab {name} up in {timings['total']:.1f} s: "
+        click.echo(f"lab {name} up in {timings['total']:.1f} s ({plan.image} image): "
                    f"{', '.join(n.name for n in plan.containers)}")
         click.echo(f"  inventory  {plan.paths['inventory']}")
         click.echo(f"  ssh_config {plan.paths['ssh_config']}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
+    apt,
     docker,
     files,
     iptables,
@@ -22,7 +23,7 @@ from . import (
 from .spec import FactSpec
 
 SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.SPEC,
-                                    packages.SPEC, sockets.SPEC,
+                                    packages.SPEC, apt.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
                                     sshd_effective.SPEC, docker.SPEC, jupyter_auth.SPEC)

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from provision.inventory.model import Inventory
+from provision.tasks import apt_script
 from provision.tasks import commit as C
 from provision.tasks import script as batch
 
-from .converge import HostRun, batch_failed, execute, plain_actions
+from .converge import HostRun, add_notes, batch_failed, execute, plain_actions
 from .gather import reason as _reason
 
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
@@ -160,6 +161,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
     run.done = 0
     if plain:
         last, finished = batch.parse_progress(head)
+        add_notes(run, apt_script.notes(head))  # e.g. how long it waited for the dpkg lock
         if not finished:
             batch_failed(run, plain, last, out.status, out.stderr)
             return

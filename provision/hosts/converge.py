@@ -23,6 +23,7 @@ from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
+from provision.tasks import apt_script
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
@@ -138,6 +139,7 @@ def execute(run: HostRun) -> HostRun:
     try:
         out = run.remote.sh(batch.build(plain))
         last, finished = batch.parse_progress(out.stdout)
+        add_notes(run, apt_script.notes(out.stdout))
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
         else:
@@ -150,6 +152,11 @@ def execute(run: HostRun) -> HostRun:
     return run
 
 
+def add_notes(run: HostRun, notes: list[str]) -> None:
+    """Lines the batch said on the side (a wait for the dpkg lock) join the recap's note."""
+    run.note = "; ".join(x for x in (run.note, *notes) if x)
+
+
 def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stderr: str) -> None:
     """Record a batch that stopped at action `last`: which one, and why (a unit's journal)."""
     run.done = max(last, 0)
@@ -159,6 +166,10 @@ def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stder
     run.unit_failure = batch.unit_failure(stderr)
     if run.unit_failure is not None:
         run.error = run.unit_failure.summary()
+        return
+    said = apt_script.error_line(stderr)  # a step that says in one line what went wrong
+    if said is not None:
+        run.error = said  # names the step's own subject (a source, the lock, apt's E: line)
         return
     tail = batch.without_markers(stderr).strip().splitlines()[-3:]
     run.error = (f"{run.failed_action or 'batch'} failed (exit {status})"

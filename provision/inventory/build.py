@@ -18,7 +18,7 @@ from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import is_cidr, is_ip
 from .programs import program
-from .schema import BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
+from .schema import AptSourceDoc, BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
 from .source import FieldPath, SourceDoc, dotted
 
 
@@ -178,6 +178,7 @@ class _Resolver:
             default_user=d.defaults.user, default_port=d.defaults.port,
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
+            apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
 
     def _reserved_team_names(self) -> None:
@@ -307,7 +308,28 @@ class _Resolver:
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
+                      apt_sources=self._apt_sources(path, roles, h),
                       security_groups=tuple(groups))
+
+    def _apt_sources(self, path: FieldPath, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
+        """The roles' apt sources in order, then the host's; a later one of the same name
+        wins. Two names for one repository (URI and suite) are refused: apt fails on the host
+        when their Signed-By differ ("Conflicting values set for option Signed-By")."""
+        merged: dict[str, tuple[FieldPath, AptSourceDoc]] = {}
+        for role in roles:
+            r = self.doc.roles.get(role)
+            if r is not None:  # an unknown role is reported where the host names it
+                merged.update({n: (("roles", role, "apt_sources", n), d) for n, d in r.apt_sources.items()})
+        merged.update({n: ((*path, "apt_sources", n), d) for n, d in h.apt_sources.items()})
+        seen: dict[tuple[str, str], str] = {}
+        for name, (where, d) in merged.items():
+            for suite in d.suites:
+                other = seen.setdefault((d.uri.rstrip("/"), suite), name)
+                if other != name:
+                    self.fail(where, f"apt source '{name}' repeats '{other}' ({d.uri} {suite}) "
+                              f"for host '{path[-1]}'; apt refuses one repository under two keys")
+        return tuple(m.AptSource(name, d.uri, tuple(d.suites), tuple(d.components), d.key,
+                                 d.fingerprint) for name, (_, d) in merged.items())
 
     def _service(self, path: FieldPath, name: str, s: ServiceDoc) -> m.Service:
         entry = CATALOG.get(name)

@@ -70,6 +70,18 @@ class Person:
 
 
 @dataclass(frozen=True)
+class AptSource:
+    """A third-party apt repository (`apt_sources`), signed by a key pinned by fingerprint."""
+
+    name: str
+    uri: str
+    suites: tuple[str, ...]
+    components: tuple[str, ...]
+    key: str  # ASCII-armored
+    fingerprint: str  # 40 upper-case hex digits
+
+
+@dataclass(frozen=True)
 class Host:
     """A machine we reach over SSH: a bastion or a managed host."""
 
@@ -84,6 +96,7 @@ class Host:
     ssh_from: tuple[str, ...] = ()
     services: tuple[Service, ...] = ()
     packages: tuple[str, ...] = ()
+    apt_sources: tuple[AptSource, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
 
@@ -182,6 +195,7 @@ class Inventory:
     hosts: tuple[Host, ...]
     aws: Aws | None = None
     dns: Dns | None = None
+    apt_lock_timeout: int = 300
     # where each field path was defined, for findings that point at the file
     positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
 

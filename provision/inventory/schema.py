@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
     IP,
     AbsPath,
@@ -54,6 +55,9 @@ class DefaultsDoc(Strict):
         None, description="known_hosts file used to verify host keys (default ~/.ssh/known_hosts)")
     confirm_timeout: Seconds = Field(
         30, description="seconds a firewall/sshd change waits for confirmation before the host rolls back")
+    apt_lock_timeout: Seconds = Field(
+        300, description="seconds the packages step waits for the dpkg lock (held by "
+                         "unattended-upgrades or cloud-init on a fresh image) before it fails")
 
 
 class PersonDoc(Strict):
@@ -100,6 +104,34 @@ class BastionDoc(Strict):
         default_factory=list, description="names of aws.security_groups this machine sits in")
 
 
+class AptSourceDoc(Strict):
+    """A third-party apt repository, written as a deb822 `.sources` file."""
+
+    uri: AptUri = Field(description="the repository's base URL (http:// or https://)")
+    suites: Suites = Field(description="suites (jammy, stable, ...), or '/' for a flat repository")
+    components: Components = Field(
+        default_factory=list, description="components (main, ...); none for a flat repository")
+    key: ArmoredKey = Field(
+        description="the signing key: an ASCII-armored public key block (`gpg --armor --export`), "
+                    "installed as /etc/apt/keyrings/provision-NAME.asc and named by Signed-By")
+    fingerprint: Fingerprint = Field(
+        description="the key's primary fingerprint (40 hex digits); a key that does not match "
+                    "is refused on the host before it is installed")
+
+    @model_validator(mode="after")
+    def flat_or_components(self) -> AptSourceDoc:
+        flat = [s for s in self.suites if s.endswith("/")]
+        if flat and self.components:
+            raise ValueError(f"suite '{flat[0]}' names a flat repository (it ends with '/'), "
+                             "which has no components; remove 'components'")
+        if not flat and not self.components:
+            raise ValueError("give 'components' (e.g. [main]), or a suite ending with '/' for "
+                             "a flat repository")
+        if flat and len(self.suites) > 1:
+            raise ValueError("a flat repository (suite ending with '/') takes exactly one suite")
+        return self
+
+
 class HostDoc(Strict):
     address: Address
     user: User | None = None
@@ -110,6 +142,8 @@ class HostDoc(Strict):
     ssh_from: list[Cidr] = Field(default_factory=list)
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
     packages: list[Package] = Field(default_factory=list)
+    apt_sources: dict[Name, AptSourceDoc] = Field(
+        default_factory=dict, description="apt repositories (name -> source), merged over the roles'")
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
 
@@ -117,6 +151,8 @@ class HostDoc(Strict):
 class RoleDoc(Strict):
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
     packages: list[Package] = Field(default_factory=list)
+    apt_sources: dict[Name, AptSourceDoc] = Field(
+        default_factory=dict, description="apt repositories (name -> source) of hosts in this role")
     ssh_from: list[Cidr] = Field(default_factory=list)
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")

@@ -74,14 +74,14 @@ class Node:
     """A host of the lab (container) or the operator (a bare namespace)."""
 
     name: str
-    kind: str             # operator | bastion | gpu | ns1 | resolver
+    kind: str             # operator | mirror | bastion | gpu | ns1 | resolver
     netns: str
     machine: str
     ifaces: tuple[Iface, ...]
 
     @property
     def is_container(self) -> bool:
-        return self.kind != "operator"
+        return self.kind not in ("operator", "mirror")
 
     def on(self, segment: str) -> Iface | None:
         return next((i for i in self.ifaces if i.segment == segment), None)
@@ -104,6 +104,7 @@ class LabPlan:
     venv: str
     repo: str | None
     extra_binds: tuple[str, ...] = field(default=())
+    image: str = "default"  # default | cloud (see `cloud_image`)
 
     # --- lookups -----------------------------------------------------------------
     def node(self, name: str) -> Node:
@@ -187,9 +188,12 @@ def ula_for(name: str) -> str:
 
 
 # host part per node (same on each of its segments); gpuN gets 100+N on prv
-HOST_NUMBERS = {"operator": 100, "bastion": 10, "ns1": 53, "resolver": 54}
+HOST_NUMBERS = {"operator": 100, "mirror": 80, "bastion": 10, "ns1": 53, "resolver": 54}
 LAYOUT = {  # segments per kind, primary first
     "operator": ("pub", "dns"),
+    # cloud flavour: a bare namespace on the private segment where tests serve what a real
+    # host fetches from outside (an apt repository), since nothing routes to the operator
+    "mirror": ("prv",),
     "bastion": ("pub", "prv"),
     "gpu": ("prv",),
     "ns1": ("dns",),
@@ -204,16 +208,19 @@ def _host_number(name: str) -> int:
 
 
 def make_plan(name: str, gpus: int = 2, directory: str | None = None, *, venv: str,
-              repo: str | None, extra_binds: tuple[str, ...] = ()) -> LabPlan:
+              repo: str | None, extra_binds: tuple[str, ...] = (), image: str = "default") -> LabPlan:
     check_name(name)
     if not 1 <= gpus <= MAX_GPUS:
         raise PlanError(f"--gpus must be between 1 and {MAX_GPUS} (got {gpus})")
+    if image not in IMAGES:
+        raise PlanError(f"--image must be one of {', '.join(IMAGES)} (got {image!r})")
     octet, ula = octet_for(name), ula_for(name)
     prefix = f"plab-{name}"
     nodes = []
     names = [("operator", "operator"), ("bastion", "bastion"),
              *[(f"gpu{i}", "gpu") for i in range(1, gpus + 1)],
-             ("ns1", "ns1"), ("resolver", "resolver")]
+             ("ns1", "ns1"), ("resolver", "resolver"),
+             *([("mirror", "mirror")] if image == "cloud" else [])]
     for hname, kind in names:
         short = "op" if kind == "operator" else hname
         ifaces = []
@@ -226,7 +233,7 @@ def make_plan(name: str, gpus: int = 2, directory: str | None = None, *, venv: s
     return LabPlan(name=name, gpus=gpus, dir=directory or f"{DATA_ROOT}/{name}",
                    state_dir=f"{STATE_ROOT}/{name}", octet=octet, ula=ula,
                    switch_netns=f"{prefix}-sw", nodes=tuple(nodes), venv=venv, repo=repo,
-                   extra_binds=extra_binds)
+                   extra_binds=extra_binds, image=image)
 
 
 def interface_names(plan: LabPlan) -> list[str]:
@@ -283,9 +290,75 @@ def node_sysctls(node: Node) -> dict[str, str]:
 
 # --- container contents -------------------------------------------------------------
 
-def masked_units(node: Node) -> list[str]:
-    keep = UNMASKED_FOR.get(node.kind, ())
+def masked_units(node: Node, unmask: tuple[str, ...] = ()) -> list[str]:
+    keep = (*UNMASKED_FOR.get(node.kind, ()), *unmask)
     return [u for u in MASKED_UNITS if u not in keep]
+
+
+# --- the "cloud image" flavour (`provision lab up --image cloud`) --------------------
+# The default lab is kinder than a fresh cloud image. This flavour makes the bastion and
+# the GPU hosts look like one: cloud-init's sshd drop-in enabling passwords (and Ubuntu's
+# 60-cloudimg-settings.conf after it) instead of the lab's key-only 00- drop-in, no package
+# lists and no apt sources (the lab has no Internet: the only sources are the ones a test
+# declares), the dpkg lock held for a few seconds after boot as unattended-upgrades or
+# cloud-init do, and the last GPU host on socket-activated sshd (Ubuntu 22.10+).
+
+IMAGES = ("default", "cloud")
+DPKG_LOCK_UNIT = "provision-lab-dpkg-lock.service"
+DPKG_LOCK_SECONDS = 10
+CLOUD_SSHD_DROPINS = {
+    "50-cloud-init.conf": "PasswordAuthentication yes\n",
+    "60-cloudimg-settings.conf": "PasswordAuthentication no\n",
+}
+# removed from the image (the overlay whites them out); directories keep existing, emptied
+CLOUD_EMPTIED_DIRS = ("var/lib/apt/lists", "etc/apt/sources.list.d")
+CLOUD_REMOVED_FILES = ("etc/apt/sources.list", "var/cache/apt/pkgcache.bin",
+                       "var/cache/apt/srcpkgcache.bin")
+
+
+def cloud_image(plan: LabPlan, node: Node) -> bool:
+    """Whether `node` is built as a fresh cloud image (the managed hosts, not the DNS servers)."""
+    return plan.image == "cloud" and node.kind in ("bastion", "gpu")
+
+
+def socket_activated(plan: LabPlan, node: Node) -> bool:
+    """The one host whose sshd is started by ssh.socket: the last GPU host, cloud flavour."""
+    return cloud_image(plan, node) and node.name == plan.gpu_hosts[-1].name
+
+
+def unmasked_units(plan: LabPlan, node: Node) -> tuple[str, ...]:
+    return ("ssh.socket",) if socket_activated(plan, node) else ()
+
+
+def cloud_files(plan: LabPlan, node: Node) -> dict[str, str]:
+    """Files a cloud-flavour host gets (path relative to its root -> content)."""
+    if not cloud_image(plan, node):
+        return {}
+    files = {f"etc/ssh/sshd_config.d/{k}": v for k, v in CLOUD_SSHD_DROPINS.items()}
+    files[f"etc/systemd/system/{DPKG_LOCK_UNIT}"] = render(
+        "dpkg-lock.service.j2", seconds=DPKG_LOCK_SECONDS)
+    if socket_activated(plan, node):
+        # the container boots for the first time (no machine-id), so systemd applies the
+        # presets, which would enable ssh.service again: say what Ubuntu 22.10+ ships
+        files["etc/systemd/system-preset/10-provision-lab.preset"] = (
+            "# lab, cloud flavour: sshd started by ssh.socket, as on Ubuntu 22.10+\n"
+            "enable ssh.socket\ndisable ssh.service\n")
+    return files
+
+
+def cloud_links(plan: LabPlan, node: Node) -> dict[str, str | None]:
+    """Unit symlinks (path relative to the root -> target; None: remove the link)."""
+    if not cloud_image(plan, node):
+        return {}
+    links: dict[str, str | None] = {
+        f"etc/systemd/system/multi-user.target.wants/{DPKG_LOCK_UNIT}":
+            f"/etc/systemd/system/{DPKG_LOCK_UNIT}"}
+    if socket_activated(plan, node):
+        links["etc/systemd/system/sockets.target.wants/ssh.socket"] = "/lib/systemd/system/ssh.socket"
+        # ssh.service disabled (its wants link and its sshd.service alias gone): the socket starts it
+        links["etc/systemd/system/multi-user.target.wants/ssh.service"] = None
+        links["etc/systemd/system/sshd.service"] = None
+    return links
 
 
 def render(template: str, **ctx: Any) -> str:
@@ -467,13 +540,14 @@ def state_doc(plan: LabPlan, pids: dict[str, int], status: str) -> dict[str, Any
     return {
         "name": plan.name, "gpus": plan.gpus, "dir": plan.dir, "status": status,
         "venv": plan.venv, "repo": plan.repo, "extra_binds": list(plan.extra_binds),
-        "pids": pids,
+        "image": plan.image, "pids": pids,
     }
 
 
 def plan_from_state(state: dict[str, Any]) -> LabPlan:
     return make_plan(state["name"], state["gpus"], state["dir"], venv=state["venv"],
-                     repo=state["repo"], extra_binds=tuple(state.get("extra_binds", ())))
+                     repo=state["repo"], extra_binds=tuple(state.get("extra_binds", ())),
+                     image=state.get("image", "default"))
 
 
 def is_lab_address(plan: LabPlan, address: str) -> bool:

@@ -249,7 +249,7 @@ def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> 
     _write(root, "etc/resolv.conf", P.resolv_conf(plan, node))
     _write(root, "etc/fstab", "# lab container: nothing to mount\n")
     units = root / "etc/systemd/system"
-    for unit in P.masked_units(node):
+    for unit in P.masked_units(node, P.unmasked_units(plan, node)):
         link = units / unit
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -262,7 +262,10 @@ def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> 
         key.unlink()
     keyfile = root / "etc/ssh/ssh_host_ed25519_key"
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{node.name}", "-f", str(keyfile)])
-    _write(root, "etc/ssh/sshd_config.d/00-provision-lab.conf", P.sshd_config())
+    if P.cloud_image(plan, node):
+        prepare_cloud(plan, node, root)
+    else:
+        _write(root, "etc/ssh/sshd_config.d/00-provision-lab.conf", P.sshd_config())
     _write(root, "root/.ssh/authorized_keys", lab_pubkey + "\n", 0o600)
     os.chmod(root / "root/.ssh", 0o700)
     try:
@@ -289,6 +292,32 @@ def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> 
     if node.kind == "resolver":
         _write(root, "etc/unbound/unbound.conf", P.unbound_conf(plan))
     return (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().strip()
+
+
+def prepare_cloud(plan: P.LabPlan, node: P.Node, root: Path) -> None:
+    """The cloud flavour (see `P.cloud_files`): cloud-init's sshd drop-ins, no package lists
+    or apt sources, the dpkg lock held at boot, socket-activated sshd on one host."""
+    for rel, content in P.cloud_files(plan, node).items():
+        _write(root, rel, content)
+    for rel, target in P.cloud_links(plan, node).items():
+        link = root / rel
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        if target is not None:
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+    for rel in P.CLOUD_EMPTIED_DIRS:
+        d = root / rel
+        for entry in d.iterdir() if d.is_dir() else ():
+            if entry.name == "partial" and entry.is_dir():
+                for f in entry.iterdir():
+                    f.unlink()
+            elif entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    for rel in P.CLOUD_REMOVED_FILES:
+        (root / rel).unlink(missing_ok=True)
 
 
 def remove_host_dirs(plan: P.LabPlan) -> None:
@@ -499,7 +528,7 @@ def memory_kib(node: P.Node) -> int | None:
 def _lab_netns(plan: P.LabPlan) -> list[str]:
     import re
 
-    pat = re.compile(rf"^plab-{re.escape(plan.name)}-(sw|op|bastion|ns1|resolver|gpu\d+)$")
+    pat = re.compile(rf"^plab-{re.escape(plan.name)}-(sw|op|mirror|bastion|ns1|resolver|gpu\d+)$")
     return [ns for ns in netns_list() if pat.match(ns)]
 
 

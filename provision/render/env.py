@@ -50,6 +50,7 @@ def environment() -> jinja2.Environment:
     env.filters["ipt"] = sinks.ipt_source
     env.filters["unit"] = sinks.unit_value
     env.filters["unit_text"] = sinks.unit_text
+    env.filters["deb822"] = sinks.deb822_word
     return env
 
 

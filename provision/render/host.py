@@ -15,6 +15,7 @@ What lands on a node (bastion or host), see `render_host`:
 | unit-dropin          | /etc/systemd/system/docker.service.d/50-provision.conf   |
 | unit                 | /etc/systemd/system/provision-<service>.service          |
 | jupyter-config       | /etc/provision/jupyter/<service>/jupyter_server_config.py|
+| apt-source / apt-key | /etc/apt/sources.list.d/provision-<name>.sources, /etc/apt/keyrings/provision-<name>.asc |
 
 Directories a service needs (TensorBoard's logdir, a notebook_dir) are not files: the
 converge step creates them from `host_directories`.
@@ -84,7 +85,7 @@ class Artifact:
     path: str  # absolute remote path
     content: str
     kind: str  # sshd | iptables-v4 | iptables-v6 | iptables-docker-v4 | iptables-docker-v6 |
-    #            firewall-script | unit | unit-dropin | jupyter-config
+    #            firewall-script | unit | unit-dropin | jupyter-config | apt-source | apt-key
     mode: int = 0o644
     owner: str = "root"
     group: str = "root"
@@ -214,6 +215,9 @@ def render_host(inv: Inventory, host: Host, *, allow_lockout: bool = False) -> t
     artifacts = [_sshd(inv, host), *_firewall(host, fw)]
     for service in host.services:
         artifacts.extend(_service(host, service))
+    from .apt import apt_artifacts  # imports Artifact from here
+
+    artifacts.extend(apt_artifacts(host))
     paths = [a.path for a in artifacts]
     dupes = sorted({p for p in paths if paths.count(p) > 1})
     if dupes:

@@ -23,6 +23,20 @@ _IPT = re.compile(r"^[A-Za-z0-9.:/+_-]+$")
 _UNIT_PREFIX = re.compile(r"^[+!@:-]")
 
 
+# deb822 (apt .sources): a field's value is split on whitespace; '#' starts a comment and a
+# line starting with whitespace continues the field.
+_DEB822 = re.compile(r"^[A-Za-z0-9._~/:+=@\[\]-]+$")
+
+
+def deb822_word(value: object) -> str:
+    """One word of a deb822 field (a URI, a suite, a component, a path)."""
+    text = str(value)
+    if not _DEB822.match(text):
+        raise RenderError(f"refusing to write {printable(text)!r} into an apt .sources file "
+                          "(only letters, digits and . _ ~ / : + = @ [ ] - are safe there)")
+    return text
+
+
 def comment(value: object) -> str:
     """Text for a `#` comment line: one line, control characters escaped."""
     return printable(str(value))

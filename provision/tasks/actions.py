@@ -93,9 +93,48 @@ class RetireUser:
 @dataclass(frozen=True)
 class InstallPackages:
     names: tuple[str, ...]
+    lock_timeout: int = 300  # seconds to wait for the dpkg lock (provision.tasks.apt_script)
 
     def describe(self) -> str:
         return f"apt-get install {' '.join(self.names)}"
+
+
+@dataclass(frozen=True)
+class AptUpdate:
+    """`apt-get update`, waiting for the dpkg lock; `reason` says why the lists are refreshed."""
+
+    reason: str
+    lock_timeout: int = 300
+
+    def describe(self) -> str:
+        return f"apt-get update ({self.reason})"
+
+
+@dataclass(frozen=True)
+class AptKey:
+    """A signing key to install: refused on the host unless its one primary key has
+    `fingerprint` (checked with gpg before anything is written)."""
+
+    source: str
+    path: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class AptSources:
+    """Install, replace or remove our apt sources and their keys, then `apt-get update`.
+    Keys are checked first; if the update fails (or fails to fetch one of `uris`), every file
+    is put back as it was: nothing is half-applied."""
+
+    writes: tuple[WriteFile, ...]
+    keys: tuple[AptKey, ...]
+    removes: tuple[RemoveFile, ...]
+    uris: tuple[str, ...]  # the changed sources' URIs: a failure to fetch one fails the step
+    lock_timeout: int = 300
+
+    def describe(self) -> str:
+        parts = [w.describe() for w in self.writes] + [r.describe() for r in self.removes]
+        return "apt sources: " + "; ".join(parts) + "; apt-get update"
 
 
 @dataclass(frozen=True)
@@ -130,4 +169,4 @@ class RestartUnit:
 
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
-          | InstallPackages | DaemonReload | EnableUnit | StartUnit | RestartUnit)
+          | InstallPackages | AptUpdate | AptSources | DaemonReload | EnableUnit | StartUnit | RestartUnit)

@@ -22,8 +22,11 @@ from shlex import quote
 
 from provision.facts import TEMP_PREFIX
 from provision.facts.users import CREATED_BY
+from provision.tasks import apt_script
 from provision.tasks.actions import (
     Action,
+    AptSources,
+    AptUpdate,
     DaemonReload,
     EnableUnit,
     EnsureUser,
@@ -122,9 +125,11 @@ def snippet(action: Action) -> str:
     if isinstance(a, RetireUser):
         return f"usermod -e 1 -s {NOLOGIN} {quote(a.name)}"
     if isinstance(a, InstallPackages):
-        return ("DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
-                "-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -- "
-                + " ".join(quote(n) for n in a.names))
+        return apt_script.install(a)
+    if isinstance(a, AptUpdate):
+        return apt_script.update(a)
+    if isinstance(a, AptSources):
+        return apt_script.sources(a)
     if isinstance(a, DaemonReload):
         return "systemctl daemon-reload"
     if isinstance(a, EnableUnit):
@@ -153,6 +158,8 @@ def build(actions: list[Action]) -> str:
         "umask 022",
         SAFE_PATH,
         UNITS,
+        *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
+                                  for a in actions) else []),
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",
