@@ -76,21 +76,50 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool, keep_pending: bool, gateways: Any) -> list[Any]:
+                 quiet: bool, keep_pending: bool, gateways: Any, spec: Any = None) -> list[Any]:
     """Connect and probe every host, `forks` at a time, through the run's shared bastion
     hops. A host's connection is closed as soon as it is probed unless it has changes that
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
-    channels through a bastion."""
+    channels through a bastion. With a lock `spec` (apply) each probe takes the host lock;
+    what it waits for is said on stderr as it happens."""
     from provision.hosts.converge import close, in_parallel, prepare
 
     def one(h: Any) -> Any:
-        run = prepare(inv, h, pb, accept_new, gateways)
+        run = prepare(inv, h, pb, accept_new, gateways, spec, _say_lock_event)
         if not (keep_pending and run.status == "pending"):
             close(run)
         return run
 
     return _with_progress("gathering facts", selected, quiet,
                           lambda cb: in_parallel(one, list(selected), forks, cb))
+
+
+def _say_lock_event(host: Any, kind: str, report: Any) -> None:
+    import time
+
+    from provision.hosts.lock import event_text
+    from provision.text import printable
+
+    text = event_text(report, kind, time.time())
+    if text:
+        click.echo(f"{printable(host.name)}: {text}", err=True)
+
+
+def _lock_spec(timeout: int) -> Any:
+    """Who this run is, for the host lock: `$USER@hostname` of this machine, the command."""
+    import getpass
+    import secrets
+    import socket
+    import time
+
+    from provision.hosts.lock import Spec, new_token, operator_id
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name in the environment or the passwd database
+        user = "unknown"
+    return Spec(operator_id(user, socket.gethostname()), "apply",
+                new_token(time.time(), secrets.token_hex(6)), timeout)
 
 
 def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
@@ -216,9 +245,13 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               help="firewall/sshd changes roll back on the host unless confirmed over a new "
                    "connection within this time (default: the inventory's "
                    "defaults.confirm_timeout, 30)")
+@click.option("--lock-timeout", type=click.IntRange(0, 86400), default=180, show_default=True,
+              metavar="SECONDS",
+              help="wait this long for another run's lock on a host (and for a rollback "
+                   "armed there) before that host fails")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-              yes: bool, confirm_timeout: int | None) -> None:
+              yes: bool, confirm_timeout: int | None, lock_timeout: int) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     from provision.hosts.confirm import execute_guarded
     from provision.hosts.converge import Memory, close, in_parallel, machine_forks
@@ -236,7 +269,8 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     with Gateways() as gateways:  # closed after the hosts' chains, which ride on it
         try:
             runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
-                                keep_pending=True, gateways=gateways)
+                                keep_pending=True, gateways=gateways,
+                                spec=_lock_spec(lock_timeout))
             pending = [r for r in runs if r.status == "pending"]
             if pending and not as_json:
                 _print_plan(runs)

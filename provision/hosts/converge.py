@@ -28,7 +28,10 @@ from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
 from provision.tasks.step import Planned, Refused
 
-from .gather import Unreachable, connecting, probe, reason
+from . import lock as L
+from .gather import HeldLock, Unreachable, connecting, probe_locked, probe_peek, reason
+
+LockEvents = Callable[[Host, str, L.Report], None]
 
 # Every converge also reports these (recap --json: OS, Docker, GPUs, listening sockets).
 BASE_REQUEST = Request(facts=("system", "sockets"))
@@ -51,6 +54,8 @@ class HostRun:
     chain: Any = None
     remote: Any = None
     gateways: Gateways | None = None  # the run's shared bastion hops (confirmations use them)
+    lock: HeldLock | None = None  # apply: the host lock, held until `close`
+    lock_report: L.Report | None = None
 
     @property
     def changes(self) -> int:
@@ -65,6 +70,7 @@ class HostRun:
             "failed_action": self.failed_action or None,
             "unit_failure": None if self.unit_failure is None else self.unit_failure.to_json(),
             "remote_execs": self.remote_execs, "seconds": round(self.seconds, 3),
+            "lock": None if self.lock_report is None else self.lock_report.to_json(),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
                         for s, a in self.actions],
             "facts": None if f is None else {
@@ -77,9 +83,14 @@ class HostRun:
 
 
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
-            gateways: Gateways | None = None) -> HostRun:
+            gateways: Gateways | None = None, spec: L.Spec | None = None,
+            on_event: LockEvents | None = None) -> HostRun:
     """Connect (through `gateways`' shared bastion hops, if given), probe, diff. Never
-    raises: problems land in the result's status."""
+    raises: problems land in the result's status.
+
+    With `spec` (apply) the probe takes the host lock first (waiting, `on_event` says for
+    what) and the run keeps it while it has changes to make (released by `close`); without
+    (plan) it only reports who holds the host."""
     from provision.ssh.session import Remote
 
     run = HostRun(host, gateways=gateways)
@@ -104,7 +115,22 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
         run.retries, run.note = run.chain.retried.attempts, run.chain.retried.note()
     run.remote = Remote(run.chain)
     try:
-        run.facts = probe(run.remote, request)
+        if spec is None:
+            run.facts, run.lock_report = probe_peek(run.remote, request)
+        else:
+            def said(kind: str, report: L.Report) -> None:
+                if on_event is not None:
+                    on_event(host, kind, report)
+
+            facts, run.lock_report, run.lock = probe_locked(run.remote, request, spec, said)
+            if facts is None:
+                run.status = "failed"
+                run.error = (L.failure(run.lock_report, spec.timeout, time.time())
+                             or "host lock: not taken")
+                return run
+            run.facts = facts
+        run.note = "; ".join(filter(None, [run.note, L.note(run.lock_report, time.time(),
+                                                             plan=spec is None)]))
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
@@ -115,9 +141,22 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     except Exception as e:
         run.status, run.error = "failed", f"facts: {reason(e)}"
     finally:
+        if run.status != "pending":
+            release(run)  # nothing to change: the next run need not wait for us
         run.remote_execs = run.remote.execs
         run.seconds = time.monotonic() - started
     return run
+
+
+def release(run: HostRun) -> None:
+    """Give the host lock up (one byte; no round trip waited for)."""
+    if run.lock is not None:
+        run.lock.release()
+
+
+def locked_script(run: HostRun, script: str) -> str:
+    """`script` made to run only while this run still holds the host lock."""
+    return script if run.lock is None else L.guard(run.lock.token, script)
 
 
 def plain_actions(run: HostRun) -> list[Action]:
@@ -136,7 +175,7 @@ def execute(run: HostRun) -> HostRun:
     if len(plain) != len(run.actions):
         raise TypeError("commit-confirmed actions go through provision.hosts.confirm")
     try:
-        out = run.remote.sh(batch.build(plain))
+        out = run.remote.sh(locked_script(run, batch.build(plain)))
         last, finished = batch.parse_progress(out.stdout)
         if out.status == 0 and finished:
             run.done, run.status = len(run.actions), "changed"
@@ -166,6 +205,7 @@ def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stder
 
 
 def close(run: HostRun) -> None:
+    release(run)
     if run.chain is not None:
         run.chain.close()
         run.chain = None
