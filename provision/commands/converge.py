@@ -82,16 +82,41 @@ def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
     channels through a bastion. With a lock `spec` (apply) each probe takes the host lock;
     what it waits for is said on stderr as it happens."""
-    from provision.hosts.converge import close, in_parallel, prepare
+    import dataclasses
+    import functools
+    import time
 
-    def one(h: Any) -> Any:
-        run = prepare(inv, h, pb, accept_new, gateways, spec, _say_lock_event)
+    from provision.hosts.converge import Contention, close, in_parallel, prepare
+
+    contention = None if spec is None else Contention(spec.token, _say_lock_event)
+    started = time.monotonic()
+
+    def one(round_spec: Any, h: Any) -> Any:
+        run = prepare(inv, h, pb, accept_new, gateways, round_spec,
+                      None if contention is None else contention.on_event)
+        if contention is not None:
+            contention.prepared(run)
         if not (keep_pending and run.status == "pending"):
             close(run)
         return run
 
-    return _with_progress("gathering facts", selected, quiet,
-                          lambda cb: in_parallel(one, list(selected), forks, cb))
+    todo, done = list(selected), {}
+    round_spec = spec
+    while todo:
+        runs = _with_progress("gathering facts", todo, quiet,
+                              lambda cb, todo=todo, s=round_spec: in_parallel(
+                                  functools.partial(one, s), todo, forks, cb))
+        redo = set() if contention is None else contention.take_redo()
+        for run in runs:
+            if run.host.name in redo:
+                close(run)  # let go already; probed again from fresh facts
+            else:
+                done[run.host.name] = run
+        todo = [h for h in selected if h.name in redo]
+        if spec is not None:  # the wait is bounded over all rounds, not per round
+            left = max(0, spec.timeout - int(time.monotonic() - started))
+            round_spec = dataclasses.replace(spec, timeout=left)
+    return [done[h.name] for h in selected]
 
 
 def _say_lock_event(host: Any, kind: str, report: Any) -> None:

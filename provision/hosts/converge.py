@@ -8,6 +8,7 @@ its own connection chain; an unreachable or failing host never stops the others.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -157,6 +158,58 @@ def release(run: HostRun) -> None:
 def locked_script(run: HostRun, script: str) -> str:
     """`script` made to run only while this run still holds the host lock."""
     return script if run.lock is None else L.guard(run.lock.token, script)
+
+
+class Contention:
+    """Wait-die over one apply's hosts (`lock.must_yield`): while any of its hosts waits for an
+    older run, this run holds no other host's lock: those it holds are let go and probed again
+    in the next round (`redo`). The older run never waits for a run that waits for it, so two
+    runs over the same hosts cannot block each other until their timeouts."""
+
+    def __init__(self, token: str, say: LockEvents | None = None) -> None:
+        self.token = token
+        self.say = say
+        self.mutex = threading.Lock()
+        self.waiting: set[str] = set()  # hosts waiting for an older run
+        self.held: dict[str, HostRun] = {}  # hosts prepared with changes, lock held
+        self.redo: set[str] = set()
+
+    def on_event(self, host: Host, kind: str, report: L.Report) -> None:
+        if self.say is not None:
+            self.say(host, kind, report)
+        if kind != "busy" or not L.must_yield(self.token, report.busy):
+            return
+        with self.mutex:
+            self.waiting.add(host.name)
+            victims = list(self.held.values())
+            self.held.clear()
+            self.redo.update(r.host.name for r in victims)
+        for run in victims:
+            self._let_go(run)
+
+    def prepared(self, run: HostRun) -> None:
+        """A host's prepare returned: keep its lock, or let it go while others wait."""
+        with self.mutex:
+            self.waiting.discard(run.host.name)
+            keep = run.lock is not None and run.status == "pending" and not self.waiting
+            if keep:
+                self.held[run.host.name] = run
+            elif run.lock is not None and run.status == "pending":
+                self.redo.add(run.host.name)
+        if not keep and run.host.name in self.redo:
+            self._let_go(run)
+
+    def take_redo(self) -> set[str]:
+        with self.mutex:
+            redo, self.redo = self.redo, set()
+            for name in redo:
+                self.held.pop(name, None)
+            return redo
+
+    def _let_go(self, run: HostRun) -> None:
+        release(run)
+        if self.say is not None and run.lock_report is not None:
+            self.say(run.host, "yield", run.lock_report)
 
 
 def plain_actions(run: HostRun) -> list[Action]:

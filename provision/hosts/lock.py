@@ -315,6 +315,9 @@ def event_text(report: Report, event: str, now: float) -> str | None:
         at = f" armed at {clock(a.at, now)}" if a.at is not None else ""
         return (f"waiting for the host's own rollback of {printable(a.kind)}{at} "
                 f"({printable(a.id)}) to run or be confirmed")
+    if event == "yield":
+        return ("let go of this host's lock while another host of this run waits for an "
+                "older run; probing it again after")
     if event == "orphan":
         a = report.orphans[-1]
         return (f"rollback {printable(a.id)} was armed but its timer is gone (the host "
