@@ -170,7 +170,9 @@ class Report:
     execs: bool = False  # apply: waited for an earlier holder's commands
     armed: list[Armed] = field(default_factory=list)  # apply: waited for; plan: pending now
     orphans: list[Armed] = field(default_factory=list)
+    contended: bool = False  # apply: the lock was taken when we came (even for a moment)
     acquired: bool = False
+    acquired_at: float | None = None  # host clock
     waited: int = 0
     timeout: str = ""  # held | execs | armed: what the wait ran out on
     timeout_holder: HolderSeen = None
@@ -185,7 +187,8 @@ class Report:
             assert isinstance(x, Holder)
             return {"by": x.by, "command": x.command, "since": x.since, "state": x.state,
                     "ended": x.ended}
-        return {"acquired": self.acquired, "waited_seconds": self.waited,
+        return {"acquired": self.acquired, "acquired_at": self.acquired_at,
+                "contended": self.contended, "waited_seconds": self.waited,
                 "waited_for": h(self.busy), "held_by": h(self.held), "took_over": h(self.stale),
                 "rollbacks_waited": [a.id for a in self.armed],
                 "orphaned_rollbacks": [a.id for a in self.orphans],
@@ -236,8 +239,10 @@ def feed(report: Report, line: str) -> str | None:
         report.execs = True
     elif kind in ("armed", "orphan") and (a := _armed(rest)) is not None:
         (report.armed if kind == "armed" else report.orphans).append(a)
-    elif kind == "acquired" and len(rest) == 1 and _INT.match(rest[0]):
-        report.acquired, report.waited = True, int(rest[0])
+    elif kind == "contended" and not rest:
+        report.contended = True
+    elif kind == "acquired" and len(rest) == 2 and _INT.match(rest[0]) and _EPOCH.match(rest[1]):
+        report.acquired, report.waited, report.acquired_at = True, int(rest[0]), float(rest[1])
     elif kind == "timeout" and rest and rest[0] in ("held", "execs", "armed"):
         report.timeout = rest[0]
         report.timeout_holder = _seen("\t".join(rest[1:])) if rest[1:] != ["-"] else None

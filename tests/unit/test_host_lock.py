@@ -79,7 +79,7 @@ def test_a_wait_then_takeover_is_reported_in_order() -> None:
         f"lock\tstale\t{record(state='closed', ended=str(SINCE + 30))}",
         "lock\texecs",
         "lock\tarmed\tsshd-0a1b2c3d\t1796126470.25",
-        "lock\tacquired\t42",
+        "lock\tacquired\t42\t1796126507.5",
         "probe\t1", "id\t0", "end", ""])
     lines, answer = L.split(out)
     assert answer.startswith("probe\t1\n") and answer.endswith("end\n")
@@ -87,13 +87,16 @@ def test_a_wait_then_takeover_is_reported_in_order() -> None:
     assert isinstance(r.busy, L.Holder) and r.busy.by == "alice@laptop"
     assert isinstance(r.stale, L.Holder) and r.stale.state == "closed"
     assert r.execs and r.acquired and r.waited == 42 and r.malformed == 0
+    assert r.acquired_at == 1796126507.5
     assert r.armed == [L.Armed("sshd-0a1b2c3d", 1796126470.25)]
     assert r.armed[0].kind == "sshd"
     assert L.failure(r, 180, SINCE + 60) is None
 
 
 @pytest.mark.parametrize("line", [
-    "lock\tacquired\tlots",
+    "lock\tacquired\tlots\t1",
+    "lock\tacquired\t1",
+    "lock\tcontended\tx",
     "lock\tarmed\t../../etc\t1",
     "lock\tarmed\tsshd-1\t1; reboot",
     "lock\ttimeout\tforever",
@@ -185,7 +188,7 @@ def test_plan_says_an_apply_holds_the_host() -> None:
 
 def test_apply_notes_the_takeover_and_the_wait() -> None:
     r = L.parse([f"lock\tstale\t{record(state='closed', ended=str(SINCE + 1))}",
-                 "lock\tarmed\tsshd-0a1b2c3d\t1796126470", "lock\tacquired\t12"])
+                 "lock\tarmed\tsshd-0a1b2c3d\t1796126470", "lock\tacquired\t12\t1796126477"])
     assert L.note(r, SINCE, plan=False) == (
         "took over a stale lock from apply by alice@laptop since 12:01:05: its SSH session "
         "ended at 12:01:06 without releasing it; waited 12 s for its rollback; planned from "
