@@ -297,3 +297,64 @@ def test_q_releases_cleanly_and_an_orphaned_rollback_is_set_aside(paths: Path) -
     assert r.orphans == [L.Armed("sshd-0a1b2c3d", 1796126470.5)]
     assert not (d / "armed").exists() and (d / "orphaned").exists()
     assert not (paths / "run" / "converge.holder").exists()  # released: no record left
+
+
+# --- wait-die over one run's hosts (provision.hosts.converge.Contention) -----------------
+
+class FakeLock:
+    def __init__(self) -> None:
+        self.token = TOKEN_B
+        self.released = 0
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def _run(name: str, status: str = "pending") -> tuple[object, FakeLock]:
+    from provision.hosts.converge import HostRun
+    from provision.inventory.model import Host
+
+    host = Host.__new__(Host)
+    object.__setattr__(host, "name", name)
+    fake = FakeLock()
+    run = HostRun(host, status=status)
+    run.lock = fake  # type: ignore[assignment]
+    run.lock_report = L.Report()
+    return run, fake
+
+
+def _busy(token: str) -> L.Report:
+    return L.parse([f"lock\tbusy\t{record(token=token)}"])
+
+
+def test_a_younger_run_lets_go_of_what_it_holds_while_it_waits_for_an_older_one() -> None:
+    from provision.hosts.converge import Contention
+
+    said: list[tuple[str, str]] = []
+    c = Contention(TOKEN_B, lambda h, kind, r: said.append((h.name, kind)))
+    gpu1, lock1 = _run("gpu1")
+    c.prepared(gpu1)  # type: ignore[arg-type]
+    assert lock1.released == 0  # nobody waits: kept
+    gpu2, _ = _run("gpu2")
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_A))  # type: ignore[attr-defined]
+    assert lock1.released == 1 and ("gpu1", "yield") in said
+    gpu3, lock3 = _run("gpu3")
+    c.prepared(gpu3)  # type: ignore[arg-type]  # acquired while gpu2 still waits: let go too
+    assert lock3.released == 1
+    c.prepared(gpu2)  # type: ignore[arg-type]  # gpu2 got its lock at last: kept
+    assert c.take_redo() == {"gpu1", "gpu3"} and c.take_redo() == set()
+    assert set(c.held) == {"gpu2"}
+
+
+def test_an_older_run_waits_holding() -> None:
+    from provision.hosts.converge import Contention
+
+    c = Contention(TOKEN_A)
+    gpu1, lock1 = _run("gpu1")
+    c.prepared(gpu1)  # type: ignore[arg-type]
+    gpu2, _ = _run("gpu2")
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_B))  # type: ignore[attr-defined]  # a younger holder
+    assert lock1.released == 0 and c.take_redo() == set()
+    # an unreadable record: cannot tell who is older, so yield
+    c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))  # type: ignore[attr-defined]
+    assert lock1.released == 1 and c.take_redo() == {"gpu1"}
