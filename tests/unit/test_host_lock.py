@@ -10,6 +10,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,7 +311,7 @@ class FakeLock:
         self.released += 1
 
 
-def _run(name: str, status: str = "pending") -> tuple[object, FakeLock]:
+def _run(name: str, status: str = "pending") -> tuple[Any, FakeLock]:
     from provision.hosts.converge import HostRun
     from provision.inventory.model import Host
 
@@ -318,7 +319,7 @@ def _run(name: str, status: str = "pending") -> tuple[object, FakeLock]:
     object.__setattr__(host, "name", name)
     fake = FakeLock()
     run = HostRun(host, status=status)
-    run.lock = fake  # type: ignore[assignment]
+    run.lock = fake
     run.lock_report = L.Report()
     return run, fake
 
@@ -333,15 +334,15 @@ def test_a_younger_run_lets_go_of_what_it_holds_while_it_waits_for_an_older_one(
     said: list[tuple[str, str]] = []
     c = Contention(TOKEN_B, lambda h, kind, r: said.append((h.name, kind)))
     gpu1, lock1 = _run("gpu1")
-    c.prepared(gpu1)  # type: ignore[arg-type]
+    c.prepared(gpu1)
     assert lock1.released == 0  # nobody waits: kept
     gpu2, _ = _run("gpu2")
-    c.on_event(gpu2.host, "busy", _busy(TOKEN_A))  # type: ignore[attr-defined]
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_A))
     assert lock1.released == 1 and ("gpu1", "yield") in said
     gpu3, lock3 = _run("gpu3")
-    c.prepared(gpu3)  # type: ignore[arg-type]  # acquired while gpu2 still waits: let go too
+    c.prepared(gpu3)  # acquired while gpu2 still waits: let go too
     assert lock3.released == 1
-    c.prepared(gpu2)  # type: ignore[arg-type]  # gpu2 got its lock at last: kept
+    c.prepared(gpu2)  # gpu2 got its lock at last: kept
     assert c.take_redo() == {"gpu1", "gpu3"} and c.take_redo() == set()
     assert set(c.held) == {"gpu2"}
 
@@ -351,10 +352,10 @@ def test_an_older_run_waits_holding() -> None:
 
     c = Contention(TOKEN_A)
     gpu1, lock1 = _run("gpu1")
-    c.prepared(gpu1)  # type: ignore[arg-type]
+    c.prepared(gpu1)
     gpu2, _ = _run("gpu2")
-    c.on_event(gpu2.host, "busy", _busy(TOKEN_B))  # type: ignore[attr-defined]  # a younger holder
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_B))  # a younger holder
     assert lock1.released == 0 and c.take_redo() == set()
     # an unreadable record: cannot tell who is older, so yield
-    c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))  # type: ignore[attr-defined]
+    c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))
     assert lock1.released == 1 and c.take_redo() == {"gpu1"}
