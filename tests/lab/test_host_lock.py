@@ -215,3 +215,89 @@ def test_a_dead_holders_lock_is_taken_over_with_a_message(lab: Lab, world: dict[
     assert code == 0 and h["lock"]["took_over"] is None and "took over" not in err, (h, err)
     assert (h["status"], h["remote_execs"]) == ("ok", 1)
     assert lab.host(HOST, "test", "-e", L.HOLDER, check=False).returncode != 0
+
+
+SERVICE = "lockprobe"  # a stand-in service, the only thing the services-only playbook manages
+
+
+@pytest.fixture
+def services(lab: Lab, tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """A services-only playbook for gpu1 and gpu2, and two inventories that differ in the
+    stand-in's port; the units are removed afterwards."""
+    (tmp_path / "services.yml").write_text(
+        "name: lock-services\ndescription: services only\nhosts: [all]\nsteps: [services]\n")
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc.pop("roles", None)
+    doc.pop("dns", None)
+    out = {"playbook": tmp_path / "services.yml"}
+    for name, port in (("a", 8890), ("b", 8891), ("c", 8892)):
+        v = json.loads(json.dumps(doc))
+        v["hosts"] = {h: {"address": doc["hosts"][h]["address"], "via": "bastion",
+                          "services": {SERVICE: {"port": port, "command":
+                                                 "/usr/bin/python3 -m http.server --bind {bind} {port}"}}}
+                      for h in ("gpu1", "gpu2")}
+        out[name] = write(tmp_path / f"{name}.yml", v)
+    yield out
+    for h in ("gpu1", "gpu2"):
+        lab.host(h, "sh", "-c", f"systemctl disable --now provision-{SERVICE}.service; "
+                 f"rm -f /etc/systemd/system/provision-{SERVICE}.service; systemctl daemon-reload; "
+                 f"systemctl stop {HELD_UNIT}; rm -f {L.HOLDER}", check=False)
+
+
+def test_a_run_waiting_for_an_older_one_lets_its_other_hosts_go(
+        lab: Lab, services: dict[str, Path]) -> None:
+    """Wait-die: A (gpu1, gpu2) takes gpu1, finds gpu2 held by an older run, and lets gpu1 go
+    while it waits; B (gpu1 alone) gets through at once instead of waiting for A, which waits
+    for the older run. When the older run ends A probes gpu1 again (B's result) and
+    converges both. Without it, B waits on A, which waits on the older run (and two such
+    runs holding one host each would wait for each other until their timeouts)."""
+    import threading
+
+    head = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes",
+            "--playbook", str(services["playbook"]), "--json"]
+    # both hosts as b: A (a) has changes on both, B (c) on gpu1
+    assert subprocess.run([*head, "-i", str(services["b"]), "gpu1", "gpu2"], capture_output=True,
+                          timeout=120).returncode == 0
+    since = int(lab.host("gpu2", "date", "+%s").stdout)
+    rec = "\t".join(["provision-lock", "1", "alice@laptop", "apply", str(since),
+                     "00000000000100000000", "1", "held", "-"])
+    lab.host("gpu2", "sh", "-c", f"mkdir -p {L.LOCK_DIR} && printf '%s\\n' '{rec}' > {L.HOLDER}")
+    lab.host("gpu2", "systemd-run", f"--unit={HELD_UNIT}", "flock", L.LOCK, "sleep", "600")
+    a = subprocess.Popen([*head, "-i", str(services["a"]), "--lock-timeout", "120", "gpu1", "gpu2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    let_go = threading.Event()
+
+    def read() -> None:
+        assert a.stderr is not None
+        for line in a.stderr:
+            err.append(line)
+            if line.startswith("gpu1: let go of this host's lock"):
+                let_go.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert let_go.wait(timeout=120), "".join(err)
+        code, data, b_err = lab.provision_json("apply", "--yes", "--playbook",
+                                               str(services["playbook"]), "-i", str(services["c"]),
+                                               "--lock-timeout", "20", "gpu1")
+        assert code == 0, b_err
+        assert host_result(data)["status"] == "changed"
+        b_took = host_result(data)["lock"]["acquired_at"]
+        assert a.poll() is None, "A should still be waiting for the older run on gpu2"
+    finally:
+        lab.host("gpu2", "systemctl", "stop", HELD_UNIT, check=False)
+    out, _ = a.communicate(timeout=120)
+    reader.join(timeout=30)
+    assert a.returncode == 0, "".join(err)
+    hosts = {h["host"]: h for h in json.loads(out)["hosts"]}
+    assert "gpu2: waiting for apply by alice@laptop since " in "".join(err)
+    assert hosts["gpu2"]["status"] == "changed"
+    assert hosts["gpu2"]["lock"]["took_over"]["by"] == "alice@laptop"
+    # gpu1 was probed again after B had taken (and so released) it: A planned from B's result
+    assert hosts["gpu1"]["status"] == "changed"
+    assert hosts["gpu1"]["lock"]["acquired_at"] > b_took, (hosts["gpu1"]["lock"], b_took)
+    for h in ("gpu1", "gpu2"):
+        unit = lab.host(h, "cat", f"/etc/systemd/system/provision-{SERVICE}.service").stdout
+        assert "8890" in unit and "8891" not in unit and "8892" not in unit, (h, unit)
