@@ -136,11 +136,10 @@ class _Beats:
     def _run(self) -> None:
         while True:
             time.sleep(lock.BEAT)
-            with self.mutex:
-                channels = list(self.channels)
-            for ch in channels:
-                with contextlib.suppress(Exception):
-                    ch.send(b".")
+            with self.mutex:  # held while sending: after `discard` no beat follows a `q`
+                for ch in list(self.channels):
+                    with contextlib.suppress(Exception):
+                        ch.send(b".")
 
 
 _BEATS = _Beats()

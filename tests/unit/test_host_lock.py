@@ -359,3 +359,48 @@ def test_an_older_run_waits_holding() -> None:
     # an unreadable record: cannot tell who is older, so yield
     c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))
     assert lock1.released == 1 and c.take_redo() == {"gpu1"}
+
+
+def test_a_holder_whose_operator_falls_silent_gives_the_lock_up(
+        paths: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No heartbeat for LIFELINE seconds (the laptop gone without a FIN): the host process
+    ends, the lock with it, and the record says how."""
+    monkeypatch.setattr(L, "LIFELINE", 1)
+    p = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
+    until_end(p)
+    assert p.wait(timeout=60) == 0  # stdin still open: it ended by itself
+    h = L.parse_holder((paths / "run" / "converge.holder").read_text().strip("\n"))
+    assert h is not None and h.state == "silent" and h.ended is not None
+    assert p.stdin is not None
+    p.stdin.close()
+
+
+def test_the_heartbeat_reaches_every_held_lock_until_released() -> None:
+    import threading
+
+    from provision.hosts.gather import HeldLock
+
+    class Channel:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+            self.beat = threading.Event()
+            self.closed = False
+
+        def send(self, data: bytes) -> int:
+            self.sent.append(data)
+            if data == b".":
+                self.beat.set()
+            return len(data)
+
+        def shutdown_write(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    ch = Channel()
+    held = HeldLock(ch, TOKEN_A)
+    assert ch.beat.wait(timeout=L.BEAT * 4), "no heartbeat"
+    held.release()
+    held.release()  # once only
+    assert ch.sent[-1] == b"q" and ch.sent.count(b"q") == 1 and ch.closed
