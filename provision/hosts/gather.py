@@ -154,6 +154,8 @@ class HeldLock:
         self.channel = channel
         self.token = token
         self.released = False
+        with contextlib.suppress(Exception):
+            channel.settimeout(lock.BEAT)  # a beat or the release never blocks for long
         _BEATS.add(channel)
 
     def release(self) -> None:
