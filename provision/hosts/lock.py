@@ -356,6 +356,11 @@ def note(report: Report, now: float, plan: bool) -> str:
         if report.held is not None:
             parts.append(f"{who(report.held, now)} holds the host: this plan may be out of date "
                          "when it finishes")
+        if report.stale is not None:
+            h = report.stale
+            why = f": {staleness(h, now)}" if isinstance(h, Holder) else ""
+            parts.append(f"the lock of {who(h, now)} was never released{why}; the next apply "
+                         "takes it over")
         if report.armed:
             parts.append("a rollback is armed on the host (" + ", ".join(
                 printable(a.id) for a in report.armed) + "): the host changes when it fires")

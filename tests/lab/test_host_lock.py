@@ -200,6 +200,10 @@ def test_a_dead_holders_lock_is_taken_over_with_a_message(lab: Lab, world: dict[
     rec = lab.host(HOST, "cat", L.HOLDER).stdout
     assert "alice@laptop" in rec
     assert lab.host(HOST, "flock", "-n", L.LOCK, "true", check=False).returncode == 0
+    code, data, err = lab.provision_json("plan", "--playbook", "harden", "-i",
+                                         str(world["good"]), HOST)
+    assert code == 0 and "apply by alice@laptop since " in host_result(data)["note"]
+    assert "was never released: its process on the host died" in host_result(data)["note"]
     code, data, err = lab.provision_json("apply", "--yes", "--playbook", "harden", "-i",
                                          str(world["good"]), HOST)
     h = host_result(data)

@@ -185,6 +185,10 @@ def test_plan_says_an_apply_holds_the_host() -> None:
         "it finishes; a rollback is armed on the host (sshd-0a1b2c3d): the host changes when "
         "it fires")
     assert L.note(L.parse([]), SINCE, plan=True) == ""
+    stale = L.parse([f"lock\tstale\t{record(state='silent', ended=str(SINCE + 65))}"])
+    assert L.note(stale, SINCE, plan=True) == (
+        f"the lock of apply by alice@laptop since 12:01:05 was never released: its heartbeat "
+        f"stopped (no byte for {L.LIFELINE} s) at 12:02:10; the next apply takes it over")
 
 
 def test_apply_notes_the_takeover_and_the_wait() -> None:
@@ -276,6 +280,10 @@ def test_held_released_taken_over_and_timed_out(paths: Path) -> None:
     assert a.stdin is not None
     a.stdin.close()
     assert a.wait(timeout=30) == 0
+    plan = subprocess.run(["sh", "-s"], input=L.script(PROBE, None), capture_output=True,
+                          text=True, timeout=30)
+    stale = L.parse(L.split(plan.stdout)[0]).stale
+    assert isinstance(stale, L.Holder) and stale.state == "closed"
     c = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B, 5)),
                        capture_output=True, text=True, timeout=30)
     rc = L.parse(L.split(c.stdout)[0])
