@@ -270,12 +270,21 @@ def test_held_released_taken_over_and_timed_out(paths: Path) -> None:
                           text=True, timeout=30)
     r = L.parse(L.split(plan.stdout)[0])
     assert isinstance(r.held, L.Holder) and r.held.token == TOKEN_A
-    # a second apply waits, then gives up naming the holder
-    b = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B, 2)),
-                       capture_output=True, text=True, timeout=30)
-    rb = L.parse(L.split(b.stdout)[0])
-    assert b.returncode == L.GUARD_EXIT and "probe\t1" not in b.stdout
+    # a second apply waits (its operator still there: stdin open), then gives up naming the holder
+    b = start(L.Spec("bob@desk", "apply", TOKEN_B, 3))
+    assert b.stdout is not None and b.stdin is not None
+    b_out = b.stdout.read()  # to the end, stdin kept open until then
+    b.stdin.close()
+    b.wait(timeout=30)
+    rb = L.parse(L.split(b_out)[0])
+    assert b.returncode == L.GUARD_EXIT and "probe\t1" not in b_out
     assert rb.timeout == "held" and isinstance(rb.busy, L.Holder) and rb.busy.by == "alice@laptop"
+    # a waiter whose operator went away (its input ended) stops waiting at once, says nothing
+    gone = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B,
+                                                                     600)),
+                          capture_output=True, text=True, timeout=60)
+    rg = L.parse(L.split(gone.stdout)[0])
+    assert gone.returncode == L.GUARD_EXIT and rg.busy is not None and rg.timeout == ""
     # the holder's session ends without `q`: the record says so, the next taker says so
     assert a.stdin is not None
     a.stdin.close()
