@@ -76,21 +76,75 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool, keep_pending: bool, gateways: Any) -> list[Any]:
+                 quiet: bool, keep_pending: bool, gateways: Any, spec: Any = None) -> list[Any]:
     """Connect and probe every host, `forks` at a time, through the run's shared bastion
     hops. A host's connection is closed as soon as it is probed unless it has changes that
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
-    channels through a bastion."""
-    from provision.hosts.converge import close, in_parallel, prepare
+    channels through a bastion. With a lock `spec` (apply) each probe takes the host lock;
+    what it waits for is said on stderr as it happens."""
+    import dataclasses
+    import functools
+    import time
 
-    def one(h: Any) -> Any:
-        run = prepare(inv, h, pb, accept_new, gateways)
+    from provision.hosts.converge import Contention, close, in_parallel, prepare
+
+    contention = None if spec is None else Contention(spec.token, _say_lock_event)
+    started = time.monotonic()
+
+    def one(round_spec: Any, h: Any) -> Any:
+        run = prepare(inv, h, pb, accept_new, gateways, round_spec,
+                      None if contention is None else contention.on_event)
+        if contention is not None:
+            contention.prepared(run)
         if not (keep_pending and run.status == "pending"):
             close(run)
         return run
 
-    return _with_progress("gathering facts", selected, quiet,
-                          lambda cb: in_parallel(one, list(selected), forks, cb))
+    todo, done = list(selected), {}
+    round_spec = spec
+    while todo:
+        runs = _with_progress("gathering facts", todo, quiet,
+                              lambda cb, todo=todo, s=round_spec: in_parallel(
+                                  functools.partial(one, s), todo, forks, cb))
+        redo = set() if contention is None else contention.take_redo()
+        for run in runs:
+            if run.host.name in redo:
+                close(run)  # let go already; probed again from fresh facts
+            else:
+                done[run.host.name] = run
+        todo = [h for h in selected if h.name in redo]
+        if spec is not None:  # the wait is bounded over all rounds, not per round
+            left = max(0, spec.timeout - int(time.monotonic() - started))
+            round_spec = dataclasses.replace(spec, timeout=left)
+    return [done[h.name] for h in selected]
+
+
+def _say_lock_event(host: Any, kind: str, report: Any) -> None:
+    import time
+
+    from provision.hosts.lock import event_text
+    from provision.text import printable
+
+    text = event_text(report, kind, time.time())
+    if text:
+        click.echo(f"{printable(host.name)}: {text}", err=True)
+
+
+def _lock_spec(timeout: int) -> Any:
+    """Who this run is, for the host lock: `$USER@hostname` of this machine, the command."""
+    import getpass
+    import secrets
+    import socket
+    import time
+
+    from provision.hosts.lock import Spec, new_token, operator_id
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name in the environment or the passwd database
+        user = "unknown"
+    return Spec(operator_id(user, socket.gethostname()), "apply",
+                new_token(time.time(), secrets.token_hex(6)), timeout)
 
 
 def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
@@ -223,9 +277,13 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               help="firewall/sshd changes roll back on the host unless confirmed over a new "
                    "connection within this time (default: the inventory's "
                    "defaults.confirm_timeout, 30)")
+@click.option("--lock-timeout", type=click.IntRange(0, 86400), default=180, show_default=True,
+              metavar="SECONDS",
+              help="wait this long for another run's lock on a host (and for a rollback "
+                   "armed there) before that host fails")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-              yes: bool, confirm_timeout: int | None) -> None:
+              yes: bool, confirm_timeout: int | None, lock_timeout: int) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     from provision.hosts.confirm import execute_guarded
     from provision.hosts.converge import Memory, close, in_parallel, machine_forks
@@ -243,7 +301,8 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     with Gateways() as gateways:  # closed after the hosts' chains, which ride on it
         try:
             runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
-                                keep_pending=True, gateways=gateways)
+                                keep_pending=True, gateways=gateways,
+                                spec=_lock_spec(lock_timeout))
             pending = [r for r in runs if r.status == "pending"]
             if pending and not as_json:
                 _print_plan(runs)

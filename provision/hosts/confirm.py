@@ -26,7 +26,7 @@ from provision.tasks import apt_script
 from provision.tasks import commit as C
 from provision.tasks import script as batch
 
-from .converge import HostRun, add_notes, batch_failed, execute, plain_actions
+from .converge import HostRun, add_notes, batch_failed, execute, locked_script, plain_actions
 from .gather import reason as _reason
 
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
@@ -155,7 +155,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
     script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
                         batch=batch.build(plain) if plain else None,
                         stop_on_error=True, what="apply")
-    out = run.remote.sh(script, timeout=None if plain else APPLY_TIMEOUT)
+    out = run.remote.sh(locked_script(run, script), timeout=None if plain else APPLY_TIMEOUT)
     returned = time.monotonic()
     head, sections = C.split_sections(out.stdout)
     run.done = 0

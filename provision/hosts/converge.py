@@ -8,6 +8,7 @@ its own connection chain; an unreachable or failing host never stops the others.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -29,7 +30,10 @@ from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
 from provision.tasks.step import Planned, Refused
 
-from .gather import Unreachable, connecting, probe, reason
+from . import lock as L
+from .gather import HeldLock, Unreachable, connecting, probe_locked, probe_peek, reason
+
+LockEvents = Callable[[Host, str, L.Report], None]
 
 # Every converge also reports these (recap --json: OS, Docker, GPUs, listening sockets).
 BASE_REQUEST = Request(facts=("system", "sockets"))
@@ -52,6 +56,8 @@ class HostRun:
     chain: Any = None
     remote: Any = None
     gateways: Gateways | None = None  # the run's shared bastion hops (confirmations use them)
+    lock: HeldLock | None = None  # apply: the host lock, held until `close`
+    lock_report: L.Report | None = None
 
     @property
     def changes(self) -> int:
@@ -66,6 +72,7 @@ class HostRun:
             "failed_action": self.failed_action or None,
             "unit_failure": None if self.unit_failure is None else self.unit_failure.to_json(),
             "remote_execs": self.remote_execs, "seconds": round(self.seconds, 3),
+            "lock": None if self.lock_report is None else self.lock_report.to_json(),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
                         for s, a in self.actions],
             "facts": None if f is None else {
@@ -78,9 +85,14 @@ class HostRun:
 
 
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
-            gateways: Gateways | None = None) -> HostRun:
+            gateways: Gateways | None = None, spec: L.Spec | None = None,
+            on_event: LockEvents | None = None) -> HostRun:
     """Connect (through `gateways`' shared bastion hops, if given), probe, diff. Never
-    raises: problems land in the result's status."""
+    raises: problems land in the result's status.
+
+    With `spec` (apply) the probe takes the host lock first (waiting, `on_event` says for
+    what) and the run keeps it while it has changes to make (released by `close`); without
+    (plan) it only reports who holds the host."""
     from provision.ssh.session import Remote
 
     run = HostRun(host, gateways=gateways)
@@ -105,7 +117,22 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
         run.retries, run.note = run.chain.retried.attempts, run.chain.retried.note()
     run.remote = Remote(run.chain)
     try:
-        run.facts = probe(run.remote, request)
+        if spec is None:
+            run.facts, run.lock_report = probe_peek(run.remote, request)
+        else:
+            def said(kind: str, report: L.Report) -> None:
+                if on_event is not None:
+                    on_event(host, kind, report)
+
+            facts, run.lock_report, run.lock = probe_locked(run.remote, request, spec, said)
+            if facts is None:
+                run.status = "failed"
+                run.error = (L.failure(run.lock_report, spec.timeout, time.time())
+                             or "host lock: not taken")
+                return run
+            run.facts = facts
+        run.note = "; ".join(filter(None, [run.note, L.note(run.lock_report, time.time(),
+                                                             plan=spec is None)]))
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
@@ -116,9 +143,74 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     except Exception as e:
         run.status, run.error = "failed", f"facts: {reason(e)}"
     finally:
+        if run.status != "pending":
+            release(run)  # nothing to change: the next run need not wait for us
         run.remote_execs = run.remote.execs
         run.seconds = time.monotonic() - started
     return run
+
+
+def release(run: HostRun) -> None:
+    """Give the host lock up (one byte; no round trip waited for)."""
+    if run.lock is not None:
+        run.lock.release()
+
+
+def locked_script(run: HostRun, script: str) -> str:
+    """`script` made to run only while this run still holds the host lock."""
+    return script if run.lock is None else L.guard(run.lock.token, script)
+
+
+class Contention:
+    """Wait-die over one apply's hosts (`lock.must_yield`): while any of its hosts waits for an
+    older run, this run holds no other host's lock: those it holds are let go and probed again
+    in the next round (`redo`). The older run never waits for a run that waits for it, so two
+    runs over the same hosts cannot block each other until their timeouts."""
+
+    def __init__(self, token: str, say: LockEvents | None = None) -> None:
+        self.token = token
+        self.say = say
+        self.mutex = threading.Lock()
+        self.waiting: set[str] = set()  # hosts waiting for an older run
+        self.held: dict[str, HostRun] = {}  # hosts prepared with changes, lock held
+        self.redo: set[str] = set()
+
+    def on_event(self, host: Host, kind: str, report: L.Report) -> None:
+        if self.say is not None:
+            self.say(host, kind, report)
+        if kind != "busy" or not L.must_yield(self.token, report.busy):
+            return
+        with self.mutex:
+            self.waiting.add(host.name)
+            victims = list(self.held.values())
+            self.held.clear()
+            self.redo.update(r.host.name for r in victims)
+        for run in victims:
+            self._let_go(run)
+
+    def prepared(self, run: HostRun) -> None:
+        """A host's prepare returned: keep its lock, or let it go while others wait."""
+        with self.mutex:
+            self.waiting.discard(run.host.name)
+            keep = run.lock is not None and run.status == "pending" and not self.waiting
+            if keep:
+                self.held[run.host.name] = run
+            elif run.lock is not None and run.status == "pending":
+                self.redo.add(run.host.name)
+        if not keep and run.host.name in self.redo:
+            self._let_go(run)
+
+    def take_redo(self) -> set[str]:
+        with self.mutex:
+            redo, self.redo = self.redo, set()
+            for name in redo:
+                self.held.pop(name, None)
+            return redo
+
+    def _let_go(self, run: HostRun) -> None:
+        release(run)
+        if self.say is not None and run.lock_report is not None:
+            self.say(run.host, "yield", run.lock_report)
 
 
 def plain_actions(run: HostRun) -> list[Action]:
@@ -137,7 +229,7 @@ def execute(run: HostRun) -> HostRun:
     if len(plain) != len(run.actions):
         raise TypeError("commit-confirmed actions go through provision.hosts.confirm")
     try:
-        out = run.remote.sh(batch.build(plain))
+        out = run.remote.sh(locked_script(run, batch.build(plain)))
         last, finished = batch.parse_progress(out.stdout)
         add_notes(run, apt_script.notes(out.stdout))
         if out.status == 0 and finished:
@@ -177,6 +269,7 @@ def batch_failed(run: HostRun, actions: list[Any], last: int, status: int, stder
 
 
 def close(run: HostRun) -> None:
+    release(run)
     if run.chain is not None:
         run.chain.close()
         run.chain = None

@@ -6,6 +6,7 @@ Decides nothing: the request comes from the caller, the parse from `provision.fa
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from provision.ssh.connect import Chain, Gateways, connect
 from provision.ssh.errors import HostKeyError
 from provision.ssh.retry import RETRY_WINDOW, Retried, backoff, transient
 from provision.ssh.session import Remote
+
+from . import lock
 
 PROBE_TIMEOUT = 120.0
 T = TypeVar("T")
@@ -97,6 +100,142 @@ def probe(remote: Remote, request: Request) -> Facts:
     if out.status != 0:
         raise FactsError(f"probe exited {out.status}: {out.stderr.strip()[-500:]}")
     return parse(out.stdout)
+
+
+def probe_peek(remote: Remote, request: Request) -> tuple[Facts, lock.Report]:
+    """`probe` for plan: the same one exec, which also says (never waiting) whether an apply
+    holds the host and which rollbacks are armed there."""
+    out = remote.sh(lock.script(probe_script(request), None), request.args(),
+                    timeout=PROBE_TIMEOUT)
+    if out.status != 0:
+        raise FactsError(f"probe exited {out.status}: {out.stderr.strip()[-500:]}")
+    lines, answer = lock.split(out.stdout)
+    return parse(answer), lock.parse(lines)
+
+
+class _Beats:
+    """One daemon thread for the whole process: a heartbeat byte to every held lock every
+    `lock.BEAT` s (the host gives the lock up after `lock.LIFELINE` s of silence)."""
+
+    def __init__(self) -> None:
+        self.channels: set[Any] = set()
+        self.mutex = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def add(self, ch: Any) -> None:
+        with self.mutex:
+            self.channels.add(ch)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, daemon=True, name="lock-beats")
+                self.thread.start()
+
+    def discard(self, ch: Any) -> None:
+        with self.mutex:
+            self.channels.discard(ch)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(lock.BEAT)
+            with self.mutex:  # held while sending: after `discard` no beat follows a `q`
+                for ch in list(self.channels):
+                    with contextlib.suppress(Exception):
+                        ch.send(b".")
+
+
+_BEATS = _Beats()
+
+
+class HeldLock:
+    """The exec that holds a host's lock (apply), kept alive by the heartbeat. `release`:
+    one byte, no round trip waited for; closing the connection without it ends the lock too
+    (the host then marks the record: its session ended without releasing)."""
+
+    def __init__(self, channel: Any, token: str) -> None:
+        self.channel = channel
+        self.token = token
+        self.released = False
+        with contextlib.suppress(Exception):
+            channel.settimeout(lock.BEAT)  # a beat or the release never blocks for long
+        _BEATS.add(channel)
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        _BEATS.discard(self.channel)
+        with contextlib.suppress(Exception):
+            self.channel.send(b"q")
+            self.channel.shutdown_write()
+        with contextlib.suppress(Exception):
+            self.channel.close()
+
+
+def probe_locked(remote: Remote, request: Request, spec: lock.Spec,
+                 on_event: Callable[[str, lock.Report], None] | None = None
+                 ) -> tuple[Facts | None, lock.Report, HeldLock | None]:
+    """The one probe exec of an apply, inside the host lock: waits (saying so through
+    `on_event`) for the lock, an earlier holder's commands and armed rollbacks, then probes,
+    and stays as the lock's holder. (None, report, None) when the lock was not taken (the
+    report says why); raises FactsError when the probe itself failed."""
+    ch = remote.start(lock.script(probe_script(request), spec), request.args())
+    report = lock.Report()
+    held = False
+    try:
+        err: list[bytes] = []
+        answer = _read_locked(ch, report, on_event, spec.timeout + PROBE_TIMEOUT, err)
+        if answer is None:
+            if report.timeout or report.error:
+                return None, report, None
+            status = ch.recv_exit_status() if ch.exit_status_ready() else -1
+            text = b"".join(err + _drain_stderr(ch)).decode("utf-8", "replace")
+            raise FactsError(f"probe exited {status}: {text.strip()[-500:]}")
+        facts = parse(answer)
+        held = True
+        return facts, report, HeldLock(ch, spec.token)
+    finally:
+        if not held:
+            ch.close()
+
+
+def _drain_stderr(ch: Any) -> list[bytes]:
+    out: list[bytes] = []
+    while ch.recv_stderr_ready():
+        out.append(ch.recv_stderr(65536))
+    return out
+
+
+def _read_locked(ch: Any, report: lock.Report, on_event: Callable[[str, lock.Report], None] | None,
+                 timeout: float, err: list[bytes]) -> str | None:
+    """Read the held probe's stdout line by line: lock lines go to `report` (and `on_event`)
+    as they arrive; returns the probe's answer once its `end` record is in, None when the
+    exec ended first."""
+    import select
+
+    from provision.ssh.session import RemoteTimeout
+
+    deadline = time.monotonic() + timeout
+    buf = b""
+    answer: list[str] = []
+    while True:
+        ready, _, _ = select.select([ch], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready and time.monotonic() >= deadline:
+            raise RemoteTimeout(f"no answer within {timeout:g}s")
+        while ch.recv_ready():
+            buf += ch.recv(65536)
+        err += _drain_stderr(ch)
+        *lines, buf = buf.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if not answer and line.startswith("lock\t"):
+                kind = lock.feed(report, line)
+                if kind is not None and on_event is not None:
+                    on_event(kind, report)
+                continue
+            answer.append(line)
+            if line.partition("\t")[0] == "end":
+                return "\n".join(answer) + "\n"
+        if ch.closed or (ch.eof_received and not ch.recv_ready()):
+            return None
 
 
 @dataclass

@@ -12,6 +12,7 @@ import select
 import time
 from dataclasses import dataclass
 from shlex import quote
+from typing import Any
 
 from provision.errors import OperationError
 
@@ -35,12 +36,28 @@ class Remote:
         self.sudo = chain.host.user != "root"
         self.execs = 0
 
-    def sh(self, script: str, args: list[str] | tuple[str, ...] = (),
-           timeout: float | None = None) -> Output:
+    def _command(self, args: list[str] | tuple[str, ...]) -> str:
         argv = ["sh", "-s", "--", *args]
         if self.sudo:
             argv = ["sudo", "-n", "--", *argv]
-        command = " ".join(quote(a) for a in argv)
+        return " ".join(quote(a) for a in argv)
+
+    def start(self, script: str, args: list[str] | tuple[str, ...] = ()) -> Any:
+        """One exec like `sh`, left running with its stdin open: the caller reads its output
+        and closes the channel (the host lock's held probe, provision.hosts.gather)."""
+        self.execs += 1
+        ch = self.chain.conn.transport.open_session(timeout=30)
+        try:
+            ch.exec_command(self._command(args))
+            ch.sendall(script.encode())
+        except BaseException:
+            ch.close()
+            raise
+        return ch
+
+    def sh(self, script: str, args: list[str] | tuple[str, ...] = (),
+           timeout: float | None = None) -> Output:
+        command = self._command(args)
         transport = self.chain.conn.transport
         self.execs += 1
         ch = transport.open_session(timeout=30)

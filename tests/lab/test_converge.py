@@ -194,7 +194,15 @@ def test_sigkill_halfway_then_apply_converges_without_temp_files(
     assert now == before["gpu1"], "the target changed although the run was killed before rename"
     code, data, err = run(lab, "apply", "--yes", inventory=inv)
     assert code == 0, err
-    assert by_host(data)["gpu1"]["status"] == "changed"
+    g1 = by_host(data)["gpu1"]
+    # The killed run's batch is still on gpu1, asleep before its rename: this run takes the
+    # killed run's lock over, waits for that batch to end (it renames, then dies writing to
+    # the closed session), and plans from what it left: nothing more to do on gpu1.
+    assert g1["lock"]["took_over"]["state"] == "closed", g1
+    assert "gpu1: waiting for commands of the previous holder still running on the host" in err
+    assert "gpu1: took over a stale lock from apply by " in err
+    assert g1["status"] == "ok", g1
+    assert by_host(data)["gpu2"]["status"] == "changed"
     for h in GPUS:
         # only the managed directories this inventory creates (no /etc/provision without Jupyter)
         dirs = [d for d in ("/home", "/etc/systemd/system", "/etc/sudoers.d", "/etc/provision")

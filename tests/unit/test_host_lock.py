@@ -1,0 +1,423 @@
+"""The host lock's decisions (provision/hosts/lock.py): the holder record and the lock lines
+are host output, parsed as hostile text; wait-die; staleness; the messages. The last tests
+run the rendered lock script with a real `sh` and `flock` against a temporary directory
+(the paths moved there), so the shell side's states are proved too, without a lab."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provision.hosts import lock as L
+
+TOKEN_A = "0190000000000aaaaaaaaaaaa"
+TOKEN_B = "0190000000001bbbbbbbbbbbb"
+SINCE = 1796126465  # 2026-12-01 12:01:05 UTC
+
+
+def record(by: str = "alice@laptop", command: str = "apply", since: str = str(SINCE),
+           token: str = TOKEN_A, pid: str = "4242", state: str = "held", ended: str = "-") -> str:
+    return "\t".join(["provision-lock", "1", by, command, since, token, pid, state, ended])
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if old is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+# --- the holder record -------------------------------------------------------------------
+
+def test_a_record_we_wrote_parses() -> None:
+    h = L.parse_holder(record())
+    assert h == L.Holder("alice@laptop", "apply", SINCE, TOKEN_A, 4242, "held", None)
+    assert L.parse_holder(record(state="closed", ended=str(SINCE + 9))) == L.Holder(
+        "alice@laptop", "apply", SINCE, TOKEN_A, 4242, "closed", SINCE + 9)
+
+
+@pytest.mark.parametrize("text", [
+    record(by="alice@lap\x1b[31mtop"),            # escape sequence in who
+    record(by="alice@laptop\u202e"),               # bidi override
+    record(by="alice"),                            # no @host
+    record(by="a" * 65 + "@laptop"),               # longer than a name may be
+    record(command="apply; rm -rf /"),
+    record(since="12:01:05"),
+    record(since="9" * 13),
+    record(token="NOT-HEX-TOKEN-AT-ALL"),
+    record(pid="-1"),
+    record(state="mine"),
+    record(state="held", ended=str(SINCE)),       # held cannot have ended
+    record(state="closed", ended="-"),            # ended without a time
+    record().replace("provision-lock\t1", "provision-lock\t2"),
+    record() + "\textra",
+    record() + "\n" + record(),                    # two lines
+    record(by="alice@" + "l" * 60) + "\t" * 0 + "x" * 600,  # over the size cap
+    "",
+    "garbage",
+])
+def test_anything_else_is_unreadable(text: str) -> None:
+    assert L.parse_holder(text) is None
+
+
+# --- the lock lines ----------------------------------------------------------------------
+
+def test_a_wait_then_takeover_is_reported_in_order() -> None:
+    out = "\n".join([
+        f"lock\tbusy\t{record()}",
+        f"lock\tstale\t{record(state='closed', ended=str(SINCE + 30))}",
+        "lock\texecs",
+        "lock\tarmed\tsshd-0a1b2c3d\t1796126470.25",
+        "lock\tacquired\t42\t1796126507.5",
+        "probe\t1", "id\t0", "end", ""])
+    lines, answer = L.split(out)
+    assert answer.startswith("probe\t1\n") and answer.endswith("end\n")
+    r = L.parse(lines)
+    assert isinstance(r.busy, L.Holder) and r.busy.by == "alice@laptop"
+    assert isinstance(r.stale, L.Holder) and r.stale.state == "closed"
+    assert r.execs and r.acquired and r.waited == 42 and r.malformed == 0
+    assert r.acquired_at == 1796126507.5
+    assert r.armed == [L.Armed("sshd-0a1b2c3d", 1796126470.25)]
+    assert r.armed[0].kind == "sshd"
+    assert L.failure(r, 180, SINCE + 60) is None
+
+
+@pytest.mark.parametrize("line", [
+    "lock\tacquired\tlots\t1",
+    "lock\tacquired\t1",
+    "lock\tcontended\tx",
+    "lock\tarmed\t../../etc\t1",
+    "lock\tarmed\tsshd-1\t1; reboot",
+    "lock\ttimeout\tforever",
+    "lock\tsomething-new\tx",
+    "lock\texecs\tmore",
+    "lock\t" + "x" * 2000,
+    "lock",
+])
+def test_a_line_we_do_not_know_is_counted_and_never_trusted(line: str) -> None:
+    r = L.parse([line])
+    assert r.malformed == 1
+    assert not r.acquired and not r.armed and r.timeout == ""
+
+
+def test_an_unreadable_holder_is_said_so_not_printed() -> None:
+    r = L.parse([f"lock\tbusy\t{record(by='mallory@x')}\x1b]0;pwned\x07"])
+    assert r.busy == L.UNREADABLE
+    text = L.event_text(r, "busy", SINCE)
+    assert text == "waiting for a run whose lock record is unreadable"
+
+
+def test_too_many_lines_are_cut_off() -> None:
+    lines = [f"lock\tarmed\tsshd-{i:08x}\t1" for i in range(L.LINES_MAX + 20)]
+    r = L.parse(lines)
+    assert len(r.armed) == L.LINES_MAX and r.malformed == 20
+
+
+# --- decisions ---------------------------------------------------------------------------
+
+def test_wait_die_the_younger_run_yields() -> None:
+    a = L.new_token(1000.0, "ffffffff")  # started first
+    b = L.new_token(1000.5, "00000000")
+    assert a < b
+    older, younger = L.parse_holder(record(token=a)), L.parse_holder(record(token=b))
+    assert L.must_yield(b, older) is True      # younger waiting for older: hold nothing
+    assert L.must_yield(a, younger) is False   # older may wait, holding
+    assert L.must_yield(a, None) is True and L.must_yield(a, L.UNREADABLE) is True
+
+
+def test_the_token_orders_by_start_time_and_refuses_bad_randomness() -> None:
+    assert L.new_token(1.0, "abcdef12") < L.new_token(2.0, "00000000")
+    with pytest.raises(ValueError):
+        L.new_token(1.0, "xyz")
+
+
+@pytest.mark.parametrize("state,ended,why", [
+    ("closed", str(SINCE + 40), "its SSH session ended at 12:01:45 without releasing it"),
+    ("silent", str(SINCE + 70), f"its heartbeat stopped (no byte for {L.LIFELINE} s) at 12:02:15"),
+    ("held", "-", "its process on the host died without releasing it (killed, or the host "
+                  "restarted)"),
+])
+def test_staleness_says_what_became_of_the_holder(state: str, ended: str, why: str) -> None:
+    h = L.parse_holder(record(state=state, ended=ended))
+    assert h is not None
+    assert L.took_over(h, SINCE + 100) == (
+        f"took over a stale lock from apply by alice@laptop since 12:01:05: {why}")
+
+
+# --- messages ----------------------------------------------------------------------------
+
+def test_the_waiting_line() -> None:
+    r = L.parse([f"lock\tbusy\t{record()}"])
+    assert L.event_text(r, "busy", SINCE + 5) == "waiting for apply by alice@laptop since 12:01:05"
+    # another day: the date too
+    assert L.event_text(r, "busy", SINCE + 86400) == (
+        "waiting for apply by alice@laptop since 2026-12-01 12:01:05")
+
+
+def test_a_timeout_names_the_holder() -> None:
+    r = L.parse([f"lock\tbusy\t{record()}", f"lock\ttimeout\theld\t{record()}"])
+    assert L.failure(r, 7, SINCE) == (
+        "host lock held by apply by alice@laptop since 12:01:05; gave up after 7 s (--lock-timeout)")
+    r = L.parse(["lock\tarmed\tfirewall-00aa11bb\t1796126470", f"lock\ttimeout\tarmed\t{record()}"])
+    assert L.failure(r, 7, SINCE) == ("a rollback armed on the host (firewall-00aa11bb) had not "
+                                      "run after 7 s (--lock-timeout); nothing done")
+    assert L.failure(L.parse(["lock\terror\tflock not found"]), 7, SINCE) == (
+        "host lock: flock not found")
+    assert L.failure(L.parse([]), 7, SINCE) == "host lock: the host did not say it took the lock"
+
+
+def test_plan_says_an_apply_holds_the_host() -> None:
+    r = L.parse([f"lock\theld\t{record()}", "lock\tarmed\tsshd-0a1b2c3d\t1796126470"])
+    assert L.note(r, SINCE, plan=True) == (
+        "apply by alice@laptop since 12:01:05 holds the host: this plan may be out of date when "
+        "it finishes; a rollback is armed on the host (sshd-0a1b2c3d): the host changes when "
+        "it fires")
+    assert L.note(L.parse([]), SINCE, plan=True) == ""
+    stale = L.parse([f"lock\tstale\t{record(state='silent', ended=str(SINCE + 65))}"])
+    assert L.note(stale, SINCE, plan=True) == (
+        f"the lock of apply by alice@laptop since 12:01:05 was never released: its heartbeat "
+        f"stopped (no byte for {L.LIFELINE} s) at 12:02:10; the next apply takes it over")
+
+
+def test_apply_notes_the_takeover_and_the_wait() -> None:
+    r = L.parse([f"lock\tstale\t{record(state='closed', ended=str(SINCE + 1))}",
+                 "lock\tarmed\tsshd-0a1b2c3d\t1796126470", "lock\tacquired\t12\t1796126477"])
+    assert L.note(r, SINCE, plan=False) == (
+        "took over a stale lock from apply by alice@laptop since 12:01:05: its SSH session "
+        "ended at 12:01:06 without releasing it; waited 12 s for its rollback; planned from "
+        "facts read after")
+
+
+def test_who_we_are_is_made_safe() -> None:
+    assert L.operator_id("alice", "laptop.example.org") == "alice@laptop"
+    assert L.operator_id("al ice\x1b", "lap\ntop") == "al_ice_@lap_top"
+    assert L.operator_id("", "") == "unknown@unknown"
+
+
+def test_the_spec_refuses_what_could_reach_the_shell() -> None:
+    with pytest.raises(ValueError):
+        L.Spec("alice@laptop'; reboot #", "apply", TOKEN_A)
+    with pytest.raises(ValueError):
+        L.Spec("alice@laptop", "apply", "$(reboot)")
+    with pytest.raises(ValueError):
+        L.guard("x'y", "true\n")
+
+
+# --- the shell side, run for real --------------------------------------------------------
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    run = tmp_path / "run"
+    monkeypatch.setattr(L, "LOCK_DIR", str(run))
+    monkeypatch.setattr(L, "LOCK", str(run / "converge.lock"))
+    monkeypatch.setattr(L, "HOLDER", str(run / "converge.holder"))
+    monkeypatch.setattr(L, "WORK", str(run / "converge.work"))
+    monkeypatch.setattr(L, "STATE_DIR", str(tmp_path / "commit"))
+    (tmp_path / "commit").mkdir()
+    return tmp_path
+
+
+PROBE = "probe_main() {\nprintf 'probe\\t1\\nend\\n'\n}\nprobe_main \"$@\"\n"
+
+
+def start(spec: L.Spec) -> subprocess.Popen[str]:
+    p = subprocess.Popen(["sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, bufsize=1)
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(L.script(PROBE, spec))
+    p.stdin.flush()
+    return p
+
+
+def until_end(p: subprocess.Popen[str]) -> list[str]:
+    assert p.stdout is not None
+    lines = []
+    for line in p.stdout:
+        lines.append(line.rstrip("\n"))
+        if line == "end\n":
+            return lines
+    raise AssertionError(f"no end: {lines}")
+
+
+def test_held_released_taken_over_and_timed_out(paths: Path) -> None:
+    a = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
+    got = until_end(a)
+    assert L.parse(L.split("\n".join(got))[0]).acquired
+    holder = (paths / "run" / "converge.holder").read_text()
+    assert L.parse_holder(holder.strip("\n")) is not None
+    # the guard lets the holder's own execs through, nobody else's
+    ok = subprocess.run(["sh", "-s"], input=L.guard(TOKEN_A, "echo ran\n"), capture_output=True,
+                        text=True)
+    assert (ok.returncode, ok.stdout) == (0, "ran\n")
+    other = subprocess.run(["sh", "-s"], input=L.guard(TOKEN_B, "echo ran\n"),
+                           capture_output=True, text=True)
+    assert other.returncode == L.GUARD_EXIT and other.stdout == ""
+    assert "no longer holds the host lock" in other.stderr
+    # plan sees it held and does not wait
+    plan = subprocess.run(["sh", "-s"], input=L.script(PROBE, None), capture_output=True,
+                          text=True, timeout=30)
+    r = L.parse(L.split(plan.stdout)[0])
+    assert isinstance(r.held, L.Holder) and r.held.token == TOKEN_A
+    # a second apply waits (its operator still there: stdin open), then gives up naming the holder
+    b = start(L.Spec("bob@desk", "apply", TOKEN_B, 3))
+    assert b.stdout is not None and b.stdin is not None
+    b_out = b.stdout.read()  # to the end, stdin kept open until then
+    b.stdin.close()
+    b.wait(timeout=30)
+    rb = L.parse(L.split(b_out)[0])
+    assert b.returncode == L.GUARD_EXIT and "probe\t1" not in b_out
+    assert rb.timeout == "held" and isinstance(rb.busy, L.Holder) and rb.busy.by == "alice@laptop"
+    # a waiter whose operator went away (its input ended) stops waiting at once, says nothing
+    gone = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B,
+                                                                     600)),
+                          capture_output=True, text=True, timeout=60)
+    rg = L.parse(L.split(gone.stdout)[0])
+    assert gone.returncode == L.GUARD_EXIT and rg.busy is not None and rg.timeout == ""
+    # the holder's session ends without `q`: the record says so, the next taker says so
+    assert a.stdin is not None
+    a.stdin.close()
+    assert a.wait(timeout=30) == 0
+    plan = subprocess.run(["sh", "-s"], input=L.script(PROBE, None), capture_output=True,
+                          text=True, timeout=30)
+    stale = L.parse(L.split(plan.stdout)[0]).stale
+    assert isinstance(stale, L.Holder) and stale.state == "closed"
+    c = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B, 5)),
+                       capture_output=True, text=True, timeout=30)
+    rc = L.parse(L.split(c.stdout)[0])
+    assert rc.acquired and isinstance(rc.stale, L.Holder)
+    assert (rc.stale.token, rc.stale.state) == (TOKEN_A, "closed")
+
+
+def test_q_releases_cleanly_and_an_orphaned_rollback_is_set_aside(paths: Path) -> None:
+    d = paths / "commit" / "sshd-0a1b2c3d"
+    d.mkdir()
+    (d / "armed").touch()
+    (d / "armed-at").write_text("1796126470.5\n")
+    p = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
+    r = L.parse(L.split("\n".join(until_end(p)))[0])
+    assert p.stdin is not None
+    p.stdin.write("..q")  # two heartbeats, then the release
+    p.stdin.close()
+    assert p.wait(timeout=30) == 0 and r.acquired and r.stale is None
+    # no timer of that id runs here: it will never fire, so it is set aside, said once
+    assert r.orphans == [L.Armed("sshd-0a1b2c3d", 1796126470.5)]
+    assert not (d / "armed").exists() and (d / "orphaned").exists()
+    assert not (paths / "run" / "converge.holder").exists()  # released: no record left
+
+
+# --- wait-die over one run's hosts (provision.hosts.converge.Contention) -----------------
+
+class FakeLock:
+    def __init__(self) -> None:
+        self.token = TOKEN_B
+        self.released = 0
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def _run(name: str, status: str = "pending") -> tuple[Any, FakeLock]:
+    from provision.hosts.converge import HostRun
+    from provision.inventory.model import Host
+
+    host = Host.__new__(Host)
+    object.__setattr__(host, "name", name)
+    fake = FakeLock()
+    run = HostRun(host, status=status)
+    run.lock = fake
+    run.lock_report = L.Report()
+    return run, fake
+
+
+def _busy(token: str) -> L.Report:
+    return L.parse([f"lock\tbusy\t{record(token=token)}"])
+
+
+def test_a_younger_run_lets_go_of_what_it_holds_while_it_waits_for_an_older_one() -> None:
+    from provision.hosts.converge import Contention
+
+    said: list[tuple[str, str]] = []
+    c = Contention(TOKEN_B, lambda h, kind, r: said.append((h.name, kind)))
+    gpu1, lock1 = _run("gpu1")
+    c.prepared(gpu1)
+    assert lock1.released == 0  # nobody waits: kept
+    gpu2, _ = _run("gpu2")
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_A))
+    assert lock1.released == 1 and ("gpu1", "yield") in said
+    gpu3, lock3 = _run("gpu3")
+    c.prepared(gpu3)  # acquired while gpu2 still waits: let go too
+    assert lock3.released == 1
+    c.prepared(gpu2)  # gpu2 got its lock at last: kept
+    assert c.take_redo() == {"gpu1", "gpu3"} and c.take_redo() == set()
+    assert set(c.held) == {"gpu2"}
+
+
+def test_an_older_run_waits_holding() -> None:
+    from provision.hosts.converge import Contention
+
+    c = Contention(TOKEN_A)
+    gpu1, lock1 = _run("gpu1")
+    c.prepared(gpu1)
+    gpu2, _ = _run("gpu2")
+    c.on_event(gpu2.host, "busy", _busy(TOKEN_B))  # a younger holder
+    assert lock1.released == 0 and c.take_redo() == set()
+    # an unreadable record: cannot tell who is older, so yield
+    c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))
+    assert lock1.released == 1 and c.take_redo() == {"gpu1"}
+
+
+def test_a_holder_whose_operator_falls_silent_gives_the_lock_up(
+        paths: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No heartbeat for LIFELINE seconds (the laptop gone without a FIN): the host process
+    ends, the lock with it, and the record says how."""
+    monkeypatch.setattr(L, "LIFELINE", 1)
+    p = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
+    until_end(p)
+    assert p.wait(timeout=60) == 0  # stdin still open: it ended by itself
+    h = L.parse_holder((paths / "run" / "converge.holder").read_text().strip("\n"))
+    assert h is not None and h.state == "silent" and h.ended is not None
+    assert p.stdin is not None
+    p.stdin.close()
+
+
+def test_the_heartbeat_reaches_every_held_lock_until_released() -> None:
+    import threading
+
+    from provision.hosts.gather import HeldLock
+
+    class Channel:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+            self.beat = threading.Event()
+            self.closed = False
+
+        def send(self, data: bytes) -> int:
+            self.sent.append(data)
+            if data == b".":
+                self.beat.set()
+            return len(data)
+
+        def shutdown_write(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    ch = Channel()
+    held = HeldLock(ch, TOKEN_A)
+    assert ch.beat.wait(timeout=L.BEAT * 4), "no heartbeat"
+    held.release()
+    held.release()  # once only
+    assert ch.sent[-1] == b"q" and ch.sent.count(b"q") == 1 and ch.closed
