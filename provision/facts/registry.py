@@ -12,6 +12,7 @@ from . import (
     listeners,
     packages,
     sockets,
+    sshd_config,
     sshd_effective,
     sysctl,
     system,
@@ -25,5 +26,5 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     packages.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
-                                    sshd_effective.SPEC, docker.SPEC, jupyter_auth.SPEC)
+                                    sshd_effective.SPEC, sshd_config.SPEC, docker.SPEC, jupyter_auth.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

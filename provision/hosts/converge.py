@@ -20,6 +20,8 @@ import fabric  # noqa: F401
 import paramiko  # noqa: F401
 
 from provision.facts import Facts, Request
+from provision.facts.support import refusal
+from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
@@ -105,6 +107,9 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     run.remote = Remote(run.chain)
     try:
         run.facts = probe(run.remote, request)
+        refused = refusal(run.facts.get(SYSTEM))  # before any step: nothing half-applied
+        if refused:
+            raise Refused(refused)
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
