@@ -264,19 +264,33 @@ def read(cfg: SshdConfig, conn: Conn | None = None) -> Reading:
     return out
 
 
-def winner(cfg: SshdConfig, key: str, conn: Conn | None = None) -> Setting | None:
+# sshd -T spells some values differently from sshd_config
+ALIASES = {("permitrootlogin", "prohibit-password"): "without-password"}
+
+
+def normal(key: str, value: str) -> str:
+    """A value as `sshd -T` prints it (compared case-insensitively)."""
+    v = value.strip().strip('"').lower()
+    return ALIASES.get((key.lower(), v), v)
+
+
+def winner(cfg: SshdConfig, key: str, conn: Conn | None = None,
+           have: str | None = None) -> Setting | None:
     """The setting sshd uses for `key` (lower case): the first value of a matching Match
     block, else the first global one. None: sshd's default. A block we cannot evaluate
-    (Match Group) wins only when nothing certain does, flagged `certain=False`."""
+    (Match Group) is named (flagged `certain=False`) only when it explains `have`, the
+    value `sshd -T` showed, and nothing certain does."""
     key = key.lower()
     found = [s for s in read(cfg, conn).settings if s.key == key]
     matched = [s for s in found if s.match and s.certain]
     if matched:
         return matched[0]
     glob = [s for s in found if not s.match]
-    maybe = [s for s in found if s.match and not s.certain]
-    if maybe:
-        return maybe[0]
+    if have is not None and not (glob and normal(key, glob[0].value) == normal(key, have)):
+        maybe = [s for s in found if s.match and not s.certain
+                 and normal(key, s.value) == normal(key, have)]
+        if maybe:
+            return maybe[0]
     return glob[0] if glob else None
 
 

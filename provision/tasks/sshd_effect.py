@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from provision.facts.sshd_config import Conn, Setting, SshdConfig, winner
+from provision.facts.sshd_config import Conn, Setting, SshdConfig, normal, winner
 from provision.facts.sshd_effective import SshdEffective
 
-# sshd -T spells some values differently from sshd_config
-ALIASES = {("permitrootlogin", "prohibit-password"): "without-password"}
 # What "weaker than the hardening" means for `audit` (an error there): a way in with a
 # password. key -> the effective values that open it.
 WEAK: dict[str, tuple[str, ...]] = {
@@ -37,12 +35,6 @@ def hardened(content: str) -> dict[str, str]:
             key, _, value = line.partition(" ")
             out.setdefault(key.lower(), value.strip())
     return out
-
-
-def normal(key: str, value: str) -> str:
-    """A value as `sshd -T` prints it (compared case-insensitively)."""
-    v = value.strip().lower()
-    return ALIASES.get((key.lower(), v), v)
 
 
 @dataclass(frozen=True)
@@ -85,7 +77,7 @@ def compare(want: Mapping[str, str], eff: SshdEffective, cfg: SshdConfig,
             if have.lower() == normal(key, value) or (key, have) in seen:
                 continue
             seen.add((key, have))  # the same wrong value for every user: said once
-            origin = winner(cfg, key, conn)
+            origin = winner(cfg, key, conn, have)
             out.append(Mismatch(key, have, value, user,
                                 origin if origin is not None and origin.path != ours else None))
     return out
@@ -143,5 +135,5 @@ def weaknesses(eff: SshdEffective, cfg: SshdConfig,
             have = view.get(key).lower()
             if have in bad and (key, have) not in seen:
                 seen.add((key, have))
-                out.append(Weak(key, have, user, winner(cfg, key, conn)))
+                out.append(Weak(key, have, user, winner(cfg, key, conn, have)))
     return out

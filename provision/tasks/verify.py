@@ -66,7 +66,7 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
             if have.lower() == E.normal(key, value) or (key, have) in seen:
                 continue
             seen.add((key, have))
-            origin = SC.winner(cfg, key, conn) if cfg.files else None
+            origin = SC.winner(cfg, key, conn, have) if cfg.files else None
             m = E.Mismatch(key, have, value, conn.user if conn else "",
                            origin if origin is not None and origin.path != path else None)
             problems.append(m.describe())
