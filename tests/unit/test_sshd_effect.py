@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from probe_records import answer, file_rec
 
 from provision.facts import parse
 from provision.facts import sshd_config as SC
@@ -30,8 +31,6 @@ from provision.tasks.commit import ApplyResult, apply_script, parse_apply, rollb
 from provision.tasks.sshd import SshdStep
 from provision.tasks.step import Refused
 from provision.tasks.verify import verify
-
-from probe_records import answer, file_rec
 
 FIX = Path(__file__).parent.parent / "fixtures"
 CASES = FIX / "sshd_config"
