@@ -135,31 +135,38 @@ def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
     return out
 
 
-def _firewall(action: CommitConfirmed, result: ApplyResult) -> str | None:
+def firewall_problems(files: list[tuple[str, str]], saves: dict[int, str]) -> list[str]:
+    """What keeps rendered rules files (kind, content) from taking effect in the live tables
+    (`iptables-save -t filter` text per family): our chain missing, different from the file
+    or not hooked in, or something before our jump letting in what our chain drops."""
     problems: list[str] = []
-    for s in action.files:
-        fam: Family | None = TESTED_KINDS.get(s.kind)  # type: ignore[assignment]
+    for kind, content in files:
+        fam: Family | None = TESTED_KINDS.get(kind)  # type: ignore[assignment]
         if fam is None:
             continue
-        rendered = FP.parse_save(s.write.content, fam)
-        if fam not in result.saves:
-            problems.append(f"ip{'6' if fam == 6 else ''}tables-save said nothing after loading")
+        if fam not in saves:
+            problems.append(f"ip{'6' if fam == 6 else ''}tables-save said nothing")
             continue
         try:
-            live = FP.parse_save(result.saves[fam], fam)
+            live = FP.parse_save(saves[fam], fam)
         except FP.ParseError as e:
-            problems.append(f"IPv{fam} rules unreadable after loading: {e}")
+            problems.append(f"IPv{fam} rules unreadable: {e}")
             continue
-        for name, chain in rendered.chains.items():
+        docker = kind.startswith("iptables-docker")
+        for name, chain in FP.parse_save(content, fam).chains.items():
             hook = HOOKS.get(name)
             if hook is None:
                 continue
             rs = Ruleset(fam, name, hook, tuple(r.rule for r in chain.rules))
-            docker = s.kind.startswith("iptables-docker")
-            for d in FP.drift(rs, live, hook_required=not docker):
-                if d.kind != "foreign-rule":
-                    problems.append(d.describe())
-            problems += [f"IPv{fam}: {w}" for w in in_the_way(live, name, hook)]
+            problems += [d.describe() for d in FP.drift(rs, live, hook_required=not docker)
+                         if d.kind != "foreign-rule"]
+            if not docker:
+                problems += [f"IPv{fam}: {w}" for w in in_the_way(live, name, hook)]
+    return list(dict.fromkeys(problems))
+
+
+def _firewall(action: CommitConfirmed, result: ApplyResult) -> str | None:
+    problems = firewall_problems([(s.kind, s.write.content) for s in action.files], result.saves)
     if not problems:
         return None
-    return "the loaded rules do not take effect: " + "; ".join(dict.fromkeys(problems))
+    return "the loaded rules do not take effect: " + "; ".join(problems)
