@@ -69,6 +69,9 @@ class SshdStep:
         if refused:
             raise Refused(refused)
         eff = facts.get(SE.SPEC)
+        refused = E.socket_mismatch(eff)
+        if refused:
+            raise Refused(refused)
         fact = facts.file(a.path)
         want = WriteFile(a.path, self.content, a.mode, a.owner, a.group,
                          old=fact.content if fact.kind == "file" else None)

@@ -137,3 +137,35 @@ def weaknesses(eff: SshdEffective, cfg: SshdConfig,
                 seen.add((key, have))
                 out.append(Weak(key, have, user, winner(cfg, key, conn, have)))
     return out
+
+
+# --- socket activation ---------------------------------------------------------------------
+
+def _endpoint(text: str) -> tuple[str, str]:
+    """`[::]:22`, `0.0.0.0:22`, `10.0.0.1:2222` or `22` -> (host, port); any-address -> "*"."""
+    text = text.split(" (", 1)[0].strip()
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]")
+    return ("*" if host in ("", "::", "0.0.0.0") else host, port)
+
+
+def socket_mismatch(eff: SshdEffective) -> str | None:
+    """On a host whose sshd is started from ssh.socket, where sshd listens is the socket's
+    ListenStream, not sshd_config's Port/ListenAddress (Ubuntu's generator copies them into
+    the socket only at daemon-reload; Debian has none). When the two disagree, a port or
+    listen-address setting does not take effect: why, or None."""
+    if not eff.socket_active or eff.status != 0:
+        return None
+    sock = {_endpoint(x) for x in eff.socket_listen}
+    conf = {_endpoint(x) for x in eff.settings.get("listenaddress", ())}
+    if not sock or not conf or sock == conf:
+        return None
+    show = ", ".join(sorted(f"{h}:{p}" for h, p in conf))
+    listens = ", ".join(x.split(" (", 1)[0] for x in eff.socket_listen)
+    return (f"sshd is started from ssh.socket, which listens on {listens}; sshd_config's "
+            f"Port/ListenAddress ({show}) do not reach it: provision does not rewrite the "
+            "socket; make them agree (Ubuntu: `systemctl daemon-reload && systemctl restart "
+            "ssh.socket` regenerates it from sshd_config; Debian: ListenStream= in a "
+            "ssh.socket drop-in)")

@@ -12,6 +12,10 @@ fact_sshd_effective() {
   fi
   printf 'sshdrc\t%s\n' "$rc"
   [ "$rc" = 0 ] || return 0
+  # started from ssh.socket (Ubuntu 22.10+): the socket, not sshd_config, says where it listens
+  if [ -d /run/systemd/system ]; then
+    systemctl show -p ActiveState -p Listen ssh.socket 2>/dev/null | sed "s/^/sshdsock$T/"
+  fi
   users=''
   for a in "$@"; do
     case $a in C:*,*|C:*=*|C:*' '*) ;; C:?*) users="$users ${a#C:}" ;; esac

@@ -192,3 +192,48 @@ def test_unsupported_hosts_are_refused_before_anything_changes(lab: Lab, world: 
     h = host(data)
     assert code == 1 and h["status"] == "failed" and "has no `Include" in h["error"], h
     assert lab.host(HOST, "test", "-e", DROPIN, check=False).returncode == 1
+
+
+# --- sshd started from ssh.socket ------------------------------------------------------------
+
+SOCKET_ON = "; ".join([
+    "rm -f /etc/systemd/system/ssh.socket",  # the lab's mask
+    "systemctl daemon-reload",
+    "systemctl disable -q ssh.service",
+    "systemctl enable -q ssh.socket",
+    "systemctl stop ssh.service",
+    "systemctl start ssh.socket",
+])
+SOCKET_OFF = "; ".join([
+    "sed -i '/^Port 2222$/d' /etc/ssh/sshd_config",
+    "systemctl disable -q --now ssh.socket",
+    "ln -sf /dev/null /etc/systemd/system/ssh.socket",
+    "systemctl daemon-reload",
+    "systemctl enable -q ssh.service",
+    "systemctl restart ssh.service",
+])
+
+
+def test_socket_activated_sshd_converges_and_a_port_change_is_refused(
+        lab: Lab, world: dict[str, Path]) -> None:
+    lab.host(HOST, "sh", "-ec", SOCKET_ON)
+    try:
+        assert lab.host(HOST, "systemctl", "is-active", "ssh.service", check=False).stdout.strip() \
+            == "inactive"
+        code, data, err = run(lab, world, "apply")
+        h = host(data)
+        assert code == 0 and h["status"] == "changed", err + json.dumps(h)
+        # validated, reloaded, read back and confirmed over a new connection, through the socket
+        assert lab.host(HOST, "systemctl", "is-active", "ssh.socket").stdout.strip() == "active"
+        assert effective(lab, "passwordauthentication") == "no"
+        code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+        assert code == 0 and host(data)["changes"] == 0, err + json.dumps(data)
+        # a Port line in sshd_config never reaches the socket on Debian (no generator)
+        lab.host(HOST, "sh", "-c", "sed -i '1i Port 2222' /etc/ssh/sshd_config")
+        code, data, err = run(lab, world, "plan")
+        h = host(data)
+        assert code == 1 and h["status"] == "failed", h
+        assert "started from ssh.socket, which listens on [::]:22" in h["error"], h["error"]
+        assert "*:2222" in h["error"], h["error"]
+    finally:
+        lab.host(HOST, "sh", "-c", SOCKET_OFF, check=False)

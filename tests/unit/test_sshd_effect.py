@@ -309,3 +309,37 @@ def test_the_probe_reports_os_and_capabilities() -> None:
     assert f.os == {"id": "alpine", "version_id": "3.19.1", "pretty_name": "Alpine Linux v3.19",
                     "id_like": ""}
     assert "not a Debian-family OS" in (refusal(f.get(SYSTEM)) or "")
+
+
+# --- socket activation ------------------------------------------------------------------------
+
+def _eff(*recs: str) -> object:
+    return parse(answer("sshdt\tport 22", "sshdt\tlistenaddress [::]:22",
+                        "sshdt\tlistenaddress 0.0.0.0:22", *recs, "sshdrc\t0")).get(EFF)
+
+
+def test_socket_listening_where_sshd_config_says_is_fine() -> None:
+    eff = _eff("sshdsock\tActiveState=active", "sshdsock\tListen=[::]:22 (Stream)")
+    assert eff.socket_active and eff.socket_listen == ("[::]:22 (Stream)",)  # type: ignore[attr-defined]
+    assert E.socket_mismatch(eff) is None  # type: ignore[arg-type]
+    # not socket-activated: sshd_config's ports are what sshd binds
+    assert E.socket_mismatch(_eff("sshdsock\tActiveState=inactive",  # type: ignore[arg-type]
+                                  "sshdsock\tListen=[::]:2222 (Stream)")) is None
+
+
+def test_a_port_the_socket_does_not_listen_on_is_refused(inv: Inventory) -> None:
+    f = parse(answer("sshdt\tport 2222", "sshdt\tlistenaddress [::]:2222", "sshdrc\t0",
+                     "sshdsock\tActiveState=active", "sshdsock\tListen=[::]:22 (Stream)"))
+    why = E.socket_mismatch(f.get(EFF)) or ""
+    assert "started from ssh.socket, which listens on [::]:22" in why and "*:2222" in why
+    step = SshdStep.build(inv, inv.node("gpu1"))
+    with pytest.raises(Refused, match=r"ssh\.socket"):
+        step.diff(f)
+
+
+def test_sshd_apply_restarts_instead_of_reloading_under_ssh_socket(inv: Inventory) -> None:
+    step = SshdStep.build(inv, inv.node("gpu1"))
+    (a,) = step.diff(facts_of("cloud-image", dropin=None, effective={}))  # type: ignore[arg-type]
+    s = apply_script(a, "sshd-0a0b", 30)
+    sock = s.index("if systemctl -q is-active ssh.socket; then")
+    assert s.index("systemctl restart ssh.service", sock) < s.index("systemctl reload ssh.service", sock)
