@@ -272,9 +272,14 @@ def _firewall(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,
         d = FP.Drift(fam, "", "unreadable", str(e))
         return None, [d], [Finding("warning", "firewall-unreadable", host.name, d.describe(),
                                    "report this output; audit assumes no firewall")]
-    drifts = FP.drift(fw.v4 if fam == 4 else fw.v6, live)
+    from provision.tasks.verify import in_the_way
+
+    rs = fw.v4 if fam == 4 else fw.v6
+    drifts = FP.drift(rs, live)
     drifts += FP.drift(fw.docker_v4 if fam == 4 else fw.docker_v6, live, hook_required=False)
-    found = []
+    found = [Finding("error", "firewall-bypassed", host.name, f"IPv{fam}: {w}",
+                     "remove that rule or disable the tool (`ufw disable`), then re-apply")
+             for w in in_the_way(live, rs.chain, rs.hook)]
     fix = "re-apply (`provision apply --playbook harden`), or run provision-firewall on the host"
     for d in drifts:
         severe = d.kind in ("missing-chain", "flushed", "unhooked")

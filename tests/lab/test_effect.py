@@ -237,3 +237,45 @@ def test_socket_activated_sshd_converges_and_a_port_change_is_refused(
         assert "*:2222" in h["error"], h["error"]
     finally:
         lab.host(HOST, "sh", "-c", SOCKET_OFF, check=False)
+
+
+# --- the firewall: something in the way ------------------------------------------------------
+
+UNFIREWALL = "; ".join([
+    "iptables -w -D INPUT -j ACCEPT",
+    "systemctl disable --now provision-firewall.service",
+    "rm -f /etc/iptables/rules.v4 /etc/iptables/rules.v6 /etc/iptables/provision-docker.v4 "
+    "/etc/iptables/provision-docker.v6 /usr/local/sbin/provision-firewall "
+    "/etc/systemd/system/provision-firewall.service",
+    "systemctl daemon-reload",
+    *(f"{t} -w -D INPUT -j PROVISION-INPUT; {t} -w -F PROVISION-INPUT; {t} -w -X PROVISION-INPUT"
+      for t in ("iptables", "ip6tables")),
+    "rm -rf /var/lib/provision/commit",
+])
+
+
+def test_an_accept_all_placed_before_our_chain_fails_the_firewall_commit(
+        lab: Lab, world: dict[str, Path]) -> None:
+    book = world["playbook"].with_name("firewall-only.yml")
+    book.write_text("name: firewall-only\nhosts: [all]\nsteps: [firewall]\n")
+    base = ["-i", str(world["inventory"]), "--playbook", str(book)]
+    try:
+        code, data, err = lab.provision_json("apply", *base, "--yes", "--confirm-timeout", CONFIRM, HOST)
+        assert code == 0 and host(data)["status"] == "changed", err + json.dumps(data)
+        code, data, err = lab.provision_json("plan", *base, "--detailed-exitcode", HOST)
+        assert code == 0, err + json.dumps(data)
+        # another tool inserts an accept-everything rule above our jump
+        lab.host(HOST, "iptables", "-w", "-I", "INPUT", "1", "-j", "ACCEPT")
+        code, data, err = lab.provision_json("plan", *base, "--detailed-exitcode", HOST)
+        assert code == 3, err + json.dumps(data)
+        (action,) = host(data)["actions"]
+        assert "live rules: IPv4: an ACCEPT rule before PROVISION-INPUT in INPUT" in action["description"]
+        code, data, err = lab.provision_json("apply", *base, "--yes", "--confirm-timeout", CONFIRM, HOST)
+        h = host(data)
+        assert code == 1 and h["status"] == "failed", h
+        assert "an ACCEPT rule before PROVISION-INPUT in INPUT (`-A INPUT -j ACCEPT`)" in h["error"], h
+        assert "rolled back at once" in h["error"], h
+        v4 = lab.host(HOST, "iptables", "-w", "-S", "INPUT").stdout.splitlines()
+        assert v4[1:3] == ["-A INPUT -j ACCEPT", "-A INPUT -j PROVISION-INPUT"], v4  # as before
+    finally:
+        lab.host(HOST, "sh", "-c", UNFIREWALL, check=False)

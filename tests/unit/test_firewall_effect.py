@@ -120,3 +120,19 @@ def test_plan_shows_live_rules_that_differ_though_the_files_are_ours() -> None:
     (a,) = step.diff(facts("-A INPUT -j ACCEPT"))
     assert any(r.startswith("live rules: IPv4: an ACCEPT rule before PROVISION-INPUT") for r in a.reasons)
     assert not any(s.changed for s in a.files)
+
+
+def test_audit_reports_a_rule_in_the_way_as_an_error() -> None:
+    from provision.exposure import live as LV
+    from provision.facts import parse
+
+    inv = load_inventory(FIX / "audit" / "inventory.yml")
+    text = (FIX / "audit" / "gpu1-clean.txt").read_text()
+    lines = text.splitlines()
+    at = lines.index("ipt4\t-A INPUT -j PROVISION-INPUT")
+    lines.insert(at, "ipt4\t-A INPUT -j ACCEPT")
+    rep = LV.report(inv, inv.node("gpu1"), parse("\n".join(lines) + "\n"))
+    (f,) = [f for f in rep.findings if f.code == "firewall-bypassed"]
+    assert f.severity == "error" and "`-A INPUT -j ACCEPT`" in f.message
+    assert not [f for f in LV.report(inv, inv.node("gpu1"), parse(text)).findings
+                if f.code == "firewall-bypassed"]
