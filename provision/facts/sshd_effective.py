@@ -20,8 +20,7 @@ class SshdEffective:
     addr: str = ""  # the probe's SSH client address ("" unknown), laddr/lport: sshd's side
     laddr: str = ""
     lport: str = ""
-    socket_active: bool | None = None  # ssh.socket active (None: not probed)
-    socket_listen: tuple[str, ...] = ()  # its Listen= entries, e.g. "[::]:22 (Stream)"
+    uniform: bool = False  # no Match block anywhere: every user's view is the global one
 
     def get(self, key: str) -> str:
         """The (first) value of a setting, "" when absent."""
@@ -55,8 +54,7 @@ def parse(records: Sequence[Rec]) -> SshdEffective:
     per: dict[str, list[str]] = {}
     per_rc: dict[str, int | None] = {}
     addr = laddr = lport = ""
-    sock_active: bool | None = None
-    listen: list[str] = []
+    same: list[str] = []  # users whose view is the global one (no Match block anywhere)
     for r in records:
         if r.kind == "sshdt":
             lines.append(r.raw)
@@ -68,17 +66,14 @@ def parse(records: Sequence[Rec]) -> SshdEffective:
             per_rc[r.fields[0]] = _rc(r.fields[1])
         elif r.kind == "sshdconn" and len(r.fields) == 3:
             addr, laddr, lport = r.fields
-        elif r.kind == "sshdsock":
-            key, _, value = r.raw.partition("=")
-            if key == "ActiveState":
-                sock_active = value.strip() in ("active", "reloading")
-            elif key == "Listen" and value.strip():
-                listen.append(value.strip())
+        elif r.kind == "sshdcsame" and r.fields:
+            same.append(r.fields[0])
     top = _one(lines, status)
     users = {u: _one(per.get(u, []), rc) for u, rc in per_rc.items()}
+    users.update({u: SshdEffective(top.settings, top.status, top.error) for u in same})
     return SshdEffective(top.settings, top.status, top.error, users, addr, laddr, lport,
-                         sock_active, tuple(listen))
+                         bool(same) and not per_rc)
 
 
-SPEC = FactSpec("sshd_effective", ("sshdt", "sshdrc", "sshdc", "sshdcrc", "sshdconn", "sshdsock"),
+SPEC = FactSpec("sshd_effective", ("sshdt", "sshdrc", "sshdc", "sshdcrc", "sshdconn", "sshdcsame"),
                 parse)

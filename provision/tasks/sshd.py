@@ -69,7 +69,7 @@ class SshdStep:
         if refused:
             raise Refused(refused)
         eff = facts.get(SE.SPEC)
-        refused = E.socket_mismatch(eff)
+        refused = E.socket_mismatch(eff, facts.units.get(SOCKET))
         if refused:
             raise Refused(refused)
         fact = facts.file(a.path)
@@ -97,7 +97,8 @@ class SshdStep:
                         for m in E.compare(settings, eff, cfg, a.path)]
         if not reasons:
             return []
-        checks = ("", *(c.spec() for c in E.conns(eff).values()))
+        # per user only where a Match block could tell users apart (ours has none)
+        checks = ("",) if eff.uniform else ("", *(c.spec() for c in E.conns(eff).values()))
         # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch
         changed = (fact.kind != "file" or fact.sha256 != sha256(want.content)
                    or (fact.mode, fact.owner, fact.group) != (a.mode, a.owner, a.group))

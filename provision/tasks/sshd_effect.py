@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from provision.facts.sshd_config import Conn, Setting, SshdConfig, normal, winner
 from provision.facts.sshd_effective import SshdEffective
+from provision.facts.units import UnitFact
 
 # What "weaker than the hardening" means for `audit` (an error there): a way in with a
 # password. key -> the effective values that open it.
@@ -151,19 +152,19 @@ def _endpoint(text: str) -> tuple[str, str]:
     return ("*" if host in ("", "::", "0.0.0.0") else host, port)
 
 
-def socket_mismatch(eff: SshdEffective) -> str | None:
+def socket_mismatch(eff: SshdEffective, socket: UnitFact | None) -> str | None:
     """On a host whose sshd is started from ssh.socket, where sshd listens is the socket's
     ListenStream, not sshd_config's Port/ListenAddress (Ubuntu's generator copies them into
     the socket only at daemon-reload; Debian has none). When the two disagree, a port or
     listen-address setting does not take effect: why, or None."""
-    if not eff.socket_active or eff.status != 0:
+    if socket is None or not socket.active or eff.status != 0:
         return None
-    sock = {_endpoint(x) for x in eff.socket_listen}
+    sock = {_endpoint(x) for x in socket.listen}
     conf = {_endpoint(x) for x in eff.settings.get("listenaddress", ())}
     if not sock or not conf or sock == conf:
         return None
     show = ", ".join(sorted(f"{h}:{p}" for h, p in conf))
-    listens = ", ".join(x.split(" (", 1)[0] for x in eff.socket_listen)
+    listens = ", ".join(x.split(" (", 1)[0] for x in socket.listen)
     return (f"sshd is started from ssh.socket, which listens on {listens}; sshd_config's "
             f"Port/ListenAddress ({show}) do not reach it: provision does not rewrite the "
             "socket; make them agree (Ubuntu: `systemctl daemon-reload && systemctl restart "

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from probe_records import answer, file_rec
+from probe_records import answer, file_rec, unit_block
 
 from provision.facts import parse
 from provision.facts import sshd_config as SC
@@ -313,28 +313,42 @@ def test_the_probe_reports_os_and_capabilities() -> None:
 
 # --- socket activation ------------------------------------------------------------------------
 
-def _eff(*recs: str) -> object:
-    return parse(answer("sshdt\tport 22", "sshdt\tlistenaddress [::]:22",
-                        "sshdt\tlistenaddress 0.0.0.0:22", *recs, "sshdrc\t0")).get(EFF)
+def _socket(active: str, listen: str) -> list[str]:
+    block = unit_block("ssh.socket", active=active)
+    return [*block[:-1], f"unit\tListen={listen}", block[-1]]
 
 
 def test_socket_listening_where_sshd_config_says_is_fine() -> None:
-    eff = _eff("sshdsock\tActiveState=active", "sshdsock\tListen=[::]:22 (Stream)")
-    assert eff.socket_active and eff.socket_listen == ("[::]:22 (Stream)",)  # type: ignore[attr-defined]
-    assert E.socket_mismatch(eff) is None  # type: ignore[arg-type]
+    f = parse(answer("sshdt\tport 22", "sshdt\tlistenaddress [::]:22",
+                     "sshdt\tlistenaddress 0.0.0.0:22", "sshdrc\t0",
+                     _socket("active", "[::]:22 (Stream)")))
+    sock = f.units["ssh.socket"]
+    assert sock.active and sock.listen == ("[::]:22 (Stream)",)
+    assert E.socket_mismatch(f.get(EFF), sock) is None
     # not socket-activated: sshd_config's ports are what sshd binds
-    assert E.socket_mismatch(_eff("sshdsock\tActiveState=inactive",  # type: ignore[arg-type]
-                                  "sshdsock\tListen=[::]:2222 (Stream)")) is None
+    f = parse(answer("sshdt\tlistenaddress [::]:22", "sshdrc\t0",
+                     _socket("inactive", "[::]:2222 (Stream)")))
+    assert E.socket_mismatch(f.get(EFF), f.units["ssh.socket"]) is None
 
 
 def test_a_port_the_socket_does_not_listen_on_is_refused(inv: Inventory) -> None:
     f = parse(answer("sshdt\tport 2222", "sshdt\tlistenaddress [::]:2222", "sshdrc\t0",
-                     "sshdsock\tActiveState=active", "sshdsock\tListen=[::]:22 (Stream)"))
-    why = E.socket_mismatch(f.get(EFF)) or ""
+                     _socket("active", "[::]:22 (Stream)")))
+    why = E.socket_mismatch(f.get(EFF), f.units["ssh.socket"]) or ""
     assert "started from ssh.socket, which listens on [::]:22" in why and "*:2222" in why
     step = SshdStep.build(inv, inv.node("gpu1"))
     with pytest.raises(Refused, match=r"ssh\.socket"):
         step.diff(f)
+
+
+def test_without_a_match_block_per_user_views_are_the_global_one(inv: Inventory) -> None:
+    f = parse(answer("sshdt\tpasswordauthentication no", "sshdrc\t0", "sshdcsame\talice",
+                     "sshdcsame\tbob"))
+    eff = f.get(EFF)
+    assert eff.uniform and eff.users["alice"].get("passwordauthentication") == "no"
+    step = SshdStep.build(inv, inv.node("gpu1"))
+    (a,) = step.diff(f)
+    assert a.checks == ("",)  # no per-user read-back either
 
 
 def test_sshd_apply_restarts_instead_of_reloading_under_ssh_socket(inv: Inventory) -> None:
@@ -343,3 +357,20 @@ def test_sshd_apply_restarts_instead_of_reloading_under_ssh_socket(inv: Inventor
     s = apply_script(a, "sshd-0a0b", 30)
     sock = s.index("if systemctl -q is-active ssh.socket; then")
     assert s.index("systemctl restart ssh.service", sock) < s.index("systemctl reload ssh.service", sock)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/etc/ssh/sshd_config")
+                    or not os.path.exists("/usr/sbin/sshd"), reason="needs root and sshd")
+def test_the_fragments_run_here_and_parse() -> None:
+    from provision.facts import Request, probe_script
+
+    req = Request(facts=("sshd_config", "sshd_effective"), sshd_users=("root",))
+    out = subprocess.run(["sh", "-s", "--", *req.args()], input=probe_script(req),
+                         capture_output=True, text=True, check=True).stdout
+    f = parse(out)
+    cfg, eff = f.get(SC.SPEC), f.get(EFF)
+    assert "/etc/ssh/sshd_config" in cfg.files and eff.status == 0 and eff.get("port")
+    matches = any(ln.strip().lower().startswith("match") for t in cfg.files.values()
+                  for ln in t.splitlines())
+    assert eff.uniform is not matches  # per-user runs only where a Match block exists
+    assert eff.users["root"].get("port") == eff.get("port")
