@@ -13,8 +13,6 @@ only names the file and line that wins.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import fnmatch
 import ipaddress
 import posixpath
@@ -42,21 +40,19 @@ class SshdConfig:
 
 
 def parse(records: Sequence[Rec]) -> SshdConfig:
-    files: dict[str, str] = {}
+    lines: dict[str, list[str]] = {}
     for r in records:
-        if r.kind != "sshdcf" or len(r.fields) != 2:
-            continue
-        path, b64 = r.fields
-        try:
-            text = "" if b64 == "." else base64.b64decode(b64, validate=True).decode(
-                "utf-8", errors="replace")
-        except (binascii.Error, ValueError):
-            raise FactsError(f"line {r.line}: bad sshd config encoding") from None
-        files[path] = text
-    return SshdConfig(files)
+        if r.kind == "sshdcf" and r.fields:
+            lines.setdefault(r.raw, [])
+        elif r.kind == "sshdln":
+            path, n, text = (r.raw.split("\t", 2) + ["", ""])[:3]
+            if path not in lines or not n.isdigit() or int(n) != len(lines[path]) + 1:
+                raise FactsError(f"line {r.line}: sshd config line out of order")
+            lines[path].append(text)
+    return SshdConfig({p: "".join(t + "\n" for t in ls) for p, ls in lines.items()})
 
 
-SPEC = FactSpec("sshd_config", ("sshdcf",), parse)
+SPEC = FactSpec("sshd_config", ("sshdcf", "sshdln"), parse)
 
 
 # --- reading the config as sshd does -------------------------------------------------------

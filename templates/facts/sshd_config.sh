@@ -1,24 +1,35 @@
 # sshd's configuration files as sshd reads them: sshd_config, then every file an Include
 # names (relative to /etc/ssh, globs expanded in C order), each file once, at most 64.
-# One record per file: path and base64 content. The order of reading is decided on our side
-# (provision.facts.sshd_config), from these files alone.
+# `sshdcf PATH` per file, then `sshdln PATH N TEXT` per line; one awk per level of
+# Includes (two on a stock host), which also finds the next level's patterns and whether
+# any file has a Match block (PROBE_SSHD_MATCH, read by fact_sshd_effective: without one,
+# sshd -T -C per user equals sshd -T and is skipped). The order of reading is decided on
+# our side (provision.facts.sshd_config), from these lines alone.
 fact_sshd_config() {
-  queue=/etc/ssh/sshd_config; seen=' '; n=0
-  # whether any file has a Match block: without one, sshd -T -C per user equals sshd -T and
-  # fact_sshd_effective skips those runs (one sshd -T each, ~20 ms)
   PROBE_SSHD_MATCH=no
-  while [ -n "$queue" ] && [ "$n" -lt 64 ]; do
-    queue=${queue# }; f=${queue%% *}; queue=${queue#"$f"}
-    case $seen in *" $f "*) continue ;; esac
-    seen="$seen$f "; n=$((n + 1))
-    [ -f "$f" ] || continue
-    c=$(base64 -w0 < "$f"); [ -n "$c" ] || c=.
-    printf 'sshdcf\t%s\t%s\n' "$f" "$c"
-    if grep -qi '^[[:space:]]*match[[:space:]=]' "$f"; then PROBE_SSHD_MATCH=yes; fi
-    for g in $(sed -n 's/^[[:space:]]*[Ii][Nn][Cc][Ll][Uu][Dd][Ee][[:space:]=][[:space:]]*//p' "$f"); do
-      case $g in /*) ;; *) g=/etc/ssh/$g ;; esac
-      # shellcheck disable=SC2086
-      for m in $g; do if [ -f "$m" ]; then queue="$queue $m"; fi; done
+  level=/etc/ssh/sshd_config; seen=' '; n=0
+  while [ -n "$level" ] && [ "$n" -lt 64 ]; do
+    files=''
+    for f in $level; do
+      case $seen in *" $f "*) continue ;; esac
+      [ -f "$f" ] || continue
+      seen="$seen$f "; n=$((n + 1)); files="$files $f"
+      printf 'sshdcf\t%s\n' "$f"
+    done
+    [ -n "$files" ] || break
+    # shellcheck disable=SC2086
+    { found=$(awk -v T="$T" '
+      { print "sshdln" T FILENAME T FNR T $0 }
+      tolower($1) == "include" { for (i = 2; i <= NF; i++) print "inc " $i > "/dev/fd/3" }
+      tolower($1) ~ /^match(=|$)/ { print "match" > "/dev/fd/3" }' $files 3>&1 1>&4); } 4>&1
+    level=''
+    for w in $found; do
+      case $w in
+        inc) ;;
+        match) PROBE_SSHD_MATCH=yes ;;
+        /*) level="$level $w" ;;
+        *) level="$level /etc/ssh/$w" ;;
+      esac
     done
   done
   return 0

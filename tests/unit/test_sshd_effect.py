@@ -8,7 +8,6 @@ has sshd and we are root (the lab's machine): the fixtures are what sshd really 
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import subprocess
@@ -129,16 +128,18 @@ def test_the_reader_agrees_with_sshd_itself(case: str, tmp_path: Path) -> None:
 
 # --- facts ------------------------------------------------------------------------------------
 
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
+def cf(path: str, text: str) -> list[str]:
+    """A config file as the probe reports it."""
+    return [f"sshdcf\t{path}", *(f"sshdln\t{path}\t{n}\t{ln}"
+                                 for n, ln in enumerate(text.splitlines(), start=1))]
 
 
 def facts_of(case: str, *, dropin: str | None, effective: dict[str, str],
              users: dict[str, dict[str, str]] | None = None, extra: tuple[str, ...] = ()) -> object:
     cfg = load(case)
-    recs = [f"sshdcf\t{p}\t{_b64(t)}" for p, t in cfg.files.items()]
+    recs = [r for p, t in cfg.files.items() for r in cf(p, t)]
     if dropin is not None:
-        recs.append(f"sshdcf\t{SSHD_DROPIN}\t{_b64(dropin)}")
+        recs += cf(SSHD_DROPIN, dropin)
         recs.append(file_rec(SSHD_DROPIN, dropin))
     else:
         recs.append(f"file\t{SSHD_DROPIN}\tabsent")
@@ -184,7 +185,7 @@ def test_ours_in_place_but_overridden_is_a_change_naming_the_file(inv: Inventory
     # cloud-init's 50- file sorts after ours (00-): one that sorts before it wins
     early = "PasswordAuthentication yes\nAuthenticationMethods any\n"
     f = facts_of("cloud-image", dropin=step.content, effective=eff,
-                 extra=(f"sshdcf\t{D}/00-aaa.conf\t{_b64(early)}",))
+                 extra=tuple(cf(f"{D}/00-aaa.conf", early)))
     (a,) = step.diff(f)  # type: ignore[arg-type]
     why = "; ".join(a.reasons)
     assert (f"not in effect: sshd -T shows passwordauthentication yes, not no: {D}/00-aaa.conf:1 "
@@ -271,7 +272,7 @@ def test_verify_names_the_match_block_that_wins_for_one_user(inv: Inventory) -> 
 
 def test_weaknesses_name_the_file_and_skip_what_the_hardening_allows() -> None:
     cfg = load("cloud-image")
-    f = parse(answer(*[f"sshdcf\t{p}\t{_b64(t)}" for p, t in cfg.files.items()],
+    f = parse(answer(*[r for p, t in cfg.files.items() for r in cf(p, t)],
                      "sshdt\tpasswordauthentication yes", "sshdt\tpermitrootlogin without-password",
                      "sshdrc\t0"))
     eff = f.get(EFF)
