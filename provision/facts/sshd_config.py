@@ -45,7 +45,7 @@ def parse(records: Sequence[Rec]) -> SshdConfig:
         if r.kind == "sshdcf" and r.fields:
             lines.setdefault(r.raw, [])
         elif r.kind == "sshdln":
-            path, n, text = (r.raw.split("\t", 2) + ["", ""])[:3]
+            path, n, text = [*r.raw.split("\t", 2), "", ""][:3]
             if path not in lines or not n.isdigit() or int(n) != len(lines[path]) + 1:
                 raise FactsError(f"line {r.line}: sshd config line out of order")
             lines[path].append(text)
