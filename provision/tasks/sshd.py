@@ -92,6 +92,8 @@ class SshdStep:
             # what another file will still win once ours is in: apply will fail on it
             reasons += [f"will not take effect: {m.describe()}" for m in E.predict(
                 settings, cfg, a.path, self.content, tuple(E.conns(eff).values()))]
+        elif eff.status not in (None, 0):
+            reasons.append(f"sshd -T exits {eff.status}: {' / '.join(eff.error.splitlines()[:2])}")
         else:
             reasons += [f"not in effect: {m.describe()}"
                         for m in E.compare(settings, eff, cfg, a.path)]

@@ -61,6 +61,9 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
             problems.append(f"sshd -T{who} said nothing after the reload")
             continue
         view = SshdEffective(settings_of(lines), 0)
+        if not view.get("port"):  # not a config dump: sshd -T failed and said why
+            problems.append(f"sshd -T{who} failed after the reload: {' / '.join(lines[:3])}")
+            continue
         for key, value in want.items():
             have = view.get(key)
             if have.lower() == E.normal(key, value) or (key, have) in seen:

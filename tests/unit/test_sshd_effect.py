@@ -256,7 +256,7 @@ def test_verify_names_the_match_block_that_wins_for_one_user(inv: Inventory) -> 
     step = SshdStep.build(inv, inv.node("gpu1"))
     f = facts_of("match", dropin=None, effective={}, users={"alice": {}})
     (a,) = step.diff(f)  # type: ignore[arg-type]
-    good = [f"{k} {v}" for k, v in hardened_effective(step).items()]
+    good = ["port 22", *(f"{k} {v}" for k, v in hardened_effective(step).items())]
     alice = [ln if not ln.startswith("passwordauthentication") else "passwordauthentication yes"
              for ln in good]
     assert verify(a, ApplyResult(effective={0: tuple(good), 1: tuple(good)}), f) is None  # type: ignore[arg-type]
@@ -264,8 +264,19 @@ def test_verify_names_the_match_block_that_wins_for_one_user(inv: Inventory) -> 
     assert why is not None and f"{SSHD_DROPIN} does not take effect" in why
     assert f"for user alice shows passwordauthentication yes, not no: {D}/10-alice.conf:3" in why
     assert "Match User alice" in why
-    # nothing read back is a failure too, never a pass
+    # nothing read back is a failure too, never a pass; so is sshd -T failing
     assert "said nothing" in (verify(a, ApplyResult(), f) or "")  # type: ignore[arg-type]
+    broken = ("Missing privilege separation directory: /run/sshd",)
+    why = verify(a, ApplyResult(effective={0: broken, 1: tuple(good)}), f) or ""  # type: ignore[arg-type]
+    assert why.endswith("sshd -T failed after the reload: Missing privilege separation directory: /run/sshd")
+
+
+def test_ours_in_place_but_sshd_t_failing_is_a_change(inv: Inventory) -> None:
+    step = SshdStep.build(inv, inv.node("gpu1"))
+    f = parse(answer(file_rec(SSHD_DROPIN, step.content), "sshdt\t/etc/ssh/sshd_config line 3: "
+                     "Bad configuration option: Bogus", "sshdrc\t255"))
+    (a,) = step.diff(f)
+    assert "sshd -T exits 255: /etc/ssh/sshd_config line 3: Bad configuration option" in a.reasons[0]
 
 
 # --- audit's view -----------------------------------------------------------------------------
