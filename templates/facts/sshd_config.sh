@@ -23,6 +23,7 @@ fact_sshd_config() {
       tolower($1) == "include" { for (i = 2; i <= NF; i++) print "inc " $i > "/dev/fd/3" }
       tolower($1) ~ /^match(=|$)/ { print "match" > "/dev/fd/3" }' $files 3>&1 1>&4); } 4>&1
     level=''
+    set -f  # patterns stay patterns here (relative ones are relative to /etc/ssh, not our cwd)
     for w in $found; do
       case $w in
         inc) ;;
@@ -31,6 +32,7 @@ fact_sshd_config() {
         *) level="$level /etc/ssh/$w" ;;
       esac
     done
+    set +f
   done
   return 0
 }
