@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .spec import FactsError, FactSpec, Rec
@@ -99,7 +99,6 @@ class Setting:
 @dataclass
 class _Ctx:
     match: str = ""
-    where: str = ""
     applies: bool | None = True  # None: cannot tell
 
 
@@ -215,8 +214,6 @@ class Reading:
     """Every setting in reading order, with the Match scope it was read under."""
 
     settings: list[Setting] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # Include patterns that matched nothing we have
-    includes: list[tuple[str, str, int]] = field(default_factory=list)  # (pattern, path, line)
 
 
 def _walk(cfg: SshdConfig, path: str, conn: Conn | None, ctx: _Ctx, out: Reading,
@@ -225,7 +222,7 @@ def _walk(cfg: SshdConfig, path: str, conn: Conn | None, ctx: _Ctx, out: Reading
     if text is None or depth > MAX_DEPTH:
         return
     paths = sorted(cfg.files)
-    mine = _Ctx(ctx.match, ctx.where, ctx.applies)  # a Match in this file ends with it
+    mine = _Ctx(ctx.match, ctx.applies)  # a Match in this file ends with it
     for n, raw in enumerate(text.splitlines(), start=1):
         toks = _tokens(raw)
         if not toks:
@@ -234,18 +231,14 @@ def _walk(cfg: SshdConfig, path: str, conn: Conn | None, ctx: _Ctx, out: Reading
         if key == "include":
             for pat in args:
                 full = pat if pat.startswith("/") else posixpath.join("/etc/ssh", pat)
-                out.includes.append((full, path, n))
-                found = _glob(full, paths)
-                if not found:
-                    out.missing.append(full)
-                for p in found:
+                for p in _glob(full, paths):
                     _walk(cfg, p, conn, mine, out, depth + 1)
         elif key == "match":
             applies = _matches(args, conn)
             if len(args) == 1 and args[0].lower() == "all":
-                mine = _Ctx("", "", True)  # `Match all` returns to the global scope
+                mine = _Ctx("", True)  # `Match all` returns to the global scope
             else:
-                mine = _Ctx(" ".join(toks), f"{path}:{n}", applies)
+                mine = _Ctx(" ".join(toks), applies)
         else:
             out.settings.append(Setting(key, " ".join(args), path, n, mine.match,
                                         mine.applies is not None))
@@ -296,15 +289,3 @@ def included(cfg: SshdConfig, path: str) -> bool:
         return True  # not probed: nothing to say
     probe = cfg.with_file(path, "provisionprobe yes\n")
     return any(s.path == path and not s.match for s in read(probe).settings)
-
-
-def overriding(cfg: SshdConfig, values: Mapping[str, str], path: str,
-               conn: Conn | None = None) -> dict[str, Setting]:
-    """For each key of `values` (our file's settings), the setting read elsewhere that wins
-    over ours, when there is one."""
-    out: dict[str, Setting] = {}
-    for key in values:
-        w = winner(cfg, key, conn)
-        if w is not None and w.path != path:
-            out[key.lower()] = w
-    return out
