@@ -53,8 +53,9 @@ def test_first_value_wins_across_dropins_in_c_order() -> None:
     cfg = load("cloud-image")
     assert where(cfg, "PasswordAuthentication") == f"{D}/50-cloud-init.conf:1 yes"
     assert where(cfg, "authenticationmethods") == f"{D}/50-cloud-init.conf:2 any"
-    # the .bak file is not *.conf: never read
+    # the .bak file is not *.conf, a dot file is not matched by *: neither is read
     assert where(cfg, "permitrootlogin") == "default"
+    assert where(cfg, "permitemptypasswords") == "default"
     # with ours read first (00-), ours wins
     ours = cfg.with_file(SSHD_DROPIN, "PasswordAuthentication no\n")
     assert where(ours, "passwordauthentication") == f"{SSHD_DROPIN}:1 no"
@@ -124,6 +125,8 @@ def test_the_reader_agrees_with_sshd_itself(case: str, tmp_path: Path) -> None:
             w = SC.winner(cfg, key, conn)
             if w is not None:
                 assert SC.normal(key, w.value) == real[key].lower(), (case, conn, key, w)
+        if case == "cloud-image":  # the dot file and the .bak file are not read by sshd either
+            assert (real["permitemptypasswords"], real["permitrootlogin"]) == ("no", "without-password")
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -386,3 +389,14 @@ def test_the_fragments_run_here_and_parse() -> None:
                   for ln in t.splitlines())
     assert eff.uniform is not matches  # per-user runs only where a Match block exists
     assert eff.users["root"].get("port") == eff.get("port")
+
+
+def test_config_lines_out_of_order_are_refused() -> None:
+    from provision.facts import FactsError
+
+    with pytest.raises(FactsError, match="out of order"):
+        parse(answer("sshdcf\t/etc/ssh/sshd_config", "sshdln\t/etc/ssh/sshd_config\t2\tPort 22"))
+    with pytest.raises(FactsError, match="out of order"):  # a line of a file never announced
+        parse(answer("sshdln\t/etc/ssh/other\t1\tPort 22"))
+    f = parse(answer("sshdcf\t/etc/ssh/sshd_config", "sshdln\t/etc/ssh/sshd_config\t1\tPort\t22"))
+    assert f.get(SC.SPEC).files == {"/etc/ssh/sshd_config": "Port\t22\n"}  # tabs kept
