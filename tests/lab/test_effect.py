@@ -291,6 +291,10 @@ def test_an_accept_all_placed_before_our_chain_fails_the_firewall_commit(
         assert "rolled back at once" in h["error"], h
         v4 = lab.host(HOST, "iptables", "-w", "-S", "INPUT").stdout.splitlines()
         assert v4[1:3] == ["-A INPUT -j ACCEPT", "-A INPUT -j PROVISION-INPUT"], v4  # as before
+        code, data = audit(lab, world)
+        assert code == 1
+        (f,) = findings(data, "firewall-bypassed")
+        assert f["severity"] == "error" and "`-A INPUT -j ACCEPT`" in f["message"], f
     finally:
         lab.host(HOST, "sh", "-c", "iptables -w -D INPUT -j ACCEPT" if had else UNFIREWALL,
                  check=False)
