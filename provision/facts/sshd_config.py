@@ -19,6 +19,8 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from provision.text import printable
+
 from .spec import FactsError, FactSpec, Rec
 
 SSHD_CONFIG = "/etc/ssh/sshd_config"
@@ -88,12 +90,13 @@ class Setting:
     certain: bool = True  # False: a Match block whose criteria we cannot evaluate (Group)
 
     def where(self) -> str:
-        return f"{self.path}:{self.line}"
+        return f"{printable(self.path)}:{self.line}"
 
     def describe(self) -> str:
-        scope = f" (in `{self.match}`)" if self.match else ""
+        """One line for a recap; the host's text (paths, values) escaped."""
+        scope = f" (in `{printable(self.match)}`)" if self.match else ""
         maybe = " may apply" if not self.certain else ""
-        return f"{self.where()}{scope}{maybe} sets {self.key} {self.value}"
+        return f"{self.where()}{scope}{maybe} sets {printable(self.key)} {printable(self.value)}"
 
 
 @dataclass

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from provision.facts.sshd_config import Conn, Setting, SshdConfig, normal, winner
 from provision.facts.sshd_effective import SshdEffective
 from provision.facts.units import UnitFact
+from provision.text import printable
 
 # What "weaker than the hardening" means for `audit` (an error there): a way in with a
 # password. key -> the effective values that open it.
@@ -48,7 +49,7 @@ class Mismatch:
 
     def describe(self) -> str:
         scope = f" for user {self.user}" if self.user else ""
-        head = f"sshd -T{scope} shows {self.key} {self.have or '(unset)'}, not {self.want}"
+        head = f"sshd -T{scope} shows {self.key} {printable(self.have) or '(unset)'}, not {self.want}"
         if self.origin is None:
             return head + " (no file sets it: an sshd default, or a file we could not read)"
         if self.origin.match:
@@ -115,7 +116,7 @@ class Weak:
         scope = f" for user {self.user}" if self.user else ""
         where = (f": {self.origin.describe()}" if self.origin is not None
                  else " (sshd's default: no file sets it)")
-        return f"sshd runs with {self.key} {self.value}{scope}{where}"
+        return f"sshd runs with {self.key} {printable(self.value)}{scope}{where}"
 
 
 def weaknesses(eff: SshdEffective, cfg: SshdConfig,

@@ -21,6 +21,7 @@ from provision.facts import sshd_config as SC
 from provision.facts.sshd_effective import SshdEffective, settings_of
 from provision.firewall import parse as FP
 from provision.firewall.rules import HOOKS, Family, Ruleset
+from provision.text import printable
 
 from . import sshd_effect as E
 from .commit import TESTED_KINDS, ApplyResult, CommitConfirmed
@@ -62,7 +63,8 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
             continue
         view = SshdEffective(settings_of(lines), 0)
         if not view.get("port"):  # not a config dump: sshd -T failed and said why
-            problems.append(f"sshd -T{who} failed after the reload: {' / '.join(lines[:3])}")
+            problems.append(f"sshd -T{who} failed after the reload: "
+                            f"{printable(' / '.join(lines[:3]))}")
             continue
         for key, value in want.items():
             have = view.get(key)
@@ -133,7 +135,7 @@ def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
         if wider:
             p, s = wider[0]
             src = ", ".join(s.cidrs()[:2]) + (" …" if len(s.cidrs()) > 2 else "")
-            out.append(f"{what(r)} before {chain} in {hook} (`{r.text}`) accepts new "
+            out.append(f"{printable(what(r))} before {chain} in {hook} (`{printable(r.text)}`) accepts new "
                        f"connections {chain} drops (e.g. {p.proto}/{p.port} from {src})")
     return out
 

@@ -400,3 +400,10 @@ def test_config_lines_out_of_order_are_refused() -> None:
         parse(answer("sshdln\t/etc/ssh/other\t1\tPort 22"))
     f = parse(answer("sshdcf\t/etc/ssh/sshd_config", "sshdln\t/etc/ssh/sshd_config\t1\tPort\t22"))
     assert f.get(SC.SPEC).files == {"/etc/ssh/sshd_config": "Port\t22\n"}  # tabs kept
+
+
+def test_host_text_in_messages_is_escaped() -> None:
+    cfg = SC.SshdConfig({"/etc/ssh/sshd_config": "PasswordAuthentication yes\x1b[2J\u202e\n"})
+    w = SC.winner(cfg, "passwordauthentication")
+    assert w is not None and "\x1b" not in w.describe() and "\u202e" not in w.describe()
+    assert "yes\\x1b[2J\\u202e" in w.describe()
