@@ -7,10 +7,11 @@ sshd_config; then `apply` must fail naming the file and line and roll back, `pla
 show a change, `audit` must exit 1 with an error naming the file and line. Also: hosts
 provision does not support are refused before anything changes (an os-release rewritten to
 Alpine, an sshd_config without the Include), and sshd started from `ssh.socket` (Debian 12
-ships it disabled, the lab masks it: unmasked and enabled here) converges.
+ships it disabled, the lab masks it: unmasked and enabled here) converges; and a firewall
+whose chain another rule bypasses (an ACCEPT inserted above our jump) fails its commit.
 
-Only the sshd step runs (a playbook of its own), so each case costs one apply. Every test
-restores gpu2's stock sshd configuration when it ends.
+Only the sshd step (or the firewall step) runs, a playbook of its own, so each case costs
+one apply. Every test restores /etc/ssh (and the firewall) as the module found them.
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ def test_match_block_overriding_one_user_is_named(lab: Lab, world: dict[str, Pat
     assert f"{CLOUD}:2" in h["error"] and "Match User alice" in h["error"], h["error"]
     code, data, err = run(lab, world, "plan", "--detailed-exitcode")
     assert code == 3, err
+    code, data = audit(lab, world)
+    assert code == 1
+    assert any("for user alice" in f["message"] and f"{CLOUD}:2" in f["message"]
+               for f in findings(data, "sshd-weak")), data
 
 
 def test_line_above_the_include_is_named(lab: Lab, world: dict[str, Path]) -> None:
@@ -169,6 +174,8 @@ def test_line_above_the_include_is_named(lab: Lab, world: dict[str, Path]) -> No
     h = host(data)
     assert code == 1 and h["status"] == "failed", h
     assert "/etc/ssh/sshd_config:1" in h["error"] and "kbdinteractiveauthentication yes" in h["error"], h
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3 and "/etc/ssh/sshd_config:1" in host(data)["actions"][0]["description"], err
     code, data = audit(lab, world)
     assert code == 1
     assert any("/etc/ssh/sshd_config:1" in f["message"] for f in findings(data, "sshd-weak")), data
