@@ -20,7 +20,7 @@ step "what lands on gpu1"
 (cd "$OUT/gpu1" && find . -type f | sort)
 
 step "gpu1: sshd hardening drop-in"
-cat "$OUT/gpu1/etc/ssh/sshd_config.d/50-provision.conf"
+cat "$OUT/gpu1/etc/ssh/sshd_config.d/00-provision.conf"
 
 step "gpu1: IPv4 firewall (our own chain; Docker's chains untouched)"
 cat "$OUT/gpu1/etc/iptables/rules.v4"

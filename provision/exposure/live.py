@@ -31,6 +31,7 @@ from provision.facts import docker as D
 from provision.facts import iptables as IPT
 from provision.facts import jupyter_auth as J
 from provision.facts import listeners as L
+from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SSHD
 from provision.facts import sysctl as SYS
 from provision.facts import tcpstates as TS
@@ -43,21 +44,21 @@ from . import _ORDER, Finding
 from .internet import covers_internet
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
-AUDIT_FACTS = ("listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "docker",
-               "jupyter_auth")
+AUDIT_FACTS = ("listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
+               "docker", "jupyter_auth")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
 # Client ports every DHCP-configured server listens on (replies come back to them): never an
 # exposure worth a warning; reported as info.
 CLIENT_PORTS = {("udp", 68): "DHCP client", ("udp", 546): "DHCPv6 client"}
 CLOSE_WAIT_PILE = 100  # CLOSE_WAIT sockets held by one process
 TIME_WAIT_SHARE = 0.25  # of the ephemeral port range
-# sshd -T spells some values differently from sshd_config
-_SSHD_ALIASES = {("permitrootlogin", "prohibit-password"): "without-password"}
 
 
 def request(inv: Inventory) -> Request:
     """What the audit probe asks a host: the audit facts and every team member's keys."""
-    return Request(users=tuple(p.name for p in inv.team), facts=AUDIT_FACTS)
+    logins = tuple(dict.fromkeys(n.user for n in (*inv.bastions, *inv.hosts)))
+    return Request(users=tuple(p.name for p in inv.team), facts=AUDIT_FACTS,
+                   sshd_users=tuple(dict.fromkeys((*logins, *(p.name for p in inv.team)))))
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     ports = _ports(inv, host, listeners, lives, sg_rules, facts)
     found += _listener_findings(inv, host, ports, listeners)
     found += _jupyter_findings(host, jupyter)
-    found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC))
+    found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     states = facts.get(TS.SPEC)
     found += _socket_findings(host, states, SYS.port_range(facts.get(SYS.SPEC)))
@@ -271,9 +272,14 @@ def _firewall(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,
         d = FP.Drift(fam, "", "unreadable", str(e))
         return None, [d], [Finding("warning", "firewall-unreadable", host.name, d.describe(),
                                    "report this output; audit assumes no firewall")]
-    drifts = FP.drift(fw.v4 if fam == 4 else fw.v6, live)
+    from provision.tasks.verify import in_the_way
+
+    rs = fw.v4 if fam == 4 else fw.v6
+    drifts = FP.drift(rs, live)
     drifts += FP.drift(fw.docker_v4 if fam == 4 else fw.docker_v6, live, hook_required=False)
-    found = []
+    found = [Finding("error", "firewall-bypassed", host.name, f"IPv{fam}: {w}",
+                     "remove that rule or disable the tool (`ufw disable`), then re-apply")
+             for w in in_the_way(live, rs.chain, rs.hook)]
     fix = "re-apply (`provision apply --playbook harden`), or run provision-firewall on the host"
     for d in drifts:
         severe = d.kind in ("missing-chain", "flushed", "unhooked")
@@ -422,18 +428,19 @@ def _jupyter_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Fi
 def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:
     """The hardening baseline: the settings of the rendered sshd drop-in, lower-case keys."""
     from provision.render import render_host
+    from provision.tasks.sshd_effect import hardened
 
     (dropin,) = [a for a in render_host(inv, host) if a.kind == "sshd"]
-    out: dict[str, str] = {}
-    for line in dropin.content.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            key, _, value = line.partition(" ")
-            out.setdefault(key.lower(), value.strip())
-    return out
+    return hardened(dropin.content)
 
 
-def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffective) -> list[Finding]:
+def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffective,
+                   cfg: SC.SshdConfig) -> list[Finding]:
+    """A way in with a password that the hardening closes is an error, named with the file
+    and line that opens it; any other difference from the baseline is a warning."""
+    from provision.render import SSHD_DROPIN
+    from provision.tasks import sshd_effect as E
+
     if sshd.status is None:
         return []
     if sshd.status != 0:
@@ -441,14 +448,20 @@ def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffectiv
                         f"sshd -T exited {sshd.status}: {sshd.error.strip()[:200]}",
                         "run `sshd -t` on the host")]
     out = []
-    for key, want in baseline.items():
-        have = sshd.get(key)
-        want_n = _SSHD_ALIASES.get((key, want.lower()), want.lower())
-        if have.lower() != want_n:
-            out.append(Finding("warning", "sshd-drift", host.name,
-                               f"sshd runs with {key} {have or '(unset)'}; the hardening baseline says {want}",
-                               "re-apply (`provision apply --playbook harden`); look for a drop-in or "
-                               "Match block that overrides it"))
+    weak = E.weaknesses(sshd, cfg, baseline)
+    for w in weak:
+        out.append(Finding("error", "sshd-weak", host.name,
+                           f"{w.describe()}; the hardening baseline says "
+                           f"{w.key} {baseline.get(w.key, 'no')}",
+                           "remove or change that line (provision never edits files it does not "
+                           "own), then re-apply (`provision apply --playbook harden`)"))
+    weak_keys = {w.key for w in weak}
+    for m in E.compare(baseline, sshd, cfg, SSHD_DROPIN):
+        if m.key in weak_keys:
+            continue
+        out.append(Finding("warning", "sshd-drift", host.name, m.describe(),
+                           "re-apply (`provision apply --playbook harden`); where another file "
+                           "or a Match block wins, change that line"))
     return out
 
 

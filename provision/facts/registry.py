@@ -13,6 +13,7 @@ from . import (
     listeners,
     packages,
     sockets,
+    sshd_config,
     sshd_effective,
     sysctl,
     system,
@@ -26,5 +27,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     packages.SPEC, apt.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
-                                    sshd_effective.SPEC, docker.SPEC, jupyter_auth.SPEC)
+                                    # sshd_config first: its fragment tells sshd_effective's whether any Match exists
+                                    sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
+                                    jupyter_auth.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

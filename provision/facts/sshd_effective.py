@@ -1,4 +1,6 @@
-"""Fact: sshd's effective configuration (`sshd -T`, lower-case keys). Pure parser."""
+"""Fact: sshd's effective configuration (`sshd -T`, lower-case keys), globally and per
+connection (`sshd -T -C user=U,host=A,addr=A` for each `C:` user, A being where the probe's
+own SSH session comes from, so that Match blocks count). Pure parser."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ class SshdEffective:
     settings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     status: int | None = None  # exit status of sshd -T; None: not probed
     error: str = ""  # its output when it failed
+    users: dict[str, SshdEffective] = field(default_factory=dict)  # sshd -T -C per user
+    addr: str = ""  # the probe's SSH client address ("" unknown), laddr/lport: sshd's side
+    laddr: str = ""
+    lport: str = ""
+    uniform: bool = False  # no Match block anywhere: every user's view is the global one
 
     def get(self, key: str) -> str:
         """The (first) value of a setting, "" when absent."""
@@ -21,21 +28,52 @@ class SshdEffective:
         return values[0] if values else ""
 
 
+def settings_of(lines: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """`sshd -T` output lines -> lower-case key -> values."""
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        key, _, value = line.strip().partition(" ")
+        if key:
+            out.setdefault(key.lower(), []).append(value.strip())
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _one(lines: list[str], status: int | None) -> SshdEffective:
+    if status not in (None, 0):
+        return SshdEffective({}, status, "\n".join(lines)[-500:])
+    return SshdEffective(settings_of(lines), status)
+
+
+def _rc(value: str) -> int | None:
+    return int(value) if value.lstrip("-").isdigit() else None
+
+
 def parse(records: Sequence[Rec]) -> SshdEffective:
-    settings: dict[str, list[str]] = {}
     lines: list[str] = []
     status: int | None = None
+    per: dict[str, list[str]] = {}
+    per_rc: dict[str, int | None] = {}
+    addr = laddr = lport = ""
+    same: list[str] = []  # users whose view is the global one (no Match block anywhere)
     for r in records:
         if r.kind == "sshdt":
             lines.append(r.raw)
-            key, _, value = r.raw.strip().partition(" ")
-            if key:
-                settings.setdefault(key.lower(), []).append(value.strip())
-        elif r.kind == "sshdrc" and r.fields and r.fields[0].lstrip("-").isdigit():
-            status = int(r.fields[0])
-    if status not in (None, 0):
-        return SshdEffective({}, status, "\n".join(lines)[-500:])
-    return SshdEffective({k: tuple(v) for k, v in settings.items()}, status)
+        elif r.kind == "sshdrc" and r.fields:
+            status = _rc(r.fields[0])
+        elif r.kind == "sshdc" and r.fields:
+            per.setdefault(r.fields[0], []).append(r.raw.partition("\t")[2])
+        elif r.kind == "sshdcrc" and len(r.fields) == 2:
+            per_rc[r.fields[0]] = _rc(r.fields[1])
+        elif r.kind == "sshdconn" and len(r.fields) == 3:
+            addr, laddr, lport = r.fields
+        elif r.kind == "sshdcsame" and r.fields:
+            same.append(r.fields[0])
+    top = _one(lines, status)
+    users = {u: _one(per.get(u, []), rc) for u, rc in per_rc.items()}
+    users.update({u: SshdEffective(top.settings, top.status, top.error) for u in same})
+    return SshdEffective(top.settings, top.status, top.error, users, addr, laddr, lport,
+                         bool(same) and not per_rc)
 
 
-SPEC = FactSpec("sshd_effective", ("sshdt", "sshdrc"), parse)
+SPEC = FactSpec("sshd_effective", ("sshdt", "sshdrc", "sshdc", "sshdcrc", "sshdconn", "sshdcsame"),
+                parse)

@@ -22,18 +22,20 @@ class System:
     docker: bool = False
     gpus: tuple[Gpu, ...] = ()
     has: frozenset[str] = frozenset()
+    caps: dict[str, bool] = field(default_factory=dict)  # systemd, apt: absent = not probed
 
 
 def parse(records: Sequence[Rec]) -> System:
     uid, os_, docker = -1, {}, False
     gpus: list[Gpu] = []
     has: set[str] = set()
+    caps: dict[str, bool] = {}
     for r in records:
         f = r.fields
         if r.kind == "id":
             uid = as_int(f[0], r, "uid")
         elif r.kind == "os":
-            os_ = dict(zip(("id", "version_id", "pretty_name"), f, strict=False))
+            os_ = dict(zip(("id", "version_id", "pretty_name", "id_like"), f, strict=False))
         elif r.kind == "docker":
             docker = f[0] == "yes"
         elif r.kind == "gpu":
@@ -42,7 +44,9 @@ def parse(records: Sequence[Rec]) -> System:
                 gpus.append(Gpu(parts[0], parts[1], parts[2]))
         elif r.kind == "has":
             has.add(f[0])
-    return System(uid, os_, docker, tuple(gpus), frozenset(has))
+        elif r.kind == "cap" and len(f) == 2:
+            caps[f[0]] = f[1] == "yes"
+    return System(uid, os_, docker, tuple(gpus), frozenset(has), caps)
 
 
-SPEC = FactSpec("system", ("id", "os", "docker", "gpu", "has"), parse)
+SPEC = FactSpec("system", ("id", "os", "docker", "gpu", "has", "cap"), parse)

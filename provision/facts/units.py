@@ -16,6 +16,7 @@ class UnitFact:
     active_state: str
     need_daemon_reload: bool
     active_since: int | None  # unix seconds, when systemd can say
+    listen: tuple[str, ...] = ()  # a socket unit's Listen= entries, e.g. "[::]:22 (Stream)"
 
     @property
     def enabled(self) -> bool:
@@ -29,9 +30,14 @@ class UnitFact:
 def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
     out: dict[str, UnitFact] = {}
     block: dict[str, str] = {}
+    listen: list[str] = []
     for line in [*(r.raw for r in records), ""]:
         if line:
             k, _, v = line.partition("=")
+            if k == "Listen":  # repeats, one per socket
+                if v.strip():
+                    listen.append(v.strip())
+                continue
             block[k] = v
             continue
         if "Id" in block:
@@ -39,8 +45,9 @@ def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
             out[block["Id"]] = UnitFact(
                 block["Id"], block.get("LoadState", ""), block.get("UnitFileState", ""),
                 block.get("ActiveState", ""), block.get("NeedDaemonReload") == "yes",
-                int(since[1:]) if since.startswith("@") and since[1:].isdigit() else None)
-        block = {}
+                int(since[1:]) if since.startswith("@") and since[1:].isdigit() else None,
+                tuple(listen))
+        block, listen = {}, []
     return out
 
 

@@ -25,6 +25,7 @@ from provision.inventory.model import Inventory
 from provision.tasks import apt_script
 from provision.tasks import commit as C
 from provision.tasks import script as batch
+from provision.tasks.verify import verify
 
 from .converge import HostRun, add_notes, batch_failed, execute, locked_script, plain_actions
 from .gather import reason as _reason
@@ -150,6 +151,28 @@ def execute_guarded(inv: Inventory, run: HostRun, accept_new: bool, timeout: int
     return run
 
 
+def _verified(inv: Inventory, run: HostRun, accept_new: bool, guarded: list[C.CommitConfirmed],
+              ids: list[str], results: list[C.ApplyResult], armed: list[int],
+              problems: list[str]) -> list[int]:
+    """The armed commits whose effect the host's read-back confirms; the others are rolled
+    back now (not at the timer), each with its cause added to `problems`."""
+    bad = [(k, why) for k in armed
+           if (why := verify(guarded[k], results[k], run.facts)) is not None]
+    if not bad:
+        return armed
+    script = C.combined([C.rollback_now_script(guarded[k], ids[k]) for k, _ in bad],
+                        stop_on_error=False, what="rollback now")
+    statuses = _status(inv, run, accept_new, script, len(bad))
+    for (k, why), st in zip(bad, statuses, strict=True):
+        done = ("rolled back at once" if st.result == "rolled-back" else
+                f"the host rolls it back by its timer (status: {st.result or 'unknown'})")
+        problems.append(f"{guarded[k].kind}: {why}; {done}")
+    if not run.failed_action:
+        run.failed_action = guarded[bad[0][0]].describe()
+    failed = {k for k, _ in bad}
+    return [k for k in armed if k not in failed]
+
+
 def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Any],
          guarded: list[C.CommitConfirmed], ids: list[str], fresh: list[int]) -> None:
     script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
@@ -187,6 +210,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
         if problems:
             run.failed_action = a.describe()
             break
+    armed = _verified(inv, run, accept_new, guarded, ids, results, armed, problems)
     if armed:
         confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
                                     stop_on_error=False, what="confirm")

@@ -21,6 +21,8 @@ import fabric  # noqa: F401
 import paramiko  # noqa: F401
 
 from provision.facts import Facts, Request
+from provision.facts.support import refusal
+from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
@@ -133,6 +135,9 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
             run.facts = facts
         run.note = "; ".join(filter(None, [run.note, L.note(run.lock_report, time.time(),
                                                              plan=spec is None)]))
+        refused = refusal(run.facts.get(SYSTEM))  # before any step: nothing half-applied
+        if refused:
+            raise Refused(refused)
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]

@@ -7,7 +7,7 @@ What lands on a node (bastion or host), see `render_host`:
 
 | kind                 | path                                                     |
 |----------------------|----------------------------------------------------------|
-| sshd                 | /etc/ssh/sshd_config.d/50-provision.conf                 |
+| sshd                 | /etc/ssh/sshd_config.d/00-provision.conf                 |
 | iptables-v4 / -v6    | /etc/iptables/rules.v4, /etc/iptables/rules.v6           |
 | iptables-docker-v4/6 | /etc/iptables/provision-docker.v4, .v6                   |
 | firewall-script      | /usr/local/sbin/provision-firewall (loads + hooks chains)|
@@ -41,7 +41,10 @@ from provision.inventory.model import Host, Inventory, Service
 
 from .env import render as _render
 
-SSHD_DROPIN = "/etc/ssh/sshd_config.d/50-provision.conf"
+# 00-: sshd keeps the first value it reads and reads sshd_config.d in C order, so ours
+# comes before cloud-init's 50-cloud-init.conf and 60-cloudimg-settings.conf (README).
+SSHD_DROPIN = "/etc/ssh/sshd_config.d/00-provision.conf"
+SSHD_DROPIN_BEFORE = ("/etc/ssh/sshd_config.d/50-provision.conf",)  # its name until issue 20
 SSHD_SERVICE = "ssh.service"  # Debian's unit name
 RULES_DIR = "/etc/iptables"
 RULES_V4 = f"{RULES_DIR}/rules.v4"

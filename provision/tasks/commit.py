@@ -44,6 +44,7 @@ class Staged:
     write: WriteFile
     kind: str
     changed: bool = True
+    remove: bool = False  # remove the file instead (backed up and restored like the others)
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,12 @@ class CommitConfirmed:
     unit: str
     script: str = ""  # firewall: the loader script run by the apply step
     reasons: tuple[str, ...] = field(default=())
+    # sshd: after the reload, `sshd -T` once per entry ("": plain, else a `-C` spec), read
+    # back by `provision.tasks.verify`
+    checks: tuple[str, ...] = field(default=())
 
     def describe(self) -> str:
-        changed = [s.write.path for s in self.files if s.changed]
+        changed = [("remove " if s.remove else "") + s.write.path for s in self.files if s.changed]
         what = ", ".join(changed) if changed else "no file changes"
         why = f"; {'; '.join(self.reasons)}" if self.reasons else ""
         return f"{self.kind}: commit-confirmed apply ({what}{why}), rollback armed on the host"
@@ -67,7 +71,7 @@ class CommitConfirmed:
     @property
     def writes(self) -> tuple[WriteFile, ...]:
         """Changed files, for the plan's diffs."""
-        return tuple(s.write for s in self.files if s.changed)
+        return tuple(s.write for s in self.files if s.changed and not s.remove)
 
 
 def check_id(commit_id: str) -> str:
@@ -95,12 +99,13 @@ def _context(action: CommitConfirmed, commit_id: str) -> dict[str, Any]:
 
     fs = [{"path": s.write.path, "dirname": posixpath.dirname(s.write.path),
            "mode": f"{s.write.mode:04o}", "owner": s.write.owner, "group": s.write.group,
-           "b64": _b64(s.write.content), "kind": s.kind} for s in action.files]
+           "b64": _b64(s.write.content), "kind": s.kind, "remove": s.remove}
+          for s in action.files]
     tests = [{"index": i, "restore": RESTORE[TESTED_KINDS[s.kind]], "path": s.write.path}
              for i, s in enumerate(action.files) if s.kind in TESTED_KINDS]
     return {"kind": action.kind, "host": action.host, "id": check_id(commit_id),
             "dir": state_dir(commit_id), "files": fs, "tests": tests, "unit": action.unit,
-            "script": action.script, "sshd": SSHD, "dropin": SSHD_DROPIN,
+            "script": action.script, "sshd": SSHD, "checks": list(action.checks), "dropin": SSHD_DROPIN,
             "dropin_dir": posixpath.dirname(SSHD_DROPIN),
             "dropin_name": posixpath.basename(SSHD_DROPIN)}
 
@@ -112,8 +117,9 @@ def rollback_script(action: CommitConfirmed, commit_id: str) -> str:
 def apply_script(action: CommitConfirmed, commit_id: str, timeout: int) -> str:
     if timeout < 1:
         raise ValueError("the confirmation timeout must be at least 1 s")
-    if action.kind == "sshd" and [s.kind for s in action.files] != ["sshd"]:
-        raise ValueError("an sshd commit carries exactly the sshd drop-in")
+    if action.kind == "sshd" and ([s.kind for s in action.files if not s.remove] != ["sshd"]
+                                  or any(s.kind != "sshd-old" for s in action.files if s.remove)):
+        raise ValueError("an sshd commit carries exactly the sshd drop-in (and removes old ones)")
     return _render("commit-confirmed-apply.sh.j2", timeout=int(timeout),
                    rollback_b64=_b64(rollback_script(action, commit_id)),
                    **_context(action, commit_id))
@@ -125,6 +131,12 @@ def confirm_script(action: CommitConfirmed, commit_id: str) -> str:
 
 def status_script(action: CommitConfirmed, commit_id: str, wait: float = 10.0) -> str:
     return _render("commit-confirmed-status.sh.j2", wait_tenths=max(0, int(wait * 10)),
+                   **_context(action, commit_id))
+
+
+def rollback_now_script(action: CommitConfirmed, commit_id: str) -> str:
+    """Roll back at once (a change that does not take effect), then the status report."""
+    return _render("commit-confirmed-rollback-now.sh.j2", wait_tenths=0,
                    **_context(action, commit_id))
 
 
@@ -160,6 +172,9 @@ class ApplyResult:
     armed_at: float | None = None
     message: str = ""
     applied_at: float | None = None
+    # read back after applying: sshd -T output per check index; iptables-save per family
+    effective: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    saves: dict[int, str] = field(default_factory=dict)
 
 
 def confirm_window(timeout: float, results: list[ApplyResult]) -> float:
@@ -177,8 +192,16 @@ def parse_apply(stdout: str) -> ApplyResult:
     armed_at: float | None = None
     applied_at: float | None = None
     message: list[str] = []
+    effective: dict[int, list[str]] = {}
+    saves: dict[int, list[str]] = {}
     for line in stdout.splitlines():
-        if line == "@invalid":
+        if line.startswith("@sshdt\t"):
+            _, idx, rest = ([*line.split("\t", 2), "", ""])[:3]
+            if idx.isdigit():
+                effective.setdefault(int(idx), []).append(rest)
+        elif line.startswith(("@ipt4\t", "@ipt6\t")):
+            saves.setdefault(int(line[4]), []).append(line[6:])
+        elif line == "@invalid":
             invalid = True
         elif line == "@armed":
             armed = True
@@ -192,7 +215,9 @@ def parse_apply(stdout: str) -> ApplyResult:
             failed = True
         elif line.strip():
             message.append(line.strip())
-    return ApplyResult(invalid, armed, applied, failed, armed_at, " / ".join(message), applied_at)
+    return ApplyResult(invalid, armed, applied, failed, armed_at, " / ".join(message), applied_at,
+                       {k: tuple(v) for k, v in effective.items()},
+                       {k: "\n".join(v) for k, v in saves.items()})
 
 
 def _float(text: str) -> float | None:

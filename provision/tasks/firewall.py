@@ -5,7 +5,9 @@ Pure. Files come from `provision.render` (our own chains only, loaded with
 `iptables-restore --noflush` by `provision-firewall`, restored at boot by
 `provision-firewall.service`). Docker's drop-in (hooking PROVISION-DOCKER into DOCKER-USER
 after Docker starts) is installed only when the facts say Docker is there. A host whose
-files match and whose loader unit is enabled and active needs nothing.
+files match, whose loader unit is enabled and active and whose live rules (`iptables-save`)
+hold our chains as rendered, hooked in, with nothing before them accepting what they drop,
+needs nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provision.facts import Facts, Request
+from provision.facts import iptables as IPT
 from provision.inventory.model import Host, Inventory
 
 from .actions import WriteFile
-from .commit import CommitConfirmed, Staged
+from .commit import TESTED_KINDS, CommitConfirmed, Staged
 from .files import sha256
 
 KINDS = ("iptables-v4", "iptables-v6", "iptables-docker-v4", "iptables-docker-v6",
@@ -47,7 +50,20 @@ class FirewallStep:
         return cls(inv, host, artifacts=arts, unit=FIREWALL_UNIT, script=FIREWALL_SCRIPT)
 
     def request(self) -> Request:
-        return Request(files=tuple(a.path for a in self.artifacts), units=(self.unit,))
+        # the live tables too: files that are ours say nothing about the rules in force
+        return Request(files=tuple(a.path for a in self.artifacts), units=(self.unit,),
+                       facts=("iptables",))
+
+    def _live(self, facts: Facts) -> list[str]:
+        """Why the rules in force are not ours as rendered (nothing when not probed)."""
+        from .verify import firewall_problems
+
+        ipt = facts.get(IPT.SPEC)
+        saves = {fam: ipt.text(fam) for fam in (4, 6) if ipt.status(fam) == 0}
+        if not saves:
+            return []
+        return firewall_problems([(a.kind, a.content) for a in self.selected(facts)
+                                  if TESTED_KINDS.get(a.kind) in saves], saves)
 
     def selected(self, facts: Facts) -> tuple[Any, ...]:
         """The artifacts this host gets: Docker's drop-in only where Docker is."""
@@ -70,6 +86,8 @@ class FirewallStep:
             reasons.append(f"{self.unit} not enabled")
         if unit is None or not unit.active:
             reasons.append(f"{self.unit} not active (rules not loaded)")
+        if not reasons:
+            reasons += [f"live rules: {p}" for p in self._live(facts)]
         if not reasons:
             return []
         # a commit-confirmed change: run by provision.hosts.confirm, not the plain batch

@@ -4,7 +4,7 @@ fact_units() {
   for a in "$@"; do case $a in S:*) units="$units ${a#S:}" ;; esac; done
   [ -n "$units" ] || return 0
   # shellcheck disable=SC2086
-  { systemctl show --timestamp=unix -p Id,LoadState,UnitFileState,ActiveState,NeedDaemonReload,ActiveEnterTimestamp -- $units 2>/dev/null \
+  { systemctl show --timestamp=unix -p Id,LoadState,UnitFileState,ActiveState,NeedDaemonReload,ActiveEnterTimestamp,Listen -- $units 2>/dev/null \
     || systemctl show -p Id,LoadState,UnitFileState,ActiveState,NeedDaemonReload -- $units; } |
     while IFS= read -r l; do printf 'unit\t%s\n' "$l"; done
   printf 'unit\t\n'

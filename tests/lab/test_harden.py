@@ -35,7 +35,7 @@ TIMEOUT = "6"  # --confirm-timeout where a lockout is expected: the host rolls b
 # Where the change is good, the confirmation arrives in about a second; the default 30 s
 # window keeps a slow first run (a cold machine, load) from rolling back a good change.
 GOOD_TIMEOUT = "30"
-DROPIN = "/etc/ssh/sshd_config.d/50-provision.conf"
+DROPIN = "/etc/ssh/sshd_config.d/00-provision.conf"
 COMMIT_DIR = "/var/lib/provision/commit"
 STANDINS = {"harden-standin-8888": 8888, "harden-standin-8000": 8000}
 ROLLBACK_RE = re.compile(r"restored by the host ([0-9.]+) s after arming")

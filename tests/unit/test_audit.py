@@ -338,8 +338,13 @@ def test_security_groups_narrow_the_reach(inv: Inventory) -> None:
 def test_sshd_and_keys_drift(inv: Inventory) -> None:
     facts = probe("gpu1-clean", replace=(("sshdt\tpasswordauthentication no", "sshdt\tpasswordauthentication yes"),))
     rep = LV.report(inv, inv.node("gpu1"), facts)
+    # a way in with a password is an error (no config files probed here: no file:line)
+    (f,) = [f for f in rep.findings if f.code == "sshd-weak"]
+    assert f.severity == "error" and "passwordauthentication yes" in f.message
+    facts = probe("gpu1-clean", replace=(("sshdt\tmaxauthtries 3", "sshdt\tmaxauthtries 6"),))
+    rep = LV.report(inv, inv.node("gpu1"), facts)
     (f,) = [f for f in rep.findings if f.code == "sshd-drift"]
-    assert "passwordauthentication yes" in f.message
+    assert f.severity == "warning" and "maxauthtries 6, not 3" in f.message
     # alice's authorized_keys replaced by something else (the sha256 no longer matches)
     text = (AUD / "gpu1-clean.txt").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("file\t/home/alice/.ssh/authorized_keys"))

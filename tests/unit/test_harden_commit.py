@@ -81,7 +81,7 @@ def test_sshd_apply_validates_full_config_with_candidate(sshd: C.CommitConfirmed
     assert "--on-active=12" in s
     assert "iptables" not in s
     r = C.rollback_script(sshd, "sshd-00ff")
-    assert "systemctl reload ssh.service" in r and "/etc/ssh/sshd_config.d/50-provision.conf" in r
+    assert "systemctl reload ssh.service" in r and "/etc/ssh/sshd_config.d/00-provision.conf" in r
 
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="no sh")

@@ -44,7 +44,7 @@ def test_sshd_missing_dropin_is_one_commit(inv: Inventory) -> None:
     step = SshdStep.build(inv, inv.node("gpu1"))
     (a,) = step.diff(facts_for())
     assert isinstance(a, CommitConfirmed) and a.kind == "sshd" and a.unit == "ssh.service"
-    assert [s.write.path for s in a.files] == ["/etc/ssh/sshd_config.d/50-provision.conf"]
+    assert [s.write.path for s in a.files] == ["/etc/ssh/sshd_config.d/00-provision.conf"]
     assert "drop-in missing" in a.describe()
 
 

@@ -102,7 +102,7 @@ def test_write_tree_writes_nothing_when_rendering_fails(tmp_path: Path) -> None:
 def test_artifact_kinds_paths_and_services(inv: Inventory) -> None:
     by_path = {a.path: a for a in render_host(inv, inv.node("gpu1"))}
     expect = {
-        "/etc/ssh/sshd_config.d/50-provision.conf": ("sshd", "ssh.service"),
+        "/etc/ssh/sshd_config.d/00-provision.conf": ("sshd", "ssh.service"),
         "/etc/iptables/rules.v4": ("iptables-v4", "provision-firewall.service"),
         "/etc/iptables/rules.v6": ("iptables-v6", "provision-firewall.service"),
         "/etc/iptables/provision-docker.v4": ("iptables-docker-v4", "provision-firewall.service"),
@@ -115,7 +115,7 @@ def test_artifact_kinds_paths_and_services(inv: Inventory) -> None:
     for path, (kind, service) in expect.items():
         assert (by_path[path].kind, by_path[path].service) == (kind, service), path
     bastion = {a.path for a in render_host(inv, inv.node("jump"))}
-    assert {"/etc/ssh/sshd_config.d/50-provision.conf", "/etc/iptables/rules.v4",
+    assert {"/etc/ssh/sshd_config.d/00-provision.conf", "/etc/iptables/rules.v4",
             "/etc/iptables/rules.v6"} <= bastion
     assert not any(p.endswith(".service") and "provision-jupyter" in p for p in bastion)
 

@@ -112,7 +112,7 @@ def test_sshd_accepts_the_dropin(tree: Path, tmp_path: Path, node: str) -> None:
         privsep.mkdir(mode=0o755, parents=True, exist_ok=True)
     key = tmp_path / "host_ed25519"
     run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
-    dropin = tree / node / "etc" / "ssh" / "sshd_config.d" / "50-provision.conf"
+    dropin = tree / node / "etc" / "ssh" / "sshd_config.d" / "00-provision.conf"
     config = tmp_path / "sshd_config"
     # Like Debian's: the drop-ins first, then the distribution's own (weaker) settings.
     config.write_text(f"Include {dropin}\nKbdInteractiveAuthentication yes\nX11Forwarding yes\n"

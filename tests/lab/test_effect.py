@@ -1,0 +1,307 @@
+"""Hardening that does not take effect is a failure, not a green apply (issue 20, items 1, 4, 5).
+
+On gpu2, made to look like a real image in each test (written here through the lab's exec):
+an earlier drop-in with `PasswordAuthentication yes` + `AuthenticationMethods any` (what
+cloud-init writes), the same in a `Match` block, a line above the `Include` in
+sshd_config; then `apply` must fail naming the file and line and roll back, `plan` must
+show a change, `audit` must exit 1 with an error naming the file and line. Also: hosts
+provision does not support are refused before anything changes (an os-release rewritten to
+Alpine, an sshd_config without the Include), and sshd started from `ssh.socket` (Debian 12
+ships it disabled, the lab masks it: unmasked and enabled here) converges; and a firewall
+whose chain another rule bypasses (an ACCEPT inserted above our jump) fails its commit.
+
+Only the sshd step (or the firewall step) runs, a playbook of its own, so each case costs
+one apply. Every test restores /etc/ssh (and the firewall) as the module found them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import Lab
+
+pytestmark = pytest.mark.lab
+
+HOST = "gpu2"
+DROPIN = "/etc/ssh/sshd_config.d/00-provision.conf"
+CLOUD = "/etc/ssh/sshd_config.d/01-cloud-init.conf"  # sorts after ours, before 50-*
+EARLY = "/etc/ssh/sshd_config.d/00-aaa-cloud.conf"  # sorts before ours
+CONFIRM = "30"
+SAVED = "/root/provision-test-etc-ssh.tar"
+
+
+@pytest.fixture(scope="module")
+def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    d = tmp_path_factory.mktemp("effect")
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc.pop("dns", None)
+    doc.pop("roles", None)
+    doc["hosts"] = {HOST: {k: v for k, v in doc["hosts"][HOST].items() if k != "roles"}}
+    inv = d / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    book = d / "sshd-only.yml"
+    book.write_text("name: sshd-only\nhosts: [all]\nsteps: [sshd]\n")
+    # /etc/ssh as this module found it (an earlier module may have hardened gpu2)
+    lab.host(HOST, "tar", "-C", "/etc", "-cf", SAVED, "ssh")
+    yield {"inventory": inv, "playbook": book}
+    _restore(lab, ours=True)
+    lab.host(HOST, "rm", "-f", SAVED)
+
+
+def _restore(lab: Lab, ours: bool = False) -> None:
+    """Back to the saved /etc/ssh; each test starts without our drop-in (`ours=False`)."""
+    lab.host(HOST, "sh", "-c", "; ".join([
+        "rm -rf /etc/ssh/sshd_config.d", f"tar -C /etc -xf {SAVED}",
+        *([] if ours else [f"rm -f {DROPIN}"]),
+        "rm -rf /var/lib/provision/commit",
+        "systemctl reload ssh.service",
+    ]), check=False)
+
+
+@pytest.fixture(autouse=True)
+def clean(lab: Lab, world: dict[str, Path]) -> Iterator[None]:
+    _restore(lab)
+    yield
+    _restore(lab)
+
+
+def put(lab: Lab, path: str, text: str) -> None:
+    r = subprocess.run(["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "sh", "-c",
+                        f"cat > {path} && chmod 644 {path} && systemctl reload ssh.service"],
+                       input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def run(lab: Lab, world: dict[str, Path], command: str, *extra: str) -> tuple[int, dict[str, Any], str]:
+    args = [command, "-i", str(world["inventory"]), "--playbook", str(world["playbook"])]
+    if command == "apply":
+        args += ["--yes", "--confirm-timeout", CONFIRM]
+    return lab.provision_json(*args, *extra, HOST)
+
+
+def host(data: dict[str, Any]) -> dict[str, Any]:
+    (h,) = data["hosts"]
+    return h  # type: ignore[no-any-return]
+
+
+def effective(lab: Lab, key: str, user: str = "") -> str:
+    cmd = ["/usr/sbin/sshd", "-T"] + (["-C", f"user={user}"] if user else [])
+    out = lab.host(HOST, *cmd).stdout
+    return next((ln.split(" ", 1)[1] for ln in out.splitlines() if ln.startswith(key + " ")), "")
+
+
+def audit(lab: Lab, world: dict[str, Path]) -> tuple[int, dict[str, Any]]:
+    code, data, _ = lab.provision_json("audit", "-i", str(world["inventory"]), "--no-aws", HOST)
+    return code, data
+
+
+def findings(data: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    (h,) = data["hosts"]
+    return [f for f in h["findings"] if f["code"] == kind]
+
+
+# --- an earlier drop-in ----------------------------------------------------------------------
+
+def test_earlier_dropin_fails_the_first_apply_and_rolls_back(lab: Lab, world: dict[str, Path]) -> None:
+    put(lab, EARLY, "PasswordAuthentication yes\nAuthenticationMethods any\n")
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3, err
+    (action,) = host(data)["actions"]
+    assert "will not take effect" in action["description"] and f"{EARLY}:1" in action["description"]
+    code, data, err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed", h
+    assert f"{EARLY}:1" in h["error"] and "passwordauthentication yes" in h["error"], h["error"]
+    assert "rolled back at once" in h["error"], h["error"]
+    # rolled back: our drop-in is gone again, nothing left armed
+    assert lab.host(HOST, "test", "-e", DROPIN, check=False).returncode == 1
+    assert lab.host(HOST, "ls", "-A", "/var/lib/provision/commit", check=False).stdout.strip() == ""
+
+
+def test_dropin_overridden_later_plan_apply_audit_all_say_so(lab: Lab, world: dict[str, Path]) -> None:
+    code, data, err = run(lab, world, "apply")
+    assert code == 0, err + json.dumps(data)
+    assert effective(lab, "passwordauthentication") == "no"
+    code, data = audit(lab, world)
+    assert not findings(data, "sshd-weak"), data
+    # now cloud-init (say) adds its drop-in before ours: the file is ours, the effect is not
+    put(lab, EARLY, "PasswordAuthentication yes\nAuthenticationMethods any\n")
+    assert effective(lab, "passwordauthentication") == "yes"
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3, err + json.dumps(data)
+    (action,) = host(data)["actions"]
+    assert "not in effect" in action["description"] and f"{EARLY}:1" in action["description"], action
+    code, data, err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed" and f"{EARLY}:1" in h["error"], h
+    assert lab.host(HOST, "test", "-f", DROPIN, check=False).returncode == 0  # ours, restored
+    code, data = audit(lab, world)
+    assert code == 1
+    weak = findings(data, "sshd-weak")
+    assert weak and all(f["severity"] == "error" for f in weak), data
+    assert any(f"{EARLY}:1" in f["message"] and "passwordauthentication" in f["message"]
+               for f in weak), weak
+
+
+def test_match_block_overriding_one_user_is_named(lab: Lab, world: dict[str, Path]) -> None:
+    # (not `AuthenticationMethods any` here: OpenSSH 9.2 rejects "any" in a Match block once a
+    # global value is set, and the candidate would fail `sshd -t`: refused, nothing changed)
+    put(lab, CLOUD, "Match User alice\n    PasswordAuthentication yes\n")
+    assert effective(lab, "passwordauthentication", "alice") == "yes"
+    code, data, err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed", h
+    assert f"{CLOUD}:2" in h["error"] and "Match User alice" in h["error"], h["error"]
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3, err
+    code, data = audit(lab, world)
+    assert code == 1
+    assert any("for user alice" in f["message"] and f"{CLOUD}:2" in f["message"]
+               for f in findings(data, "sshd-weak")), data
+
+
+def test_line_above_the_include_is_named(lab: Lab, world: dict[str, Path]) -> None:
+    lab.host(HOST, "sh", "-c", "sed -i '1i KbdInteractiveAuthentication yes' /etc/ssh/sshd_config "
+             "&& systemctl reload ssh.service")
+    code, data, _err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed", h
+    assert "/etc/ssh/sshd_config:1" in h["error"] and "kbdinteractiveauthentication yes" in h["error"], h
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3 and "/etc/ssh/sshd_config:1" in host(data)["actions"][0]["description"], err
+    code, data = audit(lab, world)
+    assert code == 1
+    assert any("/etc/ssh/sshd_config:1" in f["message"] for f in findings(data, "sshd-weak")), data
+
+
+def test_our_dropin_under_its_old_name_is_removed(lab: Lab, world: dict[str, Path]) -> None:
+    old = "/etc/ssh/sshd_config.d/50-provision.conf"
+    put(lab, old, "# Managed by provision for gpu2; do not edit.\nX11Forwarding no\n")
+    code, data, err = run(lab, world, "apply")
+    assert code == 0 and host(data)["status"] == "changed", err + json.dumps(data)
+    assert lab.host(HOST, "test", "-e", old, check=False).returncode == 1
+    assert lab.host(HOST, "test", "-f", DROPIN, check=False).returncode == 0
+
+
+# --- unsupported hosts -----------------------------------------------------------------------
+
+def test_unsupported_hosts_are_refused_before_anything_changes(lab: Lab, world: dict[str, Path]) -> None:
+    lab.host(HOST, "sh", "-c", "cp -a /etc/os-release /etc/os-release.provision-test; "
+             "rm /etc/os-release; printf 'ID=alpine\\nVERSION_ID=3.19.1\\n' > /etc/os-release")
+    try:
+        code, data, _err = run(lab, world, "apply")
+    finally:
+        lab.host(HOST, "sh", "-c", "rm -f /etc/os-release; "
+                 "mv /etc/os-release.provision-test /etc/os-release")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed" and h["changed"] == 0, h
+    assert "alpine 3.19.1 is not a Debian-family OS" in h["error"], h
+    assert h["remote_execs"] == 1  # the probe only
+    assert lab.host(HOST, "test", "-e", DROPIN, check=False).returncode == 1
+    # an sshd_config without the Include: the drop-in would never be read
+    lab.host(HOST, "sed", "-i", "/^Include/d", "/etc/ssh/sshd_config")
+    code, data, _err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and h["status"] == "failed" and "has no `Include" in h["error"], h
+    assert lab.host(HOST, "test", "-e", DROPIN, check=False).returncode == 1
+
+
+# --- sshd started from ssh.socket ------------------------------------------------------------
+
+SOCKET_ON = "; ".join([
+    "rm -f /etc/systemd/system/ssh.socket",  # the lab's mask
+    "systemctl daemon-reload",
+    "systemctl disable -q ssh.service",
+    "systemctl enable -q ssh.socket",
+    "systemctl stop ssh.service",
+    "systemctl start ssh.socket",
+])
+SOCKET_OFF = "; ".join([
+    "sed -i '/^Port 2222$/d' /etc/ssh/sshd_config",
+    "systemctl disable -q --now ssh.socket",
+    "ln -sf /dev/null /etc/systemd/system/ssh.socket",
+    "systemctl daemon-reload",
+    "systemctl enable -q ssh.service",
+    "systemctl restart ssh.service",
+])
+
+
+def test_socket_activated_sshd_converges_and_a_port_change_is_refused(
+        lab: Lab, world: dict[str, Path]) -> None:
+    lab.host(HOST, "sh", "-ec", SOCKET_ON)
+    try:
+        assert lab.host(HOST, "systemctl", "is-active", "ssh.service", check=False).stdout.strip() \
+            == "inactive"
+        code, data, err = run(lab, world, "apply")
+        h = host(data)
+        assert code == 0 and h["status"] == "changed", err + json.dumps(h)
+        # validated, reloaded, read back and confirmed over a new connection, through the socket
+        assert lab.host(HOST, "systemctl", "is-active", "ssh.socket").stdout.strip() == "active"
+        assert effective(lab, "passwordauthentication") == "no"
+        code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+        assert code == 0 and host(data)["changes"] == 0, err + json.dumps(data)
+        # a Port line in sshd_config never reaches the socket on Debian (no generator)
+        lab.host(HOST, "sh", "-c", "sed -i '1i Port 2222' /etc/ssh/sshd_config")
+        code, data, err = run(lab, world, "plan")
+        h = host(data)
+        assert code == 1 and h["status"] == "failed", h
+        assert "started from ssh.socket, which listens on [::]:22" in h["error"], h["error"]
+        assert "*:2222" in h["error"], h["error"]
+    finally:
+        lab.host(HOST, "sh", "-c", SOCKET_OFF, check=False)
+
+
+# --- the firewall: something in the way ------------------------------------------------------
+
+UNFIREWALL = "; ".join([
+    "iptables -w -D INPUT -j ACCEPT",
+    "systemctl disable --now provision-firewall.service",
+    "rm -f /etc/iptables/rules.v4 /etc/iptables/rules.v6 /etc/iptables/provision-docker.v4 "
+    "/etc/iptables/provision-docker.v6 /usr/local/sbin/provision-firewall "
+    "/etc/systemd/system/provision-firewall.service",
+    "systemctl daemon-reload",
+    *(f"{t} -w -D INPUT -j PROVISION-INPUT; {t} -w -F PROVISION-INPUT; {t} -w -X PROVISION-INPUT"
+      for t in ("iptables", "ip6tables")),
+    "rm -rf /var/lib/provision/commit",
+])
+
+
+def test_an_accept_all_placed_before_our_chain_fails_the_firewall_commit(
+        lab: Lab, world: dict[str, Path]) -> None:
+    book = world["playbook"].with_name("firewall-only.yml")
+    book.write_text("name: firewall-only\nhosts: [all]\nsteps: [firewall]\n")
+    base = ["-i", str(world["inventory"]), "--playbook", str(book)]
+    # an earlier module's bootstrap may have left gpu2 firewalled: leave it as found
+    had = lab.host(HOST, "test", "-e", "/usr/local/sbin/provision-firewall", check=False).returncode == 0
+    try:
+        code, data, err = lab.provision_json("apply", *base, "--yes", "--confirm-timeout", CONFIRM, HOST)
+        assert code == 0 and host(data)["status"] in ("changed", "ok"), err + json.dumps(data)
+        code, data, err = lab.provision_json("plan", *base, "--detailed-exitcode", HOST)
+        assert code == 0, err + json.dumps(data)
+        # another tool inserts an accept-everything rule above our jump
+        lab.host(HOST, "iptables", "-w", "-I", "INPUT", "1", "-j", "ACCEPT")
+        code, data, err = lab.provision_json("plan", *base, "--detailed-exitcode", HOST)
+        assert code == 3, err + json.dumps(data)
+        (action,) = host(data)["actions"]
+        assert "live rules: IPv4: an ACCEPT rule before PROVISION-INPUT in INPUT" in action["description"]
+        code, data, err = lab.provision_json("apply", *base, "--yes", "--confirm-timeout", CONFIRM, HOST)
+        h = host(data)
+        assert code == 1 and h["status"] == "failed", h
+        assert "an ACCEPT rule before PROVISION-INPUT in INPUT (`-A INPUT -j ACCEPT`)" in h["error"], h
+        assert "rolled back at once" in h["error"], h
+        v4 = lab.host(HOST, "iptables", "-w", "-S", "INPUT").stdout.splitlines()
+        assert v4[1:3] == ["-A INPUT -j ACCEPT", "-A INPUT -j PROVISION-INPUT"], v4  # as before
+        code, data = audit(lab, world)
+        assert code == 1
+        (f,) = findings(data, "firewall-bypassed")
+        assert f["severity"] == "error" and "`-A INPUT -j ACCEPT`" in f["message"], f
+    finally:
+        lab.host(HOST, "sh", "-c", "iptables -w -D INPUT -j ACCEPT" if had else UNFIREWALL,
+                 check=False)
