@@ -20,11 +20,15 @@ from typing import Any
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
 from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
+from provision.dns import names
+from provision.dns.rdata import values_problem
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
+from provision.text import printable, unsafe
 
 from . import health as H
 from . import phases as P
+from . import trust as T
 from .journal import Journal
 from .marker import LABEL, marked_name, marker_name, parse
 from .store import JournalStore
@@ -45,19 +49,28 @@ def apply_change(provider: Provider, changes: ChangeSet) -> str:
 
 
 def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
-    """The inventory zone holding `name` (the longest match) and the absolute name."""
+    """The inventory zone holding `name` (the longest match) and the absolute name.
+    UsageError (exit 2) for a name in no zone, or one provision refuses to migrate
+    (reserved marker labels, too long for its marker, characters a host name lacks)."""
     zones = list(inv.dns.zones) if inv.dns else []
     n = name.strip()
-    if not n or any(c.isspace() or ord(c) < 32 for c in n) or ".." in n.strip("."):
-        raise UsageError(f"{name!r} is not a record name")
+    if not n or unsafe(n) or any(c.isspace() for c in n) or ".." in n.strip("."):
+        raise UsageError(f"{printable(name)!r} is not a record name")
     fq = n.lower() if n.endswith(".") else n.lower() + "."
+    found = None
     for z in sorted(zones, key=lambda z: -len(z.name)):
         if in_zone(fq, z.name):
-            return z, fq
-    if len(zones) == 1 and not n.endswith(".") and "." not in n:
-        return zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
-    raise UsageError(f"{name} is in none of the inventory's zones "
-                     f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+            found = z, fq
+            break
+    if found is None and len(zones) == 1 and not n.endswith(".") and "." not in n:
+        found = zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
+    if found is None:
+        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
+                         f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+    why = names.problem(found[1], room=names.MARKER_ROOM) or names.reserved(found[1])
+    if why:
+        raise UsageError(f"{printable(name)}: {why}")
+    return found
 
 
 def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
@@ -158,15 +171,41 @@ class Loaded:
 
 
 def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
+    """The journal, the marker and the record, each checked (`trust`) before it may drive
+    a change: anything that is not about this record, of a managed type, in this zone,
+    is refused (UsageError naming the file or the TXT record) and nothing is sent."""
     j = ctx.store.load(ctx.name)
-    if j is not None and j.zone != ctx.zone.name.rstrip(".") + ".":
-        raise UsageError(f"the journal of {ctx.name} is for zone {j.zone}, not {ctx.zone.name}")
+    declared = frozenset(rr.key for rr in desired(ctx.zone))
+    if j is not None:
+        try:
+            T.admit_journal(j, name=ctx.name, zone=ctx.zone.name, provider=ctx.zone.provider,
+                            declared=declared)
+        except T.Refused as e:
+            raise UsageError(f"the migration journal {ctx.store.path(ctx.name)} is refused: "
+                             f"{e}; nothing was sent") from None
     marker_rr = _call(lambda: ctx.provider.get_rrset(marker_name(ctx.name), "TXT"))
-    mk = None if marker_rr is None else parse(marker_rr)
+    mk = None
+    if marker_rr is not None:
+        where = f"the migration marker {printable(marker_rr.name)} TXT"
+        why = T.marker_strings_problem(marker_rr.values)
+        mk = None if why else parse(marker_rr)
+        if mk is None:
+            raise UsageError(f"{where} is refused: {why or 'not a marker provision wrote'}; "
+                             "nothing was sent (remove or fix that TXT record by hand)")
+        try:
+            T.admit_marker(mk, name=ctx.name, zone=ctx.zone.name, declared=declared,
+                           journal=j, now=ctx.now())
+        except T.Refused as e:
+            raise UsageError(f"{where} is refused: {e}; nothing was sent") from None
     rtype = (j.type if j else None) or (mk.type if mk else None) or rtype
     if rtype:
         ctx.rtype = rtype
     record = _call(lambda: ctx.provider.get_rrset(ctx.name, rtype)) if rtype else None
+    if record is not None and record.alias is None:
+        why = values_problem(record.type, list(record.values))
+        if why:
+            raise UsageError(f"the provider's answer for {printable(ctx.name)} {record.type} "
+                             f"is refused: {why}; nothing was sent")
     view = P.ZoneView(record, marker_rr)
     rec = P.reconcile(j, view, name=ctx.name, zone=ctx.zone.name.rstrip(".") + ".",
                       provider=ctx.zone.provider, now=ctx.now())
@@ -496,13 +535,13 @@ def _serves(j: Journal, a: prop.Answer) -> str:
 def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str]]:
     """Names with an open migration: every local journal, and every marker in the
     inventory's zones (a teammate's). Returns (names, problems)."""
-    names = []
+    found = []
     problems = []
     for path, j, err in store.all():
         if j is None:
-            problems.append(f"{path}: {err}")
+            problems.append(f"the migration journal {path} is refused: {printable(err)}")
         else:
-            names.append(j.name)
+            found.append(j.name)
     for z in (inv.dns.zones if inv.dns else ()):
         try:
             rrsets = make_provider(z, inv).list_rrsets()
@@ -512,9 +551,15 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
         for rr in rrsets:
             if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
                 n = marked_name(rr.name)
-                if n:
-                    names.append(n)
-    return sorted(set(names)), problems
+                why = ("not a marker name" if not n else
+                       names.problem(n) or names.reserved(n) or
+                       ("" if names.in_zone(n, z.name) else f"outside zone {z.name}"))
+                if why or not n:
+                    problems.append(f"the migration marker {printable(rr.name)} TXT is "
+                                    f"refused: {why}")
+                else:
+                    found.append(n)
+    return sorted(set(found)), problems
 
 
 def _iso(t: float | None) -> str | None:
