@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
-from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
-from provision.dns import names
 from provision.dns.rdata import values_problem
+from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
 from provision.text import printable, unsafe

@@ -12,14 +12,13 @@ The directory is ``$PROVISION_STATE_DIR/migrations/``, else
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
-import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from provision.dns.localfile import read_regular
 from provision.errors import OperationError, UsageError
 
 from .journal import Journal, JournalError, file_name, from_json, to_json
@@ -134,35 +133,8 @@ MAX_FILES = 10_000
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of the regular file `path`, at most `limit` of them (OSError otherwise).
-
-    Opened without following a symlink and without blocking (a FIFO would hang a plain
-    open); anything but a regular file is refused before a byte is read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, "a symbolic link (journals are regular files; "
-                          "provision follows no link in the state directory)") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device, socket or "
-                          "directory); journals are regular files")
-        if st.st_size > limit:
-            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} a "
-                          "journal may have")
-        chunks = []
-        total = 0
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise OSError(errno.EFBIG, f"more than the {limit} bytes a journal may have")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    """A journal's bytes: a regular file (no FIFO, device or symlink), at most `limit`."""
+    return read_regular(path, limit, "journal")
 
 
 def _atomic_write(path: Path, text: str) -> None:
