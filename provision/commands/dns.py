@@ -65,12 +65,27 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
     return Change(op, subject, tuple(detail), kind="rrset")
 
 
-def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
+def zone_endpoint(zone: Any, inv: Any) -> str | None:
+    """The API endpoint credentials for `zone` go to, when it is not the provider's own."""
+    from provision.dns.endpoint import is_own
+
+    url = zone.endpoint
+    if url is None and zone.provider == "route53" and inv is not None and inv.aws is not None:
+        url = inv.aws.endpoint_url
+    if url is None or zone.provider == "rfc2136" or is_own(url, zone.provider):
+        return None
+    return str(url)
+
+
+def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section]:
     from provision.dns.records import marker_changes
 
     out = []
     for run in runs:
         name = f"zone {run.zone.name} ({run.zone.provider})"
+        url = zone_endpoint(run.zone, inv)
+        if url:  # a reviewer sees where the credentials go
+            name = f"zone {run.zone.name} ({run.zone.provider} at {url}: not {run.zone.provider}'s own endpoint)"
         if run.error:
             out.append(Section(name, error=run.error, status="failed"))
             continue
@@ -115,16 +130,17 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
 
     inv, selected = _setup(inventory_path, zones)
     runs = plan_zones(inv, selected)
-    sections = _sections(runs, force)
+    sections = _sections(runs, force, inv)
     if as_json:
-        emit_json({**to_json(sections), "zones": [_run_json(r) for r in runs]})
+        emit_json({**to_json(sections), "zones": [_run_json(r, inv) for r in runs]})
     else:
         print_plan(sections, title="dns plan")
     raise Exit(exit_status(sections, detailed_exitcode))
 
 
-def _run_json(run: Any) -> dict[str, Any]:
+def _run_json(run: Any, inv: Any = None) -> dict[str, Any]:
     return {"zone": run.zone.name, "provider": run.zone.provider, "error": run.error or None,
+            "endpoint": zone_endpoint(run.zone, inv),
             "records_read": run.records_read, "read_seconds": round(run.read_seconds, 4),
             "guard": (run.plan.guard or None) if run.plan else None,
             "applied": run.applied, "replanned": run.replanned,
@@ -151,7 +167,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
                          "review `provision dns plan`, then run dns apply with --yes")
     inv, selected = _setup(inventory_path, zones)
     runs = plan_zones(inv, selected)
-    sections = _sections(runs, force)
+    sections = _sections(runs, force, inv)
     if not as_json:
         print_plan(sections, title="dns apply")
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
@@ -173,7 +189,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
         if not as_json:
             _print_applied(run)
     if as_json:
-        emit_json({**to_json(_sections(runs, force)), "zones": [_run_json(r) for r in runs]})
+        emit_json({**to_json(_sections(runs, force, inv)), "zones": [_run_json(r, inv) for r in runs]})
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
 
 

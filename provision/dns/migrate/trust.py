@@ -227,7 +227,7 @@ def _ttl(d: Mapping[str, Any], key: str) -> int:
 
 
 def _time(d: Mapping[str, Any], key: str) -> float:
-    v = d.get(key)
+    v: Any = d.get(key)
     if not _is_num(v) or not MIN_TIME <= v <= MAX_TIME:
         raise Refused(f"{key} is {_show(v)}, not a time (seconds since 1970, before 2200)")
     return float(v)
