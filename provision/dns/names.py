@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from provision.text import printable
+
 MAX_NAME = 253        # octets of an absolute name, without the trailing dot (RFC 1035: 255 on the wire)
 MAX_LABEL = 63
 OWNERSHIP_LABEL = "_provision"
@@ -79,9 +81,10 @@ def problem(fqdn: str, *, wildcard: bool = True, room: int = 0) -> str:
         if not lab:
             return "an empty label ('..')"
         if len(lab) > MAX_LABEL:
-            return f"a label of {len(lab)} octets ('{lab[:20]}…'), at most {MAX_LABEL} allowed"
+            return (f"a label of {len(lab)} octets ('{printable(lab[:20])}…'), at most "
+                    f"{MAX_LABEL} allowed")
         if not _LABEL.match(lab):
-            return (f"the label '{lab}' has characters other than letters, digits, '_' and "
+            return (f"the label '{printable(lab[:80])}' has characters other than letters, digits, '_' and "
                     "'-' (or starts or ends with '-')" if lab != "*" else
                     "a '*' is allowed only as the whole first label")
     return ""
