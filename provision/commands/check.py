@@ -72,12 +72,21 @@ def _migration_findings() -> list[Any]:
 
     from provision.dns.migrate.store import JournalStore
 
-    journals = [j for _, j, _ in JournalStore().all() if j is not None]
+    found = JournalStore().all()
+    journals = [j for _, j, _ in found if j is not None]
+    refused: list[Any] = []
+    if len(journals) < len(found):
+        from provision.exposure import Finding
+
+        refused = [Finding("warning", "dns-journal-refused", str(path),
+                           f"the migration journal {path} is refused: {err}",
+                           "move the file away; `provision dns migrate status` reads the "
+                           "migration from the zone's marker") for path, j, err in found if j is None]
     if not journals:  # the usual case: no phase machine to import (start-up time)
-        return []
+        return refused
     from provision.dns.migrate.phases import overdue_findings
 
-    return overdue_findings(journals, time.time())
+    return [*refused, *overdue_findings(journals, time.time())]
 
 
 def _dns_file_findings(inv: Any) -> list[Any]:

@@ -224,9 +224,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
               as_json: bool) -> None:
     """What every authoritative server of NAME's zone, and every configured resolver,
     answers for NAME: value, remaining TTL, AA flag; who disagrees and why."""
+    from provision.dns import names
     from provision.dns import propagation as prop
     from provision.dns.provider import ProviderError
     from provision.dns.records import absolute, desired, in_zone
+    from provision.text import printable
 
     inv = load(inventory_path)
     zones = list(inv.dns.zones) if inv.dns else []
@@ -242,8 +244,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
             zone, fq = z, candidate
             break
     if zone is None or fq is None:
-        raise UsageError(f"{name} is in none of the inventory's zones "
+        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
                          f"({', '.join(z.name for z in zones) or 'none'})")
+    why = names.problem(fq)
+    if why:
+        raise UsageError(f"{printable(name)} is not a record name: {why}")
     declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)

@@ -216,11 +216,11 @@ def test_clouddns_refuses_a_token_uri_in_clear(tmp_path: Path) -> None:
                                  "client_email": "x@y", "private_key": "k"}))
     p = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
                          endpoint="https://dns.example.net", credentials_file=str(creds))
-    with pytest.raises(ProviderError, match="token_uri .* not a loopback address"):
+    with pytest.raises(ProviderError, match=r"token_uri .* not a loopback address"):
         p.mz  # noqa: B018
     p2 = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
                           endpoint="http://10.1.1.1:8080", credentials_file=str(creds))
-    with pytest.raises(ProviderError, match="endpoint http://10.1.1.1:8080 is plain http"):
+    with pytest.raises(ProviderError, match=r"endpoint http://10\.1\.1\.1:8080 is plain http"):
         p2.mz  # noqa: B018
 
 
@@ -325,3 +325,29 @@ def test_provider_ids_are_explained_in_words_not_patterns(
     r = CliRunner().invoke(main, ["check", "-i", str(p)])
     assert r.exit_code == 2, r.output
     assert words in r.output and "^" not in r.output, r.output
+
+
+def test_dns_check_of_a_name_that_is_no_name_is_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent"}}}}))
+    for bad in ("a..b.example.org", "x" * 64 + ".example.org"):
+        r = CliRunner().invoke(main, ["dns", "check", bad, "-i", str(p)])
+        assert r.exit_code == 2, r.output
+        assert "is not a record name" in r.output, r.output
+        assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
+
+
+def test_check_names_a_refused_journal_in_the_state_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = tmp_path / "state"
+    (state / "migrations").mkdir(parents=True)
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    wrong = {**GOOD, "name": "www.example.org."}  # filed under api: not its own name
+    (state / "migrations" / "api.example.org.json").write_text(json.dumps(wrong))
+    example = Path(__file__).parents[2] / "inventories" / "example.yml"
+    r = CliRunner().invoke(main, ["check", "-i", str(example), "--json"])
+    assert r.exit_code == 0, r.output
+    found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "dns-journal-refused"]
+    assert len(found) == 1 and "api.example.org.json" in found[0]["message"]
+    assert "filed as api.example.org.json" in found[0]["message"]
