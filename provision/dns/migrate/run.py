@@ -459,6 +459,16 @@ def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
     j = rec.journal
     if j is None:
         raise UsageError(f"no open migration of {ctx.where}: nothing to roll back")
+    if rec.conflict and rec.source == "marker":
+        # Nothing but a TXT record (writable by anyone who can write the zone) says what the
+        # "original" values were, and the record matches none of its states: restoring
+        # them would let that TXT record choose the record's new values.
+        raise UsageError(f"{rec.conflict.split('; only')[0]}; and the only account of this "
+                         f"migration is the zone's marker {marker_name(ctx.name)} TXT (no "
+                         "journal on this machine): provision does not restore values read "
+                         "from a TXT record alone; roll back from the machine that holds the "
+                         "journal, or fix the record and remove the marker by hand; nothing "
+                         "was sent")
     if rec.closed:
         settle(ctx, loaded)
         return j, rec.closed
