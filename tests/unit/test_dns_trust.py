@@ -351,3 +351,41 @@ def test_check_names_a_refused_journal_in_the_state_directory(
     found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "dns-journal-refused"]
     assert len(found) == 1 and "api.example.org.json" in found[0]["message"]
     assert "filed as api.example.org.json" in found[0]["message"]
+
+
+def test_hostile_route53_answers_never_reach_a_change_batch(tmp_path: Path) -> None:
+    """The plan from hostile Route53 answers is refused, and `dns apply`'s path sends no
+    ChangeResourceRecordSets call (the stub records every call it gets)."""
+    from provision.dns.sync import apply_zone, plan_zones
+    from provision.inventory import load_inventory
+
+    calls: list[str] = []
+
+    class Client:
+        def list_resource_record_sets(self, **kw: Any) -> dict[str, Any]:
+            calls.append("list")
+            return {"ResourceRecordSets": [
+                {"Name": "example.org.", "Type": "NS", "TTL": 172800,
+                 "ResourceRecords": [{"Value": "ns-1.awsdns-00.com."}]},
+                {"Name": "api.example.org.", "Type": "A", "TTL": 60,
+                 "ResourceRecords": [{"Value": "192.0.2.1\nevil"}]},
+                {"Name": "_provision.example.org.", "Type": "TXT", "TTL": 300,
+                 "ResourceRecords": [{"Value": '"provision owns NS"'}]}]}
+
+        def change_resource_record_sets(self, **kw: Any) -> dict[str, Any]:
+            calls.append("change")
+            return {"ChangeInfo": {"Id": "C1"}}
+
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "route53", "hosted_zone_id": "Z1",
+        "records": {"api": {"type": "A", "values": ["192.0.2.2"]}}}}}}))
+    inv = load_inventory(p)
+    assert inv.dns is not None
+    [run] = plan_zones(inv, list(inv.dns.zones), lambda z, i: Route53Provider(
+        z.name, hosted_zone_id="Z1", client=Client()))
+    assert run.plan is not None and run.plan.refused
+    assert any("provider's answer is refused" in e for e in run.plan.errors)
+    assert any("_provision.example.org. TXT is refused" in e for e in run.plan.errors)
+    apply_zone(run)  # what `dns apply` calls for a zone: an empty change set sends nothing
+    assert calls == ["list"]
