@@ -20,7 +20,7 @@ from typing import Any
 from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
-from provision.dns.rdata import values_problem
+from provision.dns.rdata import value_problem, values_problem
 from provision.dns.records import ChangeSet, absolute, desired, in_zone, normalise_value, relative
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
@@ -64,6 +64,10 @@ def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
             break
     if found is None and len(zones) == 1 and not n.endswith(".") and "." not in n:
         found = zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
+    if found is None and len(zones) > 1 and not n.endswith(".") and "." not in n:
+        raise UsageError(f"{printable(name)} is a bare label and the inventory has "
+                         f"{len(zones)} zones ({', '.join(z.name for z in zones)}): give the "
+                         f"full name, e.g. {printable(n)}.{zones[0].name}")
     if found is None:
         raise UsageError(f"{printable(name)} is in none of the inventory's zones "
                          f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
@@ -90,10 +94,10 @@ def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
                 raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
                                  f"and the record is {rtype}")
         elif rtype == "CNAME":
-            labels = v.rstrip(".").split(".")
-            if len(v) > 253 or any(not lab or len(lab) > 63 for lab in labels) or \
-                    not all(c.isalnum() or c in "-_" for lab in labels for c in lab):
-                raise UsageError(f"--to {v}: not a host name (a CNAME points at a name)")
+            why = value_problem("CNAME", v)
+            if why:  # a single label would be a top-level domain: refused, not guessed
+                raise UsageError(f"--to {printable(v)}: {why} (a CNAME points at an absolute "
+                                 "host name such as lb-2.example.org)")
         out.append(normalise_value(rtype, v))
     if rtype == "CNAME" and len(set(out)) != 1:
         raise UsageError("a CNAME holds exactly one target: give one --to")
