@@ -53,7 +53,7 @@ def test_values_are_checked_against_the_record_type() -> None:
 def test_a_bare_label_with_several_zones_asks_for_the_full_name(tmp_path: Path) -> None:
     z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent", "records": {}}
     inv = load_inventory(_inv(tmp_path, {"example.org": z, "example.net": z}))
-    with pytest.raises(UsageError, match="bare label .* give the full name"):
+    with pytest.raises(UsageError, match=r"bare label .* give the full name"):
         find_zone(inv, "api")
 
 
