@@ -502,6 +502,7 @@ class _Resolver:
         markers, are refused."""
         raw = self._raw_zones()
         first_zone: dict[str, str] = {}
+        anywhere: dict[str, FieldPath] = {}   # absolute name -> where first declared
         for zkey in raw:
             if not isinstance(zkey, str):
                 continue
@@ -529,6 +530,11 @@ class _Resolver:
                                 f"record '{rkey}' is the name '{first[fq]}' ({fq})")
                     continue
                 first[fq] = rkey
+                if fq in anywhere:  # a parent zone naming a record inside its child zone
+                    self._twice(anywhere[fq], rpath, f"record '{rkey}' ({fq}) is also a "
+                                f"record of zone '{anywhere[fq][2]}'")
+                    continue
+                anywhere[fq] = rpath
 
     def _twice(self, earlier: FieldPath, later: FieldPath, what: str) -> None:
         pos = self.source.where(earlier)
