@@ -176,7 +176,9 @@ def _marker_problem(rr: RRset, target: str, zone: str) -> str:
     wrote (anyone who can write a TXT record in the zone can write one), or ""."""
     why = problem(target) or reserved(target)
     if why:
-        return f"the name it covers, {target}: {why}"
+        return f"the name it covers, {_show(target)}: {why}"
+    if marker_name(target, zone) != rr.name:  # e.g. `_provision.*.x`: provision writes `_wildcard`
+        return f"provision writes the marker of {_show(target)} as {marker_name(target, zone)}"
     if not in_zone(target, zone):
         return f"it covers {target}, outside zone {zone}"
     for v in rr.values:
@@ -268,7 +270,7 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset]) -> Zone
     notes: list[str] = []
 
     errors += marker_problems(actual, origin)
-    apex_owned = {k for k in owned if k[0] == origin and k not in want_by_key}
+    apex_owned = {k for k in owned if k[0] == origin and k not in want_by_key and k in have}
     for k in sorted(apex_owned):
         notes.append(f"@ {k[1]}: not deleted although its ownership marker says provision "
                      "wrote it: at the zone apex provision changes only records the "

@@ -567,7 +567,9 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
                 n = marked_name(rr.name)
                 why = ("not a marker name" if not n else
                        names.problem(n) or names.reserved(n) or
-                       ("" if names.in_zone(n, z.name) else f"outside zone {z.name}"))
+                       ("" if names.in_zone(n, z.name) else f"outside zone {z.name}") or
+                       ("" if marker_name(n) == rr.name else
+                        f"provision writes the marker of {n} as {marker_name(n)}"))
                 if why or not n:
                     problems.append(f"the migration marker {printable(rr.name)} TXT is "
                                     f"refused: {why}")
