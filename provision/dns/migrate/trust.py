@@ -317,6 +317,9 @@ def marker_strings_problem(values: tuple[str, ...]) -> str:
         s = v.strip()
         if not (len(s) >= 2 and s.startswith('"') and s.endswith('"')) or len(s) > 300:
             return f"the string {_show(v)} is not one quoted key=value"
+        if '"' in s[1:-1]:
+            return (f"the TXT record {_show(v)} holds several strings (provision writes one "
+                    "key=value per TXT record)")
         key, sep, value = s[1:-1].partition("=")
         if not sep or key not in (*_SINGLE, *_MANY):
             return (f"the string {_show(v)} is not one provision writes (keys: "
