@@ -25,7 +25,7 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     from provision.exposure import findings
 
     inv = load(inventory_path)
-    found = (*findings(inv), *_migration_findings(inv))
+    found = (*findings(inv), *_migration_findings(inv), *_dns_file_findings(inv))
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
     if as_json:
         emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
@@ -74,10 +74,17 @@ def _migration_findings(inv: Any) -> list[Any]:
 
     from provision.dns.migrate.store import JournalStore
 
-    store = JournalStore()
-    journals = [j for _, j, _ in store.all() if j is not None]
-    closed = [j for _, j, _ in store.closed() if j is not None] if inv.dns else []
+    found = JournalStore().all()
+    journals = [j for _, j, _ in found if j is not None]
+    closed = [j for _, j, _ in JournalStore().closed() if j is not None] if inv.dns else []
     out: list[Any] = []
+    if len(journals) < len(found):
+        from provision.exposure import Finding
+
+        out = [Finding("warning", "dns-journal-refused", str(path),
+                       f"the migration journal {path} is refused: {err}",
+                       "move the file away; `provision dns migrate status` reads the "
+                       "migration from the zone's marker") for path, j, err in found if j is None]
     if journals:  # the usual case is none: no phase machine to import (start-up time)
         from provision.dns.migrate.phases import overdue_findings
 
@@ -87,6 +94,29 @@ def _migration_findings(inv: Any) -> list[Any]:
 
         out += check_findings(inv, closed, time.time())
     return out
+
+
+def _dns_file_findings(inv: Any) -> list[Any]:
+    """TSIG key and credentials files, read offline: unusable ones are bad input (exit 2,
+    file:line of the field that names them), missing ones a warning."""
+    if inv.dns is None or not any(z.tsig_key_file or z.credentials_file for z in inv.dns.zones):
+        return []
+    from provision.dns.offline import problems
+    from provision.exposure import Finding
+    from provision.inventory.errors import InventoryError, Problem
+
+    found = problems(inv)
+    bad = []
+    for p in found:
+        if p.missing:
+            continue
+        where = _location(inv, p.field) or f"{inv.source.split(',')[0]}:1:1"
+        file, line, col = where.rsplit(":", 2)
+        bad.append(Problem(file, int(line), int(col), p.field, p.message))
+    if bad:
+        raise InventoryError(bad)
+    return [Finding("warning", "dns-file-missing", p.field, p.message,
+                    "create it, or run dns commands where it is") for p in found]
 
 
 def _location(inv: object, field: str) -> str:

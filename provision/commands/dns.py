@@ -72,12 +72,27 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
     return Change(op, subject, tuple(detail), kind="rrset")
 
 
-def _sections(runs: Sequence[Any], force: bool) -> list[Section]:
+def zone_endpoint(zone: Any, inv: Any) -> str | None:
+    """The API endpoint credentials for `zone` go to, when it is not the provider's own."""
+    from provision.dns.endpoint import is_own
+
+    url = zone.endpoint
+    if url is None and zone.provider == "route53" and inv is not None and inv.aws is not None:
+        url = inv.aws.endpoint_url
+    if url is None or zone.provider == "rfc2136" or is_own(url, zone.provider):
+        return None
+    return str(url)
+
+
+def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section]:
     from provision.dns.records import marker_changes
 
     out = []
     for run in runs:
         name = f"zone {run.zone.name} ({run.zone.provider})"
+        url = zone_endpoint(run.zone, inv)
+        if url:  # a reviewer sees where the credentials go
+            name = f"zone {run.zone.name} ({run.zone.provider} at {url}: not {run.zone.provider}'s own endpoint)"
         if run.error:
             out.append(Section(name, error=run.error, status="failed"))
             continue
@@ -165,18 +180,19 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
 
     inv, selected = _setup(inventory_path, zones)
     runs = plan_zones(inv, selected, opts=Options(force=force, no_migrate=no_migrate))
-    sections = _sections(runs, force)
+    sections = _sections(runs, force, inv)
     if as_json:
-        emit_json({**to_json(sections), "zones": [_run_json(r) for r in runs]})
+        emit_json({**to_json(sections), "zones": [_run_json(r, inv) for r in runs]})
     else:
         print_plan(sections, title="dns plan")
     _refuse_reverts(runs, force)
     raise Exit(exit_status(sections, detailed_exitcode))
 
 
-def _run_json(run: Any) -> dict[str, Any]:
+def _run_json(run: Any, inv: Any = None) -> dict[str, Any]:
     rv = run.review
     return {"zone": run.zone.name, "provider": run.zone.provider, "error": run.error or None,
+            "endpoint": zone_endpoint(run.zone, inv),
             "cutovers": [{"name": c.name, "type": c.type, "old": list(c.old), "new": list(c.new),
                           "ttl": c.ttl} for c in (rv.cutovers if rv else ())],
             "reverts_refused": list(rv.reverts) if rv else [],
@@ -209,7 +225,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     inv, selected = _setup(inventory_path, zones)
     opts = Options(force=force, no_migrate=no_migrate)
     runs = plan_zones(inv, selected, opts=opts)
-    sections = _sections(runs, force)
+    sections = _sections(runs, force, inv)
     if not as_json:
         print_plan(sections, title="dns apply")
     _refuse_reverts(runs, force)  # before anything is applied, in any zone
@@ -239,7 +255,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
                    f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers)}), "
                    "or apply them as plain changes with --no-migrate")
     if as_json:
-        emit_json({**to_json(_sections(runs, force)), "zones": [_run_json(r) for r in runs]})
+        emit_json({**to_json(_sections(runs, force, inv)), "zones": [_run_json(r, inv) for r in runs]})
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
@@ -274,9 +290,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
               as_json: bool) -> None:
     """What every authoritative server of NAME's zone, and every configured resolver,
     answers for NAME: value, remaining TTL, AA flag; who disagrees and why."""
+    from provision.dns import names
     from provision.dns import propagation as prop
     from provision.dns.provider import ProviderError
     from provision.dns.records import absolute, desired, in_zone
+    from provision.text import printable
 
     inv = load(inventory_path)
     zones = list(inv.dns.zones) if inv.dns else []
@@ -292,8 +310,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
             zone, fq = z, candidate
             break
     if zone is None or fq is None:
-        raise UsageError(f"{name} is in none of the inventory's zones "
+        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
                          f"({', '.join(z.name for z in zones) or 'none'})")
+    why = names.problem(fq)
+    if why:
+        raise UsageError(f"{printable(name)} is not a record name: {why}")
     declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)

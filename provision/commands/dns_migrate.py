@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from provision.errors import EXIT_FAILED, EXIT_OK, Exit, UsageError
+from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
+from provision.text import printable
 
 from .common import emit_json, inventory_option, json_option, load
 
@@ -134,23 +135,28 @@ def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> N
     else:
         names, problems = R.open_names(inv, JournalStore())
     out = []
+    refused = bool(problems)
     for n in names:
         try:
             zone, fq = R.find_zone(inv, n)
+            ctx = R.Ctx(inv, zone, fq, JournalStore(), say=say)
+            s = R.status_of(ctx)
         except UsageError as e:
-            problems.append(f"journal for {n}: {e.message}")
+            if name:  # the one name asked for: in no zone, or its journal/marker refused
+                raise
+            problems.append(e.message)
+            refused = True
             continue
-        ctx = R.Ctx(inv, zone, fq, JournalStore(), say=say)
-        s = R.status_of(ctx)
         if s is not None:
             out.append(s)
     for p in problems:
-        say(f"! {p}")
+        say(f"! {printable(p)}")
     if as_json:
         emit_json(out)
     else:
         _print_status(out, name)
-    raise Exit(EXIT_FAILED if any(s["conflict"] for s in out) else EXIT_OK)
+    raise Exit(EXIT_USAGE if refused else
+               EXIT_FAILED if any(s["conflict"] for s in out) else EXIT_OK)
 
 
 def _print_status(items: list[dict[str, Any]], name: str | None) -> None:

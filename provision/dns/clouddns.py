@@ -12,11 +12,17 @@ anonymous credentials: no token is ever sent in clear, nor fetched for it.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+from provision.text import printable
+
+from . import endpoint
+from .localfile import read_regular
 from .provider import ProviderError, StaleRead
 from .records import ChangeSet, RRset, rrset
 
+MAX_RRSETS = 3_000_000
 SCOPES = ("https://www.googleapis.com/auth/ndev.clouddns.readwrite",)
 
 
@@ -35,19 +41,18 @@ class CloudDnsProvider:
         self._zone: Any = None
 
     def _credentials(self) -> Any:
-        if self.credentials_file:
-            from google.oauth2 import service_account
-
-            try:
-                return service_account.Credentials.from_service_account_file(
-                    self.credentials_file, scopes=list(SCOPES))
-            except (OSError, ValueError) as e:
-                raise ProviderError(f"clouddns: cannot use credentials_file "
-                                    f"{self.credentials_file}: {e}") from None
-        if self.endpoint and self.endpoint.startswith("http://"):
+        if self.endpoint:
+            why = endpoint.problem(self.endpoint, "clouddns: the endpoint")
+            if why:  # checked before a token is fetched or sent
+                raise ProviderError(f"{why}; nothing was sent")
+        plain = bool(self.endpoint and self.endpoint.startswith("http://"))
+        if plain:
+            # plain http only reaches loopback (checked above): a local fake gets no token
             from google.auth.credentials import AnonymousCredentials
 
             return AnonymousCredentials()
+        if self.credentials_file:
+            return self._service_account()
         import google.auth
         from google.auth.exceptions import DefaultCredentialsError
 
@@ -59,14 +64,46 @@ class CloudDnsProvider:
                                 "credentials_file in the zone") from None
         return creds
 
+    def _service_account(self) -> Any:
+        """The service account of `credentials_file` (a regular file, `~` expanded). Its
+        `token_uri` receives a signed assertion: it must be https:// (or loopback) too."""
+        import json
+
+        from google.auth import exceptions as aexc
+        from google.oauth2 import service_account
+
+        path = Path(self.credentials_file or "").expanduser()
+        try:
+            info = json.loads(read_regular(path, 1024 * 1024, "credentials file", follow=True))
+            if not isinstance(info, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError, RecursionError) as e:
+            raise ProviderError(f"clouddns: cannot use credentials_file {path}: "
+                                f"{printable(getattr(e, 'strerror', None) or str(e))}") from None
+        token_uri = info.get("token_uri")
+        if isinstance(token_uri, str):
+            why = endpoint.problem(token_uri, f"the token_uri of {path}")
+            if why:
+                raise ProviderError(f"clouddns: {why}; nothing was sent")
+        try:
+            return service_account.Credentials.from_service_account_info(info, scopes=list(SCOPES))
+        except (ValueError, KeyError, TypeError, aexc.GoogleAuthError) as e:
+            raise ProviderError(f"clouddns: cannot use credentials_file {path}: "
+                                f"{printable(str(e))}") from None
+
     @property
     def mz(self) -> Any:
         if self._zone is None:
+            from google.api_core import exceptions as gexc
             from google.cloud import dns as gdns
 
             options = {"api_endpoint": self.endpoint} if self.endpoint else None
-            client = gdns.Client(project=self.project, credentials=self._credentials(),
-                                 client_options=options)
+            creds = self._credentials()
+            try:
+                client = gdns.Client(project=self.project, credentials=creds,
+                                     client_options=options)
+            except (ValueError, TypeError, gexc.GoogleAPIError) as e:
+                raise ProviderError(f"clouddns: cannot make a client: {printable(str(e))}") from None
             self._zone = client.zone(self.managed_zone, dns_name=self.zone)
         return self._zone
 
@@ -76,6 +113,8 @@ class CloudDnsProvider:
 
         try:
             return fn(*args)
+        except ProviderError:
+            raise
         except gexc.PreconditionFailed as e:
             raise StaleRead(f"clouddns: {self.zone} changed since it was read (HTTP 412: "
                             f"{e.message}); nothing was applied") from None
@@ -94,12 +133,20 @@ class CloudDnsProvider:
             raise ProviderError(f"clouddns: {what}: credentials failed: {e}") from None
         except OSError as e:
             raise ProviderError(f"clouddns: {what}: cannot reach the API: {e}") from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise ProviderError(f"clouddns: {what}: a malformed answer ({type(e).__name__}: "
+                                f"{printable(str(e)[:200])})") from None
 
     # --- read -----------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
         def read() -> list[RRset]:
-            return [rrset(r.name, r.record_type, int(r.ttl), r.rrdatas)
-                    for r in self.mz.list_resource_record_sets()]
+            out = []
+            for i, r in enumerate(self.mz.list_resource_record_sets()):
+                if i >= MAX_RRSETS:  # a server paging without end
+                    raise ValueError(f"more than {MAX_RRSETS} RRsets")
+                out.append(rrset(str(r.name), str(r.record_type), int(r.ttl),
+                                 [str(v) for v in r.rrdatas]))
+            return out
 
         return sorted(self._call("listing records", read))
 
@@ -107,12 +154,17 @@ class CloudDnsProvider:
         return next((rr for rr in self.list_rrsets() if rr.key == (name.lower(), rtype)), None)
 
     # --- write ----------------------------------------------------------------------
-    def apply(self, changes: ChangeSet) -> str:
+    def change(self, changes: ChangeSet) -> Any:
+        """The Cloud DNS change of `changes` (not sent)."""
         ch = self.mz.changes()
         for rr in changes.deletions:
             ch.delete_record_set(self.mz.resource_record_set(rr.name, rr.type, rr.ttl, list(rr.values)))
         for rr in changes.additions:
             ch.add_record_set(self.mz.resource_record_set(rr.name, rr.type, rr.ttl, list(rr.values)))
+        return ch
+
+    def apply(self, changes: ChangeSet) -> str:
+        ch = self.change(changes)
         self._call("creating the change", ch.create)
         self._change = ch
         return str(ch.name)

@@ -131,10 +131,10 @@ def query(target: Target, name: str, rtype: str, timeout: float = 2.0) -> Answer
     import dns.rcode
     import dns.rdatatype
 
-    q = dns.message.make_query(name, rtype)
-    if target.role == "authoritative":
-        q.flags &= ~dns.flags.RD
     try:
+        q = dns.message.make_query(name, rtype)
+        if target.role == "authoritative":
+            q.flags &= ~dns.flags.RD
         r = dns.query.udp(q, target.address, port=target.port, timeout=timeout)
         if r.flags & dns.flags.TC:
             r = dns.query.tcp(q, target.address, port=target.port, timeout=timeout)

@@ -28,6 +28,9 @@ from typing import Literal
 
 from provision.inventory.model import Zone
 
+from .names import canonical, marker_label, problem, reserved, unmarker_label
+from .rdata import values_problem
+
 MANAGED_TYPES = ("A", "AAAA", "CNAME")
 MARKER_LABEL = "_provision"
 MARKER_TYPE = "TXT"
@@ -46,16 +49,9 @@ def absolute(name: str, zone: str) -> str:
     '@' (or '') is the apex; a name ending in '.' is already absolute; anything else is
     relative to `zone`, unless it already ends with the zone's name (``api.example.org``
     in zone example.org is taken as meant, not as ``api.example.org.example.org``).
+    The one normalisation: `provision.dns.names.canonical` (the inventory uses it too).
     """
-    origin = zone.rstrip(".").lower() + "."
-    n = name.strip().lower()
-    if n in ("@", ""):
-        return origin
-    if n.endswith("."):
-        return n
-    if n == origin[:-1] or n.endswith("." + origin[:-1]):
-        return n + "."
-    return f"{n}.{origin}"
+    return canonical(name, zone)
 
 
 def relative(name: str, zone: str) -> str:
@@ -133,11 +129,9 @@ def desired(zone: Zone) -> list[RRset]:
 
 def marker_name(name: str, zone: str) -> str:
     """Where the ownership marker of `name` lives: ``_provision.<name>`` (a wildcard's
-    ``*`` label becomes ``_wildcard``: a wildcard must stay the leftmost label)."""
-    labels = name.split(".")
-    if labels[0] == "*":
-        labels[0] = "_wildcard"
-    return ".".join([MARKER_LABEL, *labels])
+    ``*`` label becomes ``_wildcard``: a wildcard must stay the leftmost label; no
+    record name may start with that label, so the spelling is injective)."""
+    return f"{MARKER_LABEL}.{marker_label(name)}"
 
 
 def marked_name(marker: str) -> str | None:
@@ -145,10 +139,7 @@ def marked_name(marker: str) -> str | None:
     labels = marker.split(".")
     if len(labels) < 3 or labels[0] != MARKER_LABEL:
         return None
-    rest = labels[1:]
-    if rest[0] == "_wildcard":
-        rest[0] = "*"
-    return ".".join(rest)
+    return unmarker_label(".".join(labels[1:]))
 
 
 def owned_types(marker: RRset) -> set[str]:
@@ -165,18 +156,58 @@ def marker_rrset(name: str, zone: str, types: Iterable[str]) -> RRset:
 
 
 def ownership(actual: Iterable[RRset], zone: str) -> dict[str, tuple[RRset, set[str]]]:
-    """name -> (its marker RRset, the types provision owns there)."""
+    """name -> (its marker RRset, the types provision owns there). Markers that are not
+    what provision writes are left out (see `marker_problems`)."""
     out = {}
     for rr in actual:
         if rr.type != MARKER_TYPE:
             continue
         target = marked_name(rr.name)
-        if target is None or not in_zone(target, zone):
+        if target is None or not in_zone(target, zone) or _marker_problem(rr, target, zone):
             continue
         types = owned_types(rr)
         if types:
             out[target] = (rr, types)
     return out
+
+
+def _marker_problem(rr: RRset, target: str, zone: str) -> str:
+    """Why the TXT RRset at ``_provision.<target>`` is not an ownership marker provision
+    wrote (anyone who can write a TXT record in the zone can write one), or ""."""
+    why = problem(target) or reserved(target)
+    if why:
+        return f"the name it covers, {_show(target)}: {why}"
+    if marker_name(target, zone) != rr.name:  # e.g. `_provision.*.x`: provision writes `_wildcard`
+        return f"provision writes the marker of {_show(target)} as {marker_name(target, zone)}"
+    if not in_zone(target, zone):
+        return f"it covers {target}, outside zone {zone}"
+    for v in rr.values:
+        t = v[len(_MARKER_PREFIX):-1] if v.startswith(_MARKER_PREFIX) and v.endswith('"') else ""
+        if t not in MANAGED_TYPES:
+            return (f"the string {_show(v)} is not one provision writes (\"provision owns "
+                    f"T\" with T one of {', '.join(MANAGED_TYPES)})")
+    return ""
+
+
+def marker_problems(actual: Iterable[RRset], zone: str) -> list[str]:
+    """Every TXT RRset in provision's ownership namespace that is not a marker provision
+    wrote: the plan of the zone is refused (nothing is sent) naming each."""
+    out = []
+    for rr in actual:
+        if rr.type != MARKER_TYPE or not rr.name.startswith(MARKER_LABEL + "."):
+            continue
+        target = marked_name(rr.name)
+        why = "it covers no record name" if target is None else _marker_problem(rr, target, zone)
+        if why:
+            out.append(f"the ownership marker {_show(rr.name)} TXT is refused: {why}; remove or "
+                       "fix it by hand")
+    return out
+
+
+def _show(text: str) -> str:
+    from provision.text import printable
+
+    return printable(text[:200])
 
 
 # --- the plan -----------------------------------------------------------------------------
@@ -245,6 +276,14 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     errors: list[str] = []
     notes: list[str] = []
 
+    errors += marker_problems(actual, origin)
+    apex_owned = {k for k in owned if k[0] == origin and k not in want_by_key and k in have}
+    for k in sorted(apex_owned):
+        notes.append(f"@ {k[1]}: not deleted although its ownership marker says provision "
+                     "wrote it: at the zone apex provision changes only records the "
+                     "inventory declares (delete it by hand if it should go)")
+    owned -= apex_owned
+
     for rr in want:
         if not in_zone(rr.name, origin):
             errors.append(f"{rr.name} {rr.type}: not inside zone {origin}")
@@ -265,6 +304,14 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     for key in sorted(owned - want_by_key.keys()):
         if key in have:
             changes.append(RecordChange("delete", have[key], None))
+
+    # the provider's answers are checked before a hold (cutover, open migration) hides them
+    for c in changes:
+        if c.old is not None and c.old.alias is None:
+            why = values_problem(c.old.type, list(c.old.values))
+            if why:
+                errors.append(f"{_show(relative(c.old.name, origin))} {c.old.type}: the "
+                              f"provider's answer is refused: {why}")
 
     # a closed migration's record ("phase=closed", well-formed or not) is no open
     # migration: provision.dns.migrate.guard reads it strictly and decides (`hold`)

@@ -10,36 +10,35 @@ directly, RD off, AA required, until each serves the change.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
+from provision.text import printable
+
+from . import tsig
+from .localfile import read_regular
 from .propagation import Target, wait_served
 from .provider import ProviderError, StaleRead
 from .records import ChangeSet, RRset, in_zone, rrset
 
-_KEY = re.compile(r'key\s+"?([A-Za-z0-9._-]+)"?\s*\{(.*?)\}\s*;', re.S)
-_ALG = re.compile(r"algorithm\s+\"?([A-Za-z0-9-]+)\"?\s*;")
-_SECRET = re.compile(r'secret\s+"([A-Za-z0-9+/=]+)"\s*;')
-
 
 def read_tsig_key(path: str) -> tuple[str, str, str]:
     """(name, algorithm, secret) from a BIND key file (what `tsig-keygen` writes) or a
-    one-line `algorithm:name:secret` (nsupdate -y)."""
+    one-line `algorithm:name:secret` (nsupdate -y). The algorithm is BIND's name
+    (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise."""
+    from provision.errors import UsageError
+
     try:
-        text = Path(path).expanduser().read_text()
+        data = read_regular(Path(path).expanduser(), tsig.MAX_BYTES, "TSIG key file",
+                            follow=True)
     except OSError as e:
-        raise ProviderError(f"cannot read the TSIG key file {path}: {e.strerror}") from None
-    m = _KEY.search(text)
-    if m:
-        alg, secret = _ALG.search(m.group(2)), _SECRET.search(m.group(2))
-        if alg and secret:
-            return m.group(1), alg.group(1).lower(), secret.group(1)
-    parts = text.strip().split(":")
-    if len(parts) == 3 and all(parts):
-        return parts[1], parts[0].lower(), parts[2]
-    raise ProviderError(f"{path}: not a TSIG key (expected a BIND `key \"name\" {{ algorithm "
-                        "...; secret \"...\"; }};` block or algorithm:name:secret)")
+        raise UsageError(f"cannot read the TSIG key file {path}: {e.strerror or e}") from None
+    try:
+        return tsig.parse(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}): not a TSIG key file") from None
+    except tsig.TsigKeyError as e:
+        raise UsageError(f"{path}: {e}") from None
 
 
 def _address_of(server: str) -> str:
@@ -71,7 +70,8 @@ class Rfc2136Provider:
         self.port = port
         self.timeout = timeout
         self.resolvers = resolvers
-        self.key_name, self.algorithm, secret = read_tsig_key(key_file)
+        self.key_name, bind_algorithm, secret = read_tsig_key(key_file)
+        self.algorithm = tsig.ALGORITHMS[bind_algorithm]   # the name dnspython signs with
         try:
             self.keyring = dns.tsigkeyring.from_text({self.key_name: (self.algorithm, secret)})
         except Exception as e:
@@ -118,12 +118,13 @@ class Rfc2136Provider:
         import dns.query
         import dns.rdatatype
 
-        q = dns.message.make_query(name, rtype)
-        q.flags &= ~dns.flags.RD
         try:
+            q = dns.message.make_query(name, rtype)
+            q.flags &= ~dns.flags.RD
             r = dns.query.tcp(q, self.server, port=self.port, timeout=self.timeout)
         except (OSError, dns.exception.DNSException) as e:
-            raise ProviderError(f"rfc2136: query {name} {rtype} at {self.server}: {e}") from None
+            raise ProviderError(f"rfc2136: query {printable(name)} {rtype} at {self.server}: "
+                                f"{printable(str(e))}") from None
         for rr in r.answer:
             if rr.name.to_text().lower() == name.lower() and rr.rdtype == dns.rdatatype.from_text(rtype):
                 return rrset(name, rtype, rr.ttl, [x.to_text() for x in rr])
@@ -131,6 +132,18 @@ class Rfc2136Provider:
 
     # --- write ----------------------------------------------------------------------
     def update_message(self, changes: ChangeSet) -> Any:
+        """The one UPDATE message of `changes`; ProviderError (nothing sent) when a name
+        or value cannot be written as DNS data (dnspython's errors never escape)."""
+        import dns.exception
+
+        try:
+            return self._update_message(changes)
+        except (dns.exception.DNSException, ValueError, TypeError) as e:
+            raise ProviderError(f"rfc2136: the change for {self.zone} cannot be written as an "
+                                f"UPDATE message ({type(e).__name__}: {printable(str(e)[:200])}); "
+                                "nothing was sent") from None
+
+    def _update_message(self, changes: ChangeSet) -> Any:
         import dns.name
         import dns.rdata
         import dns.rdataclass

@@ -12,9 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from provision.text import printable
+
+from . import endpoint
+from .names import problem
 from .provider import ProviderError, StaleRead
 from .records import Alias, ChangeSet, RRset, rrset
 
+MAX_PAGES = 10_000  # 3 million records at 300 a page: more is a server that never stops
 MAX_BATCH = 1000  # Route53's limit of changes in one ChangeResourceRecordSets call
 
 
@@ -42,17 +47,27 @@ class Route53Provider:
     @property
     def client(self) -> Any:
         if self._client is None:
+            if self.endpoint_url:
+                why = endpoint.problem(self.endpoint_url, "route53: the endpoint")
+                if why:  # checked before boto3 can sign a single request for it
+                    raise ProviderError(f"{why}; nothing was sent")
             import boto3
+            from botocore.exceptions import BotoCoreError
 
-            self._client = boto3.client("route53", region_name=self.region,
-                                        endpoint_url=self.endpoint_url)
+            try:
+                self._client = boto3.client("route53", region_name=self.region,
+                                            endpoint_url=self.endpoint_url)
+            except (BotoCoreError, ValueError) as e:
+                raise ProviderError(f"route53: cannot make a client: {printable(str(e))}") from None
         return self._client
 
-    def _call(self, what: str, fn: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
         try:
-            return fn(**kwargs)
+            return fn(*args, **kwargs)
+        except ProviderError:
+            raise
         except NoCredentialsError:
             raise ProviderError("route53: no AWS credentials found (set AWS_PROFILE or "
                                 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)") from None
@@ -63,24 +78,30 @@ class Route53Provider:
                                                  or "but the values provided do not match" in msg):
                 raise StaleRead(f"route53: {self.zone} changed since it was read, nothing was "
                                 f"applied ({msg.strip('[]')}); run plan again") from None
-            raise ProviderError(f"route53: {what} failed: {code}: {msg}") from None
+            raise ProviderError(f"route53: {what} failed: {printable(str(code))}: "
+                                f"{printable(str(msg))}") from None
         except BotoCoreError as e:
-            raise ProviderError(f"route53: {what} failed: {e}") from None
+            raise ProviderError(f"route53: {what} failed: {printable(str(e))}") from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise ProviderError(f"route53: {what}: a malformed answer ({type(e).__name__}: "
+                                f"{printable(str(e)[:200])})") from None
 
     @property
     def zone_id(self) -> str:
         if self._zone_id is None:
-            r = self._call("finding the hosted zone", self.client.list_hosted_zones_by_name,
-                           DNSName=self.zone, MaxItems="10")
-            ids = [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
-                   if z["Name"].lower() == self.zone and not z.get("Config", {}).get("PrivateZone")]
-            ids = ids or [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
-                          if z["Name"].lower() == self.zone]
-            if len(ids) != 1:
-                raise ProviderError(f"route53: {'no' if not ids else 'more than one'} hosted zone "
-                                    f"named {self.zone}; set hosted_zone_id in the inventory")
-            self._zone_id = ids[0]
+            self._zone_id = self._call("finding the hosted zone", self._find_zone)
         return self._zone_id
+
+    def _find_zone(self) -> str:
+        r = self.client.list_hosted_zones_by_name(DNSName=self.zone, MaxItems="10")
+        ids = [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
+               if z["Name"].lower() == self.zone and not z.get("Config", {}).get("PrivateZone")]
+        ids = ids or [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
+                      if z["Name"].lower() == self.zone]
+        if len(ids) != 1:
+            raise ProviderError(f"route53: {'no' if not ids else 'more than one'} hosted zone "
+                                f"named {self.zone}; set hosted_zone_id in the inventory")
+        return str(ids[0])
 
     # --- read -----------------------------------------------------------------------
     def _from_api(self, r: dict[str, Any]) -> RRset:
@@ -94,18 +115,29 @@ class Route53Provider:
 
     def list_rrsets(self) -> list[RRset]:
         """Every RRset, one paged pass (StartRecordName/StartRecordType)."""
+        result: list[RRset] = self._call("listing records", self._list)
+        return result
+
+    def _list(self) -> list[RRset]:
         out: dict[tuple[str, str], RRset] = {}
         kwargs: dict[str, Any] = {"HostedZoneId": self.zone_id, "MaxItems": str(self.page_size)}
+        seen: set[tuple[str, str, str]] = set()
         while True:
-            page = self._call("listing records", self.client.list_resource_record_sets, **kwargs)
+            page = self.client.list_resource_record_sets(**kwargs)
             for r in page["ResourceRecordSets"]:
                 if "SetIdentifier" in r:
-                    self.skipped.append(f"{r['Name']} {r['Type']} ({r['SetIdentifier']})")
+                    self.skipped.append(printable(f"{r['Name']} {r['Type']} ({r['SetIdentifier']})"))
                     continue
                 rr = self._from_api(r)
                 out[rr.key] = rr
             if not page.get("IsTruncated"):
                 break
+            start = (str(page["NextRecordName"]), str(page["NextRecordType"]),
+                     str(page.get("NextRecordIdentifier", "")))
+            if start in seen or len(seen) >= MAX_PAGES:  # a server paging in a circle
+                raise ValueError(f"the listing does not end (page {len(seen) + 1} starts "
+                                 "where an earlier one did, or too many pages)")
+            seen.add(start)
             kwargs["StartRecordName"] = page["NextRecordName"]
             kwargs["StartRecordType"] = page["NextRecordType"]
             if "NextRecordIdentifier" in page:
@@ -115,9 +147,12 @@ class Route53Provider:
         return sorted(out.values())
 
     def get_rrset(self, name: str, rtype: str) -> RRset | None:
-        page = self._call("reading a record", self.client.list_resource_record_sets,
-                          HostedZoneId=self.zone_id, StartRecordName=name, StartRecordType=rtype,
-                          MaxItems="1")
+        found: RRset | None = self._call("reading a record", self._get, name, rtype)
+        return found
+
+    def _get(self, name: str, rtype: str) -> RRset | None:
+        page = self.client.list_resource_record_sets(
+            HostedZoneId=self.zone_id, StartRecordName=name, StartRecordType=rtype, MaxItems="1")
         for r in page["ResourceRecordSets"]:
             rr = self._from_api(r)
             if rr.key == (name.lower(), rtype) and "SetIdentifier" not in r:
@@ -154,14 +189,30 @@ class Route53Provider:
     def wait(self, changes: ChangeSet, token: str, timeout: float) -> None:
         from botocore.exceptions import WaiterError
 
-        waiter = self.client.get_waiter("resource_record_sets_changed")
         attempts = max(1, int(timeout / self.wait_delay) + 1)
-        try:
-            waiter.wait(Id=token, WaiterConfig={"Delay": self.wait_delay, "MaxAttempts": attempts})
-        except WaiterError as e:
-            raise ProviderError(f"route53: change {token} not INSYNC after {timeout:g} s ({e})") from None
+
+        def wait() -> None:
+            waiter = self.client.get_waiter("resource_record_sets_changed")
+            try:
+                waiter.wait(Id=token, WaiterConfig={"Delay": self.wait_delay,
+                                                    "MaxAttempts": attempts})
+            except WaiterError as e:
+                raise ProviderError(f"route53: change {printable(token)} not INSYNC after "
+                                    f"{timeout:g} s ({printable(str(e))})") from None
+
+        self._call("waiting for the change", wait)
 
     def nameservers(self) -> list[tuple[str, str | None]]:
-        r = self._call("reading the hosted zone", self.client.get_hosted_zone, Id=self.zone_id)
-        names = r.get("DelegationSet", {}).get("NameServers", [])
-        return [(n.lower().rstrip(".") + ".", None) for n in names]
+        def read() -> list[tuple[str, str | None]]:
+            r = self.client.get_hosted_zone(Id=self.zone_id)
+            names = r.get("DelegationSet", {}).get("NameServers", [])
+            out: list[tuple[str, str | None]] = []
+            for n in names:
+                fq = n.lower().rstrip(".") + "."
+                if problem(fq, wildcard=False):
+                    raise ValueError(f"nameserver {printable(n[:100])!r} is not a host name")
+                out.append((fq, None))
+            return out
+
+        result: list[tuple[str, str | None]] = self._call("reading the hosted zone", read)
+        return result

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 
 def _fqdn(name: str, zone: str) -> str:
-    return zone if name == "@" else f"{name}.{zone}"
+    """The one normalisation `dns plan` uses too (``api.example.org`` in example.org is
+    api.example.org, not api.example.org.example.org), without the trailing dot."""
+    from provision.dns.names import canonical
+
+    return canonical(name, zone).rstrip(".")
 
 
 Declared = dict[str, list[tuple[Zone, Record]]]

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import os
 import types
 import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+from provision.dns.endpoint import problem as endpoint_problem
+from provision.dns.names import BadName, canonical, check_record
 
 from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
@@ -108,6 +112,8 @@ def _message(err: Any, path: FieldPath, is_key: bool) -> str:
         return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
     if kind == "missing":
         return "required field is missing"
+    if kind == "string_pattern_mismatch" and path and str(path[-1]) in _PATTERN_WORDS:
+        return f"{_short(value)} is not {_PATTERN_WORDS[str(path[-1])]}"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return f"{value!r} is out of range ({msg.lower()})"
     if kind in ("too_short", "too_long"):
@@ -117,6 +123,29 @@ def _message(err: Any, path: FieldPath, is_key: bool) -> str:
     if kind.endswith("_type") and value is not None:
         return f"{msg} (got {type(value).__name__} {_short(value)})"
     return msg
+
+
+def check_zone_key(key: str) -> str:
+    """A zone key as the model spells it (the schema lowercases and strips the dot)."""
+    return key.strip().rstrip(".").lower()
+
+
+# What the schema's patterns allow, in words (the patterns stay in the JSON Schema for
+# editors; a user reading an error should not have to read a regular expression).
+_PATTERN_WORDS = {
+    "region": "an AWS region name: lowercase words and a number joined by '-', e.g. us-east-1 "
+              "or eu-central-2",
+    "vpc": "a VPC id: 'vpc-' and 1 to 17 lowercase hex digits, e.g. vpc-0abc1234",
+    "id": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "hosted_zone_id": "a Route53 hosted zone id: 'Z' and 1 to 32 uppercase letters or digits "
+                      "(optionally after '/hostedzone/'), e.g. Z0123456789ABC",
+    "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
+               "starting with a letter and not ending with '-', e.g. my-project-123",
+    "managed_zone": "a Cloud DNS managed zone name: lowercase letters, digits and '-', "
+                    "starting with a letter and not ending with '-', e.g. example-org",
+    "description": "an AWS rule description: at most 255 letters, digits, spaces and "
+                   "._-:/()#,@[]+=&;{}!$* (no quotes, no control characters)",
+}
 
 
 def _short(value: Any) -> str:
@@ -424,24 +453,33 @@ class _Resolver:
             ingress = self._rules((*gpath, "ingress"), list(g.ingress), "from")
             egress = None if g.egress is None else self._rules((*gpath, "egress"), list(g.egress), "to")
             groups.append(m.SecurityGroup(gname, g.vpc, g.description, ingress, id=g.id, egress=egress))
+        if a.endpoint_url is not None:
+            why = endpoint_problem(a.endpoint_url, "the endpoint_url")
+            if why:
+                self.fail(("aws", "endpoint_url"), why)
         return m.Aws(a.region, a.endpoint_url, tuple(groups))
 
     def _dns(self) -> m.Dns | None:
         dd = self.doc.dns
         if dd is None:
             return None
+        self._dns_names()
         zones = []
         for zname, z in dd.zones.items():
-            zpath: FieldPath = ("dns", "zones", zname)
+            zpath: FieldPath = ("dns", "zones", self._raw_zone_key(zname))
             required = {"clouddns": ("project", "managed_zone"), "rfc2136": ("server", "tsig_key_file")}
             for fieldname in required.get(z.provider, ()):
                 if getattr(z, fieldname) is None:
                     self.fail(zpath, f"provider {z.provider} needs '{fieldname}'")
+            if z.endpoint is not None:
+                why = endpoint_problem(z.endpoint, "the endpoint")
+                if why:
+                    self.fail((*zpath, "endpoint"), why)
             records = []
             for rname, entry in z.records.items():
-                rpath = (*zpath, "records", rname)
+                rpath = (*zpath, "records", self._raw_record_key(str(zpath[2]), rname))
                 if not isinstance(entry, list):
-                    records.append(self._record(rpath, rname, entry))
+                    records.append(self._record(rpath, rname, entry, zname))
                     continue
                 types = [r.type for r in entry]
                 for i, r in enumerate(entry):
@@ -450,26 +488,109 @@ class _Resolver:
                                   "value in one record's 'values')")
                     elif r.type == "CNAME" and len(entry) > 1:
                         self.fail((*rpath, i), "a CNAME must be alone at its name")
-                    records.append(self._record((*rpath, i), rname, r))
+                    records.append(self._record((*rpath, i), rname, r, zname))
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 hosted_zone_id=z.hosted_zone_id, project=z.project,
                                 managed_zone=z.managed_zone, endpoint=z.endpoint,
-                                credentials_file=z.credentials_file, server=z.server,
-                                port=z.port, tsig_key_file=z.tsig_key_file,
+                                credentials_file=self._local_path((*zpath, "credentials_file"),
+                                                                  z.credentials_file),
+                                server=z.server, port=z.port,
+                                tsig_key_file=self._local_path((*zpath, "tsig_key_file"),
+                                                               z.tsig_key_file),
                                 cutover_above_ttl=z.cutover_above_ttl,
                                 closed_migration_days=z.closed_migration_days))
         return m.Dns(tuple(dd.resolvers), tuple(zones))
 
-    def _record(self, path: FieldPath, name: str, r: Any) -> m.Record:
+    def _raw_record_key(self, zkey: str, rname: str) -> str:
+        zone = self._raw_zones().get(zkey)
+        records = zone.get("records") if isinstance(zone, dict) else None
+        if not isinstance(records, dict):
+            return rname
+        return next((k for k in records if isinstance(k, str) and k.lower() == rname), rname)
+
+    def _raw_zone_key(self, zname: str) -> str:
+        """The zone's key as written in the YAML (positions are keyed by it)."""
+        raw = self._raw_zones()
+        return next((k for k in raw if isinstance(k, str) and check_zone_key(k) == zname), zname)
+
+    def _raw_zones(self) -> dict[Any, Any]:
+        data = self.source.data if isinstance(self.source.data, dict) else {}
+        dns = data.get("dns") if isinstance(data.get("dns"), dict) else {}
+        zones = dns.get("zones") if isinstance(dns, dict) else None
+        return zones if isinstance(zones, dict) else {}
+
+    def _dns_names(self) -> None:
+        """Zone and record names are compared after normalisation (case, trailing dot,
+        relative versus absolute): two spellings of one name are an error naming both
+        places. Record names in provision's reserved marker spaces, or too long for their
+        markers, are refused."""
+        raw = self._raw_zones()
+        first_zone: dict[str, str] = {}
+        anywhere: dict[str, FieldPath] = {}   # absolute name -> where first declared
+        for zkey in raw:
+            if not isinstance(zkey, str):
+                continue
+            zname = check_zone_key(zkey)
+            if zname in first_zone:
+                self._twice(("dns", "zones", first_zone[zname]), ("dns", "zones", zkey),
+                            f"zone '{zkey}' is the zone '{first_zone[zname]}'")
+                continue
+            first_zone[zname] = zkey
+            records = raw[zkey].get("records") if isinstance(raw[zkey], dict) else None
+            if not isinstance(records, dict):
+                continue
+            first: dict[str, str] = {}
+            for rkey in records:
+                if not isinstance(rkey, str):
+                    continue
+                rpath: FieldPath = ("dns", "zones", zkey, "records", rkey)
+                try:
+                    fq = check_record(rkey, zname)
+                except BadName as e:
+                    self.fail(rpath, f"record name '{rkey}' ({canonical(rkey, zname)}): {e}")
+                    continue
+                if fq in first:
+                    self._twice(("dns", "zones", zkey, "records", first[fq]), rpath,
+                                f"record '{rkey}' is the name '{first[fq]}' ({fq})")
+                    continue
+                first[fq] = rkey
+                if fq in anywhere:  # a parent zone naming a record inside its child zone
+                    self._twice(anywhere[fq], rpath, f"record '{rkey}' ({fq}) is also a "
+                                f"record of zone '{anywhere[fq][2]}'")
+                    continue
+                anywhere[fq] = rpath
+
+    def _twice(self, earlier: FieldPath, later: FieldPath, what: str) -> None:
+        pos = self.source.where(earlier)
+        self.fail(later, f"{what}, declared at {pos.file}:{pos.line}: names are compared "
+                  "without case, trailing dot or the zone suffix; declare it once")
+
+    def _local_path(self, path: FieldPath, value: str | None) -> str | None:
+        """A key or credentials path on the operator's machine: `~` expanded, and a
+        relative path taken from the directory of the inventory file that names it."""
+        if value is None:
+            return None
+        p = os.path.expanduser(value)
+        if not os.path.isabs(p):
+            base = os.path.dirname(self.source.where(path).file)
+            p = os.path.join(base, p) if base else p
+        return p
+
+    def _record(self, path: FieldPath, name: str, r: Any, zone: str) -> m.Record:
         values: tuple[str, ...] = ()
         if r.type == "CNAME":
-            if name == "@":
-                self.fail(path, "a CNAME is not allowed at the zone apex (use A/AAAA records, "
-                          "or an ALIAS at your provider)")
+            if canonical(name, zone) == canonical("@", zone):  # '@', or the zone's own name
+                self.fail(path, f"a CNAME is not allowed at the zone apex ('{name}' is "
+                          f"{canonical('@', zone)}; use A/AAAA records, or an ALIAS at "
+                          "your provider)")
             if r.values is not None or r.value is None:
                 self.fail(path, "a CNAME takes exactly one 'value' (a DNS name), not 'values'")
             elif is_ip(r.value):
                 self.fail((*path, "value"), "a CNAME points at a DNS name, not an IP address (use type A)")
+            elif "." not in r.value.rstrip("."):
+                # a bare label is taken as absolute, so it would be a top-level domain
+                self.fail((*path, "value"), f"'{r.value}' is a single label: a CNAME target is "
+                          f"an absolute name (write '{r.value}.{zone}' for a name in this zone)")
             else:
                 values = (r.value,)
         else:

@@ -156,7 +156,9 @@ class Record:
     ttl: int
 
     def fqdn(self, zone: str) -> str:
-        return zone if self.name == "@" else f"{self.name}.{zone}"
+        from provision.dns.names import canonical  # the one normalisation (dns plan's)
+
+        return canonical(self.name, zone).rstrip(".")
 
 
 @dataclass(frozen=True)

@@ -240,3 +240,56 @@ def test_one_rrset_can_be_read_for_migrations(lab: Lab) -> None:
         servers = provider.nameservers()
     assert rr is not None and rr.values == (lab.addr("ns1"),) and rr.ttl == 300
     assert servers == [(f"ns1.{P.ZONE}.", lab.addr("ns1"))]
+
+
+def test_hostile_txt_records_in_the_zone_are_refused_and_nothing_is_sent(
+        lab: Lab, tmp_path: Path) -> None:
+    """Someone with write access to the zone (here: the lab's TSIG key) plants an ownership
+    marker at a second spelling of the wildcard's marker name and a migration marker
+    claiming the NS RRset. Read back through a real zone transfer, both are refused by
+    name, and the zone's SOA serial shows nothing was written."""
+    import dns.query
+    import dns.rcode
+    import dns.update
+
+    wild = f"10.{lab.plan.octet}.1.240"
+    marker = ["provision-migration=1", "phase=lowered", "type=NS", "ttl=300", "lower=60",
+              "started=2026-01-01T00:00:00Z", "at=2026-01-01T00:00:01Z",
+              "from=ns9.evil.example.", "to=ns9.evil.example."]
+    planted = [("*", "A", [wild]), ("_provision.*", "TXT", ['"provision owns A"']),
+               ("_provision-migration", "TXT", [f'"{s}"' for s in marker])]
+
+    def update(add: bool) -> None:
+        upd = dns.update.Update(P.ZONE, keyring=lab.tsig_keyring())
+        for name, rtype, values in planted:
+            if add:
+                upd.add(name, 300, rtype, *values)
+            else:
+                upd.delete(name, rtype)
+        with lab.operator_netns():
+            r = dns.query.tcp(upd, lab.addr("ns1"), timeout=5)
+        assert r.rcode() == dns.rcode.NOERROR
+
+    def serial() -> int:
+        import dns.message
+
+        with lab.operator_netns():
+            r = dns.query.udp(dns.message.make_query(f"{P.ZONE}.", "SOA"), lab.addr("ns1"),
+                              timeout=2)
+        return int(r.answer[0][0].serial)
+
+    update(True)
+    try:
+        before = serial()
+        r = _run(lab, "dns", "apply", "-i", str(lab.inventory), "--yes")
+        out = " ".join((r.stdout + r.stderr).split())
+        assert r.returncode == 1, out
+        assert f"the ownership marker _provision.*.{P.ZONE}. TXT is refused" in out, out
+        r = _run(lab, "dns", "migrate", "rollback", f"{P.ZONE}.", "-i", str(lab.inventory))
+        out = " ".join((r.stdout + r.stderr).split())
+        assert r.returncode == 2, out
+        assert f"_provision-migration.{P.ZONE}. TXT is refused: it names type 'NS'" in out, out
+        assert serial() == before                                    # nothing was written
+        assert _ask(lab, lab.addr("ns1"), "*", "A")[1] == [wild]     # their wildcard stays
+    finally:
+        update(False)

@@ -101,3 +101,21 @@ def test_a_dual_stack_name_resolves_to_its_host(tmp_path: Path) -> None:
     assert inv.dns is not None
     assert [(r.name, r.type) for r in inv.dns.zones[0].records] == [("jump", "A"), ("jump", "AAAA")]
     assert _codes(p) == []
+
+
+def test_check_reads_a_name_spelled_with_its_zone_like_dns_plan(tmp_path: Path) -> None:
+    """`jump.example.org` in zone example.org is the name jump.example.org for `check` as
+    for `dns plan` (before, check read it as jump.example.org.example.org and missed it)."""
+    from provision.dns.records import desired
+
+    p = _inv(tmp_path, """dns:
+  zones:
+    example.org:
+      provider: route53
+      records:
+        jump.example.org: {type: A, values: [10.0.1.22]}
+""")
+    inv = load_inventory(p)
+    assert inv.dns is not None
+    assert [rr.name for rr in desired(inv.dns.zones[0])] == ["jump.example.org."]
+    assert ("error", "dns-host-mismatch", "jump") in _codes(p)

@@ -45,6 +45,16 @@ def test_values_are_checked_against_the_record_type() -> None:
             validate_values(rtype, [bad])
     with pytest.raises(UsageError, match="exactly one target"):
         validate_values("CNAME", ["a.example.org", "b.example.org"])
+    # a bare label is not made a top-level domain ('lb-2.')
+    with pytest.raises(UsageError, match="a single label"):
+        validate_values("CNAME", ["lb-2"])
+
+
+def test_a_bare_label_with_several_zones_asks_for_the_full_name(tmp_path: Path) -> None:
+    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent", "records": {}}
+    inv = load_inventory(_inv(tmp_path, {"example.org": z, "example.net": z}))
+    with pytest.raises(UsageError, match=r"bare label .* give the full name"):
+        find_zone(inv, "api")
 
 
 def test_check_warns_offline_about_a_migration_open_for_more_than_a_day(

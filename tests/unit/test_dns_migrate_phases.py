@@ -56,7 +56,12 @@ def test_a_broken_journal_is_a_clear_error(text: str) -> None:
 def test_journal_file_names() -> None:
     assert journal.file_name("API.example.org.") == "api.example.org.json"
     assert journal.file_name("*.example.org.") == "_wildcard.example.org.json"
-    assert "/" not in journal.file_name("a/../b.example.org.")
+    # injective: what is no record name, or lies in the reserved '_wildcard' spelling of '*',
+    # has no journal file (it would share one with another record)
+    for bad in ("a/../b.example.org.", "_wildcard.example.org.", "a*b.example.org.",
+                "a b.example.org."):
+        with pytest.raises(journal.JournalError):
+            journal.file_name(bad)
 
 
 def test_marker_round_trips_and_carries_phase_ttl_and_start() -> None:

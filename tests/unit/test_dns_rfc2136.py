@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from provision.dns.provider import ProviderError
 from provision.dns.records import ChangeSet, rrset
 from provision.dns.rfc2136 import Rfc2136Provider, read_tsig_key
+from provision.errors import UsageError
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="
 
@@ -23,10 +23,36 @@ def test_reads_bind_key_blocks_and_nsupdate_lines(tmp_path: Path) -> None:
     bind = f'key "lab-tsig" {{\n\talgorithm hmac-sha256;\n\tsecret "{SECRET}";\n}};\n'
     assert read_tsig_key(_key(tmp_path, bind)) == ("lab-tsig", "hmac-sha256", SECRET)
     assert read_tsig_key(_key(tmp_path, f"hmac-sha512:k1:{SECRET}\n")) == ("k1", "hmac-sha512", SECRET)
-    with pytest.raises(ProviderError, match="not a TSIG key"):
+    # a key file is the operator's input: what is wrong with it is bad input (exit 2)
+    with pytest.raises(UsageError, match="not a TSIG key"):
         read_tsig_key(_key(tmp_path, "hello"))
-    with pytest.raises(ProviderError, match="cannot read the TSIG key file"):
+    with pytest.raises(UsageError, match="cannot read the TSIG key file"):
         read_tsig_key(str(tmp_path / "missing.key"))
+
+
+def test_tsig_algorithms_are_bind_names_and_a_typo_lists_the_allowed(tmp_path: Path) -> None:
+    typo = f'key "k" {{ algorithm hmac-shaa256; secret "{SECRET}"; }};'
+    with pytest.raises(UsageError, match=r"unknown TSIG algorithm 'hmac-shaa256' \(allowed: "
+                                         r"hmac-md5, hmac-sha1, hmac-sha224, hmac-sha256"):
+        read_tsig_key(_key(tmp_path, typo))
+    with pytest.raises(UsageError, match="secret is not base64"):
+        read_tsig_key(_key(tmp_path, 'key "k" { algorithm hmac-sha256; secret "abc"; };'))
+    # hmac-md5 as tsig-keygen writes it signs with its RFC 8945 wire name (dnspython has
+    # no 'hmac-md5.' algorithm: before, the first signed message failed with a traceback)
+    md5 = _key(tmp_path, f'key "old" {{ algorithm hmac-md5; secret "{SECRET}"; }};')
+    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, md5)
+    upd = p.update_message(ChangeSet((), (rrset("a.lab.test.", "A", 60, ["10.0.0.1"]),)))
+    wire = upd.to_wire()
+    assert b"\x08HMAC-MD5\x07SIG-ALG\x03REG\x03INT\x00" in wire
+
+
+def test_a_fifo_key_file_is_refused_without_hanging(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "k.key"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        read_tsig_key(str(fifo))
 
 
 def test_the_update_requires_exactly_what_was_read(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from .marker import OPERATOR
+from provision.dns.names import RESERVED_LABELS, file_stem
 
 VERSION = 1
 
@@ -94,50 +94,24 @@ def to_json(j: Journal) -> str:
     return json.dumps(d, indent=2, sort_keys=True) + "\n"
 
 
-def from_json(text: str) -> Journal:
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise JournalError(f"not JSON ({e})") from None
-    if not isinstance(d, dict):
-        raise JournalError("not a JSON object")
-    if d.get("version") != VERSION:
-        raise JournalError(f"journal version {d.get('version')!r}, this provision reads {VERSION}")
-    if d.get("phase") not in PHASES:
-        raise JournalError(f"unknown phase {d.get('phase')!r}")
-    by = d.get("by", "")
-    if not isinstance(by, str) or (by and not OPERATOR.match(by)):
-        raise JournalError("'by' is not user@host (letters, digits, . _ -)")
-    try:
-        rb = d.get("rollback_from")
-        snap = None if rb is None else Snapshot(
-            None if rb["values"] is None else tuple(rb["values"]), rb["ttl"],
-            None if rb.get("marker") is None else tuple(rb["marker"]), rb.get("marker_ttl"))
-        return Journal(
-            name=str(d["name"]), type=str(d["type"]), zone=str(d["zone"]),
-            provider=str(d["provider"]),
-            original_values=tuple(str(v) for v in d["original_values"]),
-            original_ttl=int(d["original_ttl"]),
-            target_values=tuple(str(v) for v in d["target_values"]),
-            lower_ttl=int(d["lower_ttl"]), phase=d["phase"], started_at=float(d["started_at"]),
-            lowered_at=_num(d.get("lowered_at")), switched_at=_num(d.get("switched_at")),
-            verified_at=_num(d.get("verified_at")), forced=bool(d.get("forced", False)),
-            final_ttl=None if d.get("final_ttl") is None else int(d["final_ttl"]),
-            rollback_from=snap, token=str(d.get("token", "")),
-            history=tuple((float(t), str(e)) for t, e in d.get("history", [])),
-            by=by)
-    except (KeyError, TypeError, ValueError) as e:
-        raise JournalError(f"missing or malformed field: {e}") from None
+def from_json(text: str | bytes) -> Journal:
+    """The journal a file holds, parsed with limits and every field checked
+    (`trust`); JournalError saying what is wrong otherwise."""
+    from .trust import journal_from_dict, parse_json
+
+    return journal_from_dict(parse_json(text.encode() if isinstance(text, str) else text))
 
 
-def _num(v: Any) -> float | None:
-    return None if v is None else float(v)
-
-
-_SAFE = re.compile(r"[^a-z0-9._-]")
+_SAFE = re.compile(r"^\*?[a-z0-9._-]+$")
 
 
 def file_name(name: str) -> str:
-    """The journal's file name for record `name` (absolute): ``api.example.org.json``."""
-    n = name.rstrip(".").lower().replace("*", "_wildcard")
-    return _SAFE.sub("_", n) + ".json"
+    """The journal's file name for record `name` (absolute): ``api.example.org.json``.
+
+    Injective: names are checked before (`provision.dns.names.check_record`: no other
+    characters, and no name starts with the reserved ``_wildcard`` label that spells '*'),
+    so two records never share a journal or a lock; anything else is refused here."""
+    n = name.rstrip(".").lower()
+    if not _SAFE.match(n) or n.split(".", 1)[0] in RESERVED_LABELS:
+        raise JournalError(f"{name!r} is not a record name provision keeps a journal for")
+    return file_stem(n) + ".json"

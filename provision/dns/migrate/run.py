@@ -19,8 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
+from provision.dns.rdata import value_problem, values_problem
 from provision.dns.records import (
     ChangeSet,
     RRset,
@@ -32,10 +34,12 @@ from provision.dns.records import (
 )
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
+from provision.text import printable, unsafe
 
 from . import closed as C
 from . import health as H
 from . import phases as P
+from . import trust as T
 from .journal import Journal
 from .marker import LABEL, marked_name, marker_name, parse
 from .store import JournalStore
@@ -71,19 +75,32 @@ def apply_change(provider: Provider, changes: ChangeSet) -> str:
 
 
 def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
-    """The inventory zone holding `name` (the longest match) and the absolute name."""
+    """The inventory zone holding `name` (the longest match) and the absolute name.
+    UsageError (exit 2) for a name in no zone, or one provision refuses to migrate
+    (reserved marker labels, too long for its marker, characters a host name lacks)."""
     zones = list(inv.dns.zones) if inv.dns else []
     n = name.strip()
-    if not n or any(c.isspace() or ord(c) < 32 for c in n) or ".." in n.strip("."):
-        raise UsageError(f"{name!r} is not a record name")
+    if not n or unsafe(n) or any(c.isspace() for c in n) or ".." in n.strip("."):
+        raise UsageError(f"{printable(name)!r} is not a record name")
     fq = n.lower() if n.endswith(".") else n.lower() + "."
+    found = None
     for z in sorted(zones, key=lambda z: -len(z.name)):
         if in_zone(fq, z.name):
-            return z, fq
-    if len(zones) == 1 and not n.endswith(".") and "." not in n:
-        return zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
-    raise UsageError(f"{name} is in none of the inventory's zones "
-                     f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+            found = z, fq
+            break
+    if found is None and len(zones) == 1 and not n.endswith(".") and "." not in n:
+        found = zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
+    if found is None and len(zones) > 1 and not n.endswith(".") and "." not in n:
+        raise UsageError(f"{printable(name)} is a bare label and the inventory has "
+                         f"{len(zones)} zones ({', '.join(z.name for z in zones)}): give the "
+                         f"full name, e.g. {printable(n)}.{zones[0].name}")
+    if found is None:
+        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
+                         f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+    why = names.problem(found[1], room=names.MARKER_ROOM) or names.reserved(found[1])
+    if why:
+        raise UsageError(f"{printable(name)}: {why}")
+    return found
 
 
 def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
@@ -103,10 +120,10 @@ def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
                 raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
                                  f"and the record is {rtype}")
         elif rtype == "CNAME":
-            labels = v.rstrip(".").split(".")
-            if len(v) > 253 or any(not lab or len(lab) > 63 for lab in labels) or \
-                    not all(c.isalnum() or c in "-_" for lab in labels for c in lab):
-                raise UsageError(f"--to {v}: not a host name (a CNAME points at a name)")
+            why = value_problem("CNAME", v)
+            if why:  # a single label would be a top-level domain: refused, not guessed
+                raise UsageError(f"--to {printable(v)}: {why} (a CNAME points at an absolute "
+                                 "host name such as lb-2.example.org)")
         out.append(normalise_value(rtype, v))
     if rtype == "CNAME" and len(set(out)) != 1:
         raise UsageError("a CNAME holds exactly one target: give one --to")
@@ -203,15 +220,43 @@ class Loaded:
 
 
 def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
+    """The journal, the marker and the record, each checked (`trust`) before it may drive
+    a change: anything that is not about this record, of a managed type, in this zone,
+    is refused (UsageError naming the file or the TXT record) and nothing is sent."""
     j = ctx.store.load(ctx.name)
-    if j is not None and j.zone != ctx.zone.name.rstrip(".") + ".":
-        raise UsageError(f"the journal of {ctx.name} is for zone {j.zone}, not {ctx.zone.name}")
+    declared = frozenset(rr.key for rr in desired(ctx.zone))
+    if j is not None:
+        try:
+            T.admit_journal(j, name=ctx.name, zone=ctx.zone.name, provider=ctx.zone.provider,
+                            declared=declared)
+        except T.Refused as e:
+            raise UsageError(f"the migration journal {ctx.store.path(ctx.name)} is refused: "
+                             f"{e}; nothing was sent") from None
     marker_rr = _call(lambda: ctx.provider.get_rrset(marker_name(ctx.name), "TXT"))
-    mk = None if marker_rr is None else parse(marker_rr)
+    mk = None
+    # a closed migration's record is parsed strictly by `closed` (in the view); it is
+    # never an open marker
+    if marker_rr is not None and not C.claims_closed(marker_rr):
+        where = f"the migration marker {printable(marker_rr.name)} TXT"
+        why = T.marker_strings_problem(marker_rr.values)
+        mk = None if why else parse(marker_rr)
+        if mk is None:
+            raise UsageError(f"{where} is refused: {why or 'not a marker provision wrote'}; "
+                             "nothing was sent (remove or fix that TXT record by hand)")
+        try:
+            T.admit_marker(mk, name=ctx.name, zone=ctx.zone.name, declared=declared,
+                           journal=j, now=ctx.now())
+        except T.Refused as e:
+            raise UsageError(f"{where} is refused: {e}; nothing was sent") from None
     rtype = (j.type if j else None) or (mk.type if mk else None) or rtype
     if rtype:
         ctx.rtype = rtype
     record = _call(lambda: ctx.provider.get_rrset(ctx.name, rtype)) if rtype else None
+    if record is not None and record.alias is None:
+        why = values_problem(record.type, list(record.values))
+        if why:
+            raise UsageError(f"the provider's answer for {printable(ctx.name)} {record.type} "
+                             f"is refused: {why}; nothing was sent")
     view = P.ZoneView(record, marker_rr)
     rec = P.reconcile(j, view, name=ctx.name, zone=ctx.zone.name.rstrip(".") + ".",
                       provider=ctx.zone.provider, now=ctx.now())
@@ -569,6 +614,16 @@ def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
     j = rec.journal
     if j is None:
         raise UsageError(f"no open migration of {ctx.where}: nothing to roll back")
+    if rec.conflict and rec.source == "marker":
+        # Nothing but a TXT record (writable by anyone who can write the zone) says what the
+        # "original" values were, and the record matches none of its states: restoring
+        # them would let that TXT record choose the record's new values.
+        raise UsageError(f"{rec.conflict.split('; only')[0]}; and the only account of this "
+                         f"migration is the zone's marker {marker_name(ctx.name)} TXT (no "
+                         "journal on this machine): provision does not restore values read "
+                         "from a TXT record alone; roll back from the machine that holds the "
+                         "journal, or fix the record and remove the marker by hand; nothing "
+                         "was sent")
     if rec.closed:
         settle(ctx, loaded)
         return j, rec.closed
@@ -646,13 +701,13 @@ def _serves(j: Journal, a: prop.Answer) -> str:
 def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str]]:
     """Names with an open migration: every local journal, and every marker in the
     inventory's zones (a teammate's). Returns (names, problems)."""
-    names = []
+    found = []
     problems = []
     for path, j, err in store.all():
         if j is None:
-            problems.append(f"{path}: {err}")
+            problems.append(f"the migration journal {path} is refused: {printable(err)}")
         else:
-            names.append(j.name)
+            found.append(j.name)
     for z in (inv.dns.zones if inv.dns else ()):
         try:
             rrsets = make_provider(z, inv).list_rrsets()
@@ -662,17 +717,25 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
         for rr in rrsets:
             if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
                 n = marked_name(rr.name)
-                if not n:
+                why = ("not a marker name" if not n else
+                       names.problem(n) or names.reserved(n) or
+                       ("" if names.in_zone(n, z.name) else f"outside zone {z.name}") or
+                       ("" if marker_name(n) == rr.name else
+                        f"provision writes the marker of {n} as {marker_name(n)}"))
+                if why or not n:
+                    problems.append(f"the migration marker {printable(rr.name)} TXT is "
+                                    f"refused: {why}")
                     continue
                 if C.claims_closed(rr):
                     try:
                         C.parse(rr)
                     except C.ClosedError as e:
-                        problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
-                                        "provision does not act on that record")
+                        problems.append(f"{printable(rr.name)} says phase=closed but is "
+                                        f"malformed ({printable(str(e))}): provision does not "
+                                        "act on that record")
                     continue   # a finished migration's record: not open
-                names.append(n)
-    return sorted(set(names)), problems
+                found.append(n)
+    return sorted(set(found)), problems
 
 
 def _iso(t: float | None) -> str | None:

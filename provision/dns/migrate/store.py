@@ -18,9 +18,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from provision.errors import OperationError
+from provision.dns.localfile import read_regular
+from provision.errors import OperationError, UsageError
 
 from .journal import Journal, JournalError, file_name, from_json, to_json
+from .trust import MAX_BYTES
 
 
 def state_dir() -> Path:
@@ -40,32 +42,40 @@ class JournalStore:
         return self.root / file_name(name)
 
     def load(self, name: str) -> Journal | None:
+        """The journal filed under `name`, or None. Raises UsageError naming the file when
+        it cannot be read or is refused (`trust`): a journal that is not about `name`, an
+        unreadable file, a FIFO or device, a symlink."""
         p = self.path(name)
         try:
-            text = p.read_text()
+            data = read_limited(p)
         except FileNotFoundError:
             return None
         except OSError as e:
-            raise OperationError(f"cannot read the migration journal {p}: {e.strerror}") from None
+            raise UsageError(f"cannot read the migration journal {p}: "
+                             f"{e.strerror or e}; nothing was sent") from None
         try:
-            return from_json(text)
+            return from_json(data)
         except JournalError as e:
-            raise OperationError(f"the migration journal {p} is unreadable: {e}; the zone's "
-                                 f"marker still tells the phase (move the file away and run "
-                                 "status)") from None
+            raise UsageError(f"the migration journal {p} is refused: {e}; nothing was sent "
+                             "(the zone's marker still tells the phase: move the file away "
+                             "and run status)") from None
 
     def all(self) -> list[tuple[Path, Journal | None, str]]:
-        """Every journal file: (path, journal or None, error)."""
+        """Every journal file: (path, journal or None, error). A journal is kept only when
+        it is filed under its own name."""
         out: list[tuple[Path, Journal | None, str]] = []
         try:
             files = sorted(self.root.glob("*.json"))
         except OSError:
             return out
-        for p in files:
+        for p in files[:MAX_FILES]:
             try:
-                out.append((p, from_json(p.read_text()), ""))
+                j = from_json(read_limited(p))
+                if p.name != file_name(j.name):
+                    raise JournalError(f"it is about {j.name}, but it is filed as {p.name}")
+                out.append((p, j, ""))
             except (OSError, JournalError) as e:
-                out.append((p, None, str(e)))
+                out.append((p, None, getattr(e, "strerror", None) or str(e)))
         return out
 
     def closed(self) -> list[tuple[Path, Journal | None, str]]:
@@ -131,6 +141,14 @@ class JournalStore:
         finally:
             os.close(fd)
         return False
+
+
+MAX_FILES = 10_000
+
+
+def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """A journal's bytes: a regular file (no FIFO, device or symlink), at most `limit`."""
+    return read_regular(path, limit, "journal")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -1,0 +1,44 @@
+"""Reading a local file that someone else may have placed: regular files only, a size cap.
+
+I/O (one file). Used for migration journals, TSIG key files and credential files: a FIFO
+would hang a plain open, a device would stream forever, a symlink could point anywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+
+def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; OSError (with a
+    message in words) otherwise. `follow`: a symlink to a regular file is read (paths the
+    inventory names, e.g. a key file); else a symlink is refused (the state directory)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow:
+            raise OSError(errno.ELOOP, f"a symbolic link ({what}s are regular files; "
+                          "provision follows no link here)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file (a FIFO, device, socket or "
+                          f"directory); a {what} is a regular file")
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} a {what} "
+                          "may have")
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise OSError(errno.EFBIG, f"more than the {limit} bytes a {what} may have")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

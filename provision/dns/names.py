@@ -1,0 +1,134 @@
+"""DNS names as provision reads them: the one normalisation, the limits, the reserved spaces.
+
+Pure, no I/O. Every name provision acts on (the inventory's record names, the name a
+journal or marker is filed under, the names a provider returns for records provision
+manages) goes through `canonical`; names that differ only in case, a trailing dot, or
+relative versus absolute spelling (``api`` and ``api.example.org`` in zone example.org)
+are one name.
+
+Reserved: provision writes its ownership markers at ``_provision.<name>`` and migration
+markers at ``_provision-migration.<name>``, and spells a wildcard's ``*`` as
+``_wildcard`` in marker names and journal file names. A record whose first label is one
+of those three would share a marker, a journal or a lock with another record, so such
+names are refused wherever a user can give one (the inventory, the CLI).
+"""
+
+from __future__ import annotations
+
+import re
+
+from provision.text import printable
+
+MAX_NAME = 253        # octets of an absolute name, without the trailing dot (RFC 1035: 255 on the wire)
+MAX_LABEL = 63
+OWNERSHIP_LABEL = "_provision"
+MIGRATION_LABEL = "_provision-migration"
+WILDCARD_LABEL = "_wildcard"
+RESERVED_LABELS = (OWNERSHIP_LABEL, MIGRATION_LABEL, WILDCARD_LABEL)
+# the longest prefix provision puts in front of a record name (a migration marker)
+MARKER_ROOM = len(MIGRATION_LABEL) + 1
+
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+class BadName(ValueError):
+    """A name provision refuses; the message says why in words."""
+
+
+def origin(zone: str) -> str:
+    return zone.strip().rstrip(".").lower() + "."
+
+
+def canonical(name: str, zone: str) -> str:
+    """`name` absolute, lowercase, with a trailing dot. '@' (or '') is the apex; a name
+    ending in '.' is absolute; a name ending with the zone's name is taken as meant
+    (``api.example.org`` in example.org); anything else is relative to `zone`."""
+    o = origin(zone)
+    n = name.strip().lower()
+    if n in ("@", ""):
+        return o
+    if n.endswith("."):
+        return n
+    if n == o[:-1] or n.endswith("." + o[:-1]):
+        return n + "."
+    return f"{n}.{o}"
+
+
+def in_zone(name: str, zone: str) -> bool:
+    o = origin(zone)
+    return name == o or name.endswith("." + o)
+
+
+def problem(fqdn: str, *, wildcard: bool = True, room: int = 0) -> str:
+    """Why the absolute name `fqdn` is not one provision manages, or "" when it is.
+
+    Letters, digits, '_' and '-' in labels of 1-63 octets, at most 253 octets in all
+    (less `room`, the octets of a marker prefix that must still fit); a '*' only as the
+    whole first label."""
+    if not fqdn.endswith("."):
+        return "not an absolute name"
+    body = fqdn[:-1]
+    if not body:
+        return "the root is not a record name"
+    if len(body) > MAX_NAME - room:
+        extra = f" (the {room}-octet marker prefix provision writes before it must fit "\
+                f"in {MAX_NAME})" if room else ""
+        return f"{len(body)} octets long, at most {MAX_NAME - room} allowed{extra}"
+    labels = body.split(".")
+    for i, lab in enumerate(labels):
+        if lab == "*" and i == 0 and wildcard:
+            continue
+        if not lab:
+            return "an empty label ('..')"
+        if len(lab) > MAX_LABEL:
+            return (f"a label of {len(lab)} octets ('{printable(lab[:20])}…'), at most "
+                    f"{MAX_LABEL} allowed")
+        if not _LABEL.match(lab):
+            return (f"the label '{printable(lab[:80])}' has characters other than letters, digits, '_' and "
+                    "'-' (or starts or ends with '-')" if lab != "*" else
+                    "a '*' is allowed only as the whole first label")
+    return ""
+
+
+def reserved(fqdn: str) -> str:
+    """Why `fqdn` lies in one of provision's reserved spaces, or "" when it does not."""
+    first = fqdn.split(".", 1)[0]
+    if first in RESERVED_LABELS:
+        return (f"names starting with the label '{first}' are reserved for provision's "
+                f"markers (ownership '{OWNERSHIP_LABEL}.<name>', migration "
+                f"'{MIGRATION_LABEL}.<name>', '{WILDCARD_LABEL}' spelling a wildcard's '*')")
+    return ""
+
+
+def check_record(name: str, zone: str) -> str:
+    """The absolute name of a record a user names (inventory key or CLI argument) in
+    `zone`; BadName with the reason when provision would refuse to manage it."""
+    fq = canonical(name, zone)
+    why = problem(fq, room=MARKER_ROOM) or reserved(fq)
+    if not why and not in_zone(fq, zone):
+        why = f"not inside zone {origin(zone)}"
+    if why:
+        raise BadName(why)
+    return fq
+
+
+def marker_label(name: str) -> str:
+    """`name` with a wildcard's '*' spelled as the reserved label (for marker names)."""
+    labels = name.split(".")
+    if labels[0] == "*":
+        labels[0] = WILDCARD_LABEL
+    return ".".join(labels)
+
+
+def unmarker_label(name: str) -> str:
+    labels = name.split(".")
+    if labels[0] == WILDCARD_LABEL:
+        labels[0] = "*"
+    return ".".join(labels)
+
+
+def file_stem(fqdn: str) -> str:
+    """The journal/lock file stem of the record `fqdn` (a checked name: lowercase letters,
+    digits, '_', '-', '.', a leading '*'): injective on such names because no checked
+    name starts with the reserved wildcard label."""
+    return marker_label(fqdn.rstrip(".").lower())

@@ -1,0 +1,77 @@
+"""`provision check` for the DNS providers' local files: TSIG keys and credentials.
+
+I/O: reads the files the inventory names on the operator's machine (nothing over the
+network). A file that is there but unusable (an algorithm typo, a broken secret, a
+credentials file whose token_uri is plain http) is bad input; a file that is not on
+this machine is only a warning (`check` also runs where the keys are not, e.g. in CI).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from provision.inventory.model import Inventory
+
+from . import endpoint, tsig
+from .localfile import read_regular
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    field: str          # the inventory field path (dotted), for file:line
+    path: str
+    message: str
+    missing: bool       # the file is not on this machine (a warning, not an error)
+
+
+def problems(inv: Inventory) -> list[FileProblem]:
+    out: list[FileProblem] = []
+    for z in inv.dns.zones if inv.dns else ():
+        if z.tsig_key_file:
+            out += _tsig(f"dns.zones.{z.name}.tsig_key_file", z.tsig_key_file)
+        if z.credentials_file:
+            out += _credentials(f"dns.zones.{z.name}.credentials_file", z.credentials_file)
+    return out
+
+
+def _read(field: str, path: str, what: str, limit: int) -> tuple[bytes | None, list[FileProblem]]:
+    try:
+        return read_regular(path, limit, what, follow=True), []
+    except FileNotFoundError:
+        return None, [FileProblem(field, path, f"the {what} {path} is not on this machine",
+                                  True)]
+    except OSError as e:
+        return None, [FileProblem(field, path, f"cannot read the {what} {path}: "
+                                  f"{e.strerror or e}", False)]
+
+
+def _tsig(field: str, path: str) -> list[FileProblem]:
+    data, found = _read(field, path, "TSIG key file", tsig.MAX_BYTES)
+    if data is None:
+        return found
+    try:
+        tsig.parse(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return [FileProblem(field, path, f"{path}: not UTF-8 text (byte {e.start})", False)]
+    except tsig.TsigKeyError as e:
+        return [FileProblem(field, path, f"{path}: {e}", False)]
+    return []
+
+
+def _credentials(field: str, path: str) -> list[FileProblem]:
+    data, found = _read(field, path, "credentials file", 1024 * 1024)
+    if data is None:
+        return found
+    try:
+        info = json.loads(data)
+    except (ValueError, RecursionError):
+        return [FileProblem(field, path, f"{path}: not a JSON service-account key", False)]
+    if not isinstance(info, dict):
+        return [FileProblem(field, path, f"{path}: not a JSON service-account key", False)]
+    token_uri = info.get("token_uri")
+    if isinstance(token_uri, str):
+        why = endpoint.problem(token_uri, f"the token_uri of {path}")
+        if why:
+            return [FileProblem(field, path, why, False)]
+    return []

@@ -1,0 +1,85 @@
+"""TSIG key files as BIND and `tsig-keygen` write them, parsed and checked. Pure, no I/O.
+
+Used by the rfc2136 provider (before anything is sent) and by `provision check`
+(offline), so a typo in the algorithm or a broken secret is an error at check time,
+in words, with what is allowed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+# The algorithm names BIND (named.conf, `tsig-keygen -a`, nsupdate -y) writes, and the
+# name dnspython signs with: HMAC-MD5 has a long historic name on the wire (RFC 8945).
+ALGORITHMS = {
+    "hmac-md5": "HMAC-MD5.SIG-ALG.REG.INT",
+    "hmac-sha1": "hmac-sha1",
+    "hmac-sha224": "hmac-sha224",
+    "hmac-sha256": "hmac-sha256",
+    "hmac-sha384": "hmac-sha384",
+    "hmac-sha512": "hmac-sha512",
+}
+_ALIASES = {"hmac-md5.sig-alg.reg.int": "hmac-md5"}
+
+_KEY = re.compile(r'key\s+"?([A-Za-z0-9._-]+)"?\s*\{(.*?)\}\s*;', re.S)
+_ALG = re.compile(r"algorithm\s+\"?([A-Za-z0-9.-]+)\"?\s*;")
+_SECRET = re.compile(r'secret\s+"([A-Za-z0-9+/=]+)"\s*;')
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$")
+MAX_BYTES = 64 * 1024
+
+
+class TsigKeyError(ValueError):
+    """A key file provision cannot use; the message says why and what is allowed."""
+
+
+def parse(text: str) -> tuple[str, str, str]:
+    """(key name, BIND algorithm name, base64 secret) from a BIND ``key`` block or a
+    one-line ``algorithm:name:secret`` (nsupdate -y)."""
+    m = _KEY.search(text)
+    if m:
+        alg, secret = _ALG.search(m.group(2)), _SECRET.search(m.group(2))
+        if not alg:
+            raise TsigKeyError(f"the key block '{m.group(1)}' has no `algorithm NAME;` line")
+        if not secret:
+            raise TsigKeyError(f"the key block '{m.group(1)}' has no `secret \"BASE64\";` line")
+        name, algorithm, secret_text = m.group(1), alg.group(1), secret.group(1)
+    else:
+        parts = text.strip().split(":")
+        if len(parts) != 3 or not all(parts):
+            raise TsigKeyError("not a TSIG key (expected a BIND `key \"name\" { algorithm ...; "
+                            "secret \"...\"; };` block, as tsig-keygen writes it, or "
+                            "algorithm:name:secret)")
+        algorithm, name, secret_text = parts
+    return name_ok(name), algorithm_ok(algorithm), secret_ok(secret_text)
+
+
+def algorithm_ok(text: str) -> str:
+    a = text.strip().lower()
+    a = _ALIASES.get(a, a)
+    if a not in ALGORITHMS:
+        from provision.text import printable
+
+        raise TsigKeyError(f"unknown TSIG algorithm '{printable(text[:40])}' (allowed: "
+                        f"{', '.join(ALGORITHMS)}, as tsig-keygen -a writes them)")
+    return a
+
+
+def name_ok(text: str) -> str:
+    if not _NAME.match(text) or len(text) > 253:
+        from provision.text import printable
+
+        raise TsigKeyError(f"the key name '{printable(text[:80])}' is not a DNS name (letters, "
+                        "digits, '-', '_' in dot-separated labels)")
+    return text
+
+
+def secret_ok(text: str) -> str:
+    try:
+        raw = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise TsigKeyError("the secret is not base64 (tsig-keygen writes it so)") from None
+    if not raw:
+        raise TsigKeyError("the secret is empty")
+    return text.strip()
