@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from provision.commands.common import (
-    console,
+    echo,
     emit_json,
     inventory_option,
     json_option,
@@ -46,11 +46,10 @@ def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
         rel = p.relative_to(out)
         if len(rel.parts) > 1:
             per_node[rel.parts[0]] = per_node.get(rel.parts[0], 0) + 1
-    con = console()
-    con.print(f"wrote {len(written)} files to {out}/")
-    con.print(f"  ssh_config  {out / 'ssh_config'}")
+    echo(f"wrote {len(written)} files to {out}/")
+    echo(f"  ssh_config  {out / 'ssh_config'}")
     for node in (*inv.bastions, *inv.hosts):
-        con.print(f"  {node.name:<10}  {per_node.get(node.name, 0)} files under {out / node.name}/")
+        echo(f"  {node.name:<10}  {per_node.get(node.name, 0)} files under {out / node.name}/")
 
 
 @click.command("ssh-config")
@@ -67,6 +66,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     """Print the ssh_config for the inventory, or install it with --write."""
     from provision.inventory.fields import check_path, check_user
     from provision.render import render_ssh_config
+    from provision.text import printable, printable_lines
 
     try:
         if user is not None:
@@ -81,7 +81,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
         if as_json:
             emit_json({"ssh_config": text})
         else:
-            click.echo(text, nl=False)
+            click.echo(printable_lines(text), nl=False)
         return
     try:
         changes = install(text, Path.home() / ".ssh")
@@ -90,11 +90,10 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     if as_json:
         emit_json({"changed": changes, "path": str(Path.home() / ".ssh" / "config.d" / CONF_NAME)})
         return
-    con = console()
     if not changes:
-        con.print("ssh config already up to date; nothing changed")
+        echo("ssh config already up to date; nothing changed")
     for c in changes:
-        con.print(f"[green]changed[/green] {c}")
+        click.echo(click.style("changed", fg="green") + " " + printable(c))
 
 
 # --- pure decisions ------------------------------------------------------------------------
