@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import click
@@ -115,15 +114,9 @@ def with_include(config_text: str) -> str:
 # --- the shell: writes only what differs ------------------------------------------------------
 
 def _write_atomic(path: Path, content: str, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from provision.state import atomic_write
+
+    atomic_write(path, content, mode)  # O_EXCL | O_NOFOLLOW temp file, fsync, rename
 
 
 def install(text: str, ssh_dir: Path) -> list[str]:
