@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def parse(records: Sequence[Rec]) -> SshdEffective:
             key, _, value = r.raw.strip().partition(" ")
             if key:
                 settings.setdefault(key.lower(), []).append(value.strip())
-        elif r.kind == "sshdrc" and r.fields and r.fields[0].lstrip("-").isdigit():
+        elif r.kind == "sshdrc" and r.fields and number(r.fields[0].lstrip("-"), 255) is not None:
             status = int(r.fields[0])
     if status not in (None, 0):
         return SshdEffective({}, status, "\n".join(lines)[-500:])
