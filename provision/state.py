@@ -53,10 +53,10 @@ def check_private(path: Path, st: os.stat_result) -> None:
                             f"(uid {os.geteuid()}); provision keeps private state there: use a "
                             "directory of your own ($PROVISION_STATE_DIR)")
     if st.st_mode & 0o022:
-        raise StateDirError(f"state directory {path} is writable by "
-                            f"{'group and others' if st.st_mode & 0o022 == 0o022 else 'group' if st.st_mode & 0o020 else 'others'} "
-                            f"(mode {stat.S_IMODE(st.st_mode):o}); anyone who can write there "
-                            f"can plant files provision acts on: chmod 700 {path}")
+        who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[st.st_mode & 0o022]
+        raise StateDirError(f"state directory {path} is writable by {who} (mode "
+                            f"{stat.S_IMODE(st.st_mode):o}); anyone who can write there can "
+                            f"plant files provision acts on: chmod 700 {path}")
 
 
 def existing(path: Path) -> bool:

@@ -183,7 +183,7 @@ def test_never_appends_to_something_that_is_not_known_hosts(tmp_path: Path, cont
     assert f.read_bytes() == before
 
 
-def test_never_appends_to_a_fifo_or_through_a_dangling_swap(tmp_path: Path) -> None:
+def test_never_reads_or_appends_to_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "known_hosts"
     os.mkfifo(fifo)
     with pytest.raises(HostKeyError, match="not a regular file"):
