@@ -11,6 +11,8 @@ Pure apart from reading the playbook file. The steps themselves: `provision.task
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -22,11 +24,16 @@ import yaml
 from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory
 from provision.tasks.step import STEPS, Step
+from provision.text import printable, unsafe
 
 DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
 
 KEYS = ("name", "description", "hosts", "steps")
+# A playbook names steps and hosts: a few hundred bytes. The cap keeps a wrong path (a log,
+# /dev/zero behind a symlink) from being read whole.
+MAX_PLAYBOOK_BYTES = 1024 * 1024
+MAX_DESCRIPTION = 1000
 
 
 class PlaybookError(UsageError):
@@ -69,9 +76,7 @@ def find(name: str) -> tuple[str, str]:
     """(source label, text) of a playbook: a path to a .yml file, or a shipped playbook name."""
     p = Path(name)
     if p.suffix in (".yml", ".yaml") or "/" in name:
-        if not p.is_file():
-            raise PlaybookError(f"{name}: no such playbook file")
-        return str(p), p.read_text()
+        return str(p), read_file(p)
     shipped = files("provision._playbooks")
     candidate = shipped / f"{name}.yml"
     if not candidate.is_file():
@@ -81,6 +86,34 @@ def find(name: str) -> tuple[str, str]:
         raise PlaybookError(f"unknown playbook '{name}'{hint} (shipped: {', '.join(known)}; "
                             "or give a path to a .yml file)")
     return f"playbooks/{name}.yml", candidate.read_text()
+
+
+def read_file(p: Path) -> str:
+    """A playbook file's text: a regular file (a FIFO or device is refused without blocking
+    on it), at most MAX_PLAYBOOK_BYTES, UTF-8. Raises PlaybookError saying which."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise PlaybookError(f"{p}: no such playbook file") from None
+    except OSError as e:
+        raise PlaybookError(f"{p}: cannot read the playbook: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PlaybookError(f"{p}: not a regular file (a playbook is a .yml file)")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_PLAYBOOK_BYTES + 1)
+        except OSError as e:
+            raise PlaybookError(f"{p}: cannot read the playbook: {e.strerror}") from None
+    if len(data) > MAX_PLAYBOOK_BYTES:
+        raise PlaybookError(f"{p}: too large for a playbook (more than "
+                            f"{MAX_PLAYBOOK_BYTES:,} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[: e.start]
+        line, col = before.count(b"\n") + 1, e.start - (before.rfind(b"\n") + 1) + 1
+        raise PlaybookError(f"{p}:{line}:{col}: not UTF-8 text (byte 0x{data[e.start]:02x})") from None
 
 
 def load(name: str) -> Playbook:
@@ -94,12 +127,21 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
         where = f"{source}:{m.line + 1}:{m.column + 1}" if m else f"{source}:1:1"
         return PlaybookError(f"{where}: {field}: {message}" if field else f"{where}: {message}")
 
+    for n, line in enumerate(text.split("\n"), 1):
+        # as in an inventory: what a reviewer reads is what the file says
+        bad = unsafe(line.replace("\t", " ").rstrip("\r"))
+        if bad is not None:
+            raise PlaybookError(f"{source}:{n}:{line.index(bad) + 1}: character "
+                                f"{printable(bad)!r} is not allowed in a playbook (control, "
+                                "format and invisible characters)")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         raise PlaybookError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise PlaybookError(f"{source}:1:1: nested too deeply for a playbook") from None
     if not isinstance(root, yaml.MappingNode):
         raise err(root, "", "a playbook is a mapping with 'hosts' and 'steps'")
     fields: dict[str, tuple[Any, Any]] = {}
@@ -113,16 +155,25 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
             raise err(k, key, "duplicate key")
         fields[key] = (k, v)
 
+    def text_ok(node: Any, field: str) -> None:
+        """A "\\u200b" escape keeps the file clean: its value is checked too."""
+        bad = unsafe(node.value)
+        if bad is not None:
+            raise err(node, field, f"character {printable(bad)!r} is not allowed (control, "
+                      "format and invisible characters)")
+
     def strings(key: str, allow_scalar: bool) -> list[tuple[str, Any]]:
         _, v = fields[key]
         if isinstance(v, yaml.ScalarNode) and allow_scalar and v.tag.endswith(":str"):
+            text_ok(v, key)
             return [(v.value, v)]
-        if not isinstance(v, yaml.SequenceNode) or not v.value:
+        if not isinstance(v, yaml.SequenceNode) or not v.value or not v.tag.endswith(":seq"):
             raise err(v, key, "a non-empty list of names" + (" (or one name)" if allow_scalar else ""))
         out = []
         for i, item in enumerate(v.value):
             if not (isinstance(item, yaml.ScalarNode) and item.tag.endswith(":str")) or not item.value:
                 raise err(item, f"{key}[{i}]", "must be a name")
+            text_ok(item, f"{key}[{i}]")
             out.append((item.value, item))
         return out
 
@@ -150,8 +201,16 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
             if not (isinstance(v, yaml.ScalarNode) and v.tag.endswith(":str")):
                 raise err(v, key, "must be a string")
             if key == "name":
-                name = v.value
+                from provision.inventory.fields import check_name
+
+                try:  # it titles the plan and the recap
+                    name = check_name(v.value)
+                except ValueError as e:
+                    raise err(v, key, str(e)) from None
             else:
+                text_ok(v, key)
+                if len(v.value) > MAX_DESCRIPTION:
+                    raise err(v, key, f"at most {MAX_DESCRIPTION} characters")
                 description = v.value
     return Playbook(name=name, source=source, hosts=tuple(h for h, _ in hosts),
                     steps=tuple(s for s, _ in steps), description=description)

@@ -121,8 +121,16 @@ def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -
 
 
 def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: str, wall: float) -> None:
-    from rich.markup import escape as E
+    """The report. Listener addresses, process names, drift and errors are a host's own
+    output, findings quote the inventory: every one goes through `printable`, into Text
+    (the console interprets no markup)."""
     from rich.table import Table
+    from rich.text import Text
+
+    from provision.text import printable as p
+
+    def styled(text: str, style: str) -> Text:
+        return Text(p(text), style=style)
 
     out = console()
     worst = sorted(reports, key=lambda gr: (gr[1] is not None,
@@ -130,53 +138,63 @@ def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: s
                                             -(gr[1].counts()["warning"] if gr[1] else 0)))
     for g, rep in worst:
         if rep is None:
-            out.print(f"[bold red]{g.host.name}: unreachable[/] {E(g.error)}", soft_wrap=True)
+            out.print(styled(f"{g.host.name}: unreachable", "bold red") + Text(f" {p(g.error)}"),
+                      soft_wrap=True)
             continue
-        out.print(f"\n[bold]{rep.host}[/]")
+        out.print(Text("\n") + styled(rep.host, "bold"))
         ports = Table(show_header=True, header_style="bold", expand=False, title=None)
         for col in ("port", "listens", "process", "declared", "IPv4", "IPv6", "SG", "tunnel", "reach"):
             ports.add_column(col, overflow="fold")
-        for p in rep.ports:
-            style = _REACH_STYLE.get(p.level, "")
-            ports.add_row(f"{p.port}/{p.proto}", E("\n".join(p.listeners)) or "-", E(p.process) or "-",
-                          p.declared or "-", _side(p.v4), _side(p.v6), E(p.sg) or "-",
-                          "yes" if p.tunnel else "-", f"[{style}]{p.level}[/]")
+        for port in rep.ports:
+            ports.add_row(f"{port.port}/{p(port.proto)}",
+                          "\n".join(p(x) for x in port.listeners) or "-", p(port.process) or "-",
+                          p(port.declared) or "-", _side(port.v4), _side(port.v6), p(port.sg) or "-",
+                          "yes" if port.tunnel else "-",
+                          styled(port.level, _REACH_STYLE.get(port.level, "")))
         out.print(ports)
         for d in rep.drift:
-            out.print(f"[bold]drift[/] {E(d.describe())}", soft_wrap=True)
+            out.print(styled("drift", "bold") + Text(f" {p(d.describe())}"), soft_wrap=True)
         if rep.findings:
             t = Table(show_header=True, header_style="bold", expand=False)
             for col in ("severity", "where", "finding", "fix"):
                 t.add_column(col, overflow="fold")
             for f in rep.findings:
-                t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", E(f.subject), E(f.message), E(f.fix))
+                t.add_row(styled(f.severity, _STYLE[f.severity]), p(f.subject), p(f.message), p(f.fix))
             out.print(t)
     if declared:
-        out.print(f"\n[bold]declared[/] (as `provision check` reports for {inv.source})")
+        out.print(Text("\n") + styled("declared", "bold")
+                  + Text(f" (as `provision check` reports for {p(inv.source)})"))
         t = Table(show_header=True, header_style="bold", expand=False)
         for col in ("severity", "where", "finding"):
             t.add_column(col, overflow="fold")
         for f in declared:
-            t.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", E(f.subject), E(f.message))
+            t.add_row(styled(f.severity, _STYLE[f.severity]), p(f.subject), p(f.message))
         out.print(t)
     out.print("")
     for g, rep in worst:
         if rep is None:
-            out.print(f"{g.host.name}: [bold red]unreachable[/] ({E(g.error)})", soft_wrap=True)
+            out.print(Text(f"{p(g.host.name)}: ") + styled("unreachable", "bold red")
+                      + Text(f" ({p(g.error)})"), soft_wrap=True)
             continue
         c = rep.counts()
-        exposed = sum(1 for p in rep.ports if p.level in ("undeclared", "internet"))
-        word = "[bold red]error[/]" if c["error"] else "[yellow]warning[/]" if c["warning"] else "[green]ok[/]"
-        out.print(f"{rep.host}: {word} — {c['error']} errors, {c['warning']} warnings, {c['info']} info; "
-                  f"{len(rep.ports)} ports, {exposed} beyond declared; {len(rep.drift)} drift; "
-                  f"{sum(rep.tcp_states.values())} TCP sockets; {g.seconds:.2f} s", soft_wrap=True)
-    out.print(f"audited {len(reports)} hosts in {wall:.2f} s (security groups: {sg_source})", soft_wrap=True)
+        exposed = sum(1 for port in rep.ports if port.level in ("undeclared", "internet"))
+        word = (styled("error", "bold red") if c["error"] else styled("warning", "yellow")
+                if c["warning"] else styled("ok", "green"))
+        out.print(Text(f"{p(rep.host)}: ") + word
+                  + Text(f" — {c['error']} errors, {c['warning']} warnings, {c['info']} info; "
+                         f"{len(rep.ports)} ports, {exposed} beyond declared; {len(rep.drift)} drift; "
+                         f"{sum(rep.tcp_states.values())} TCP sockets; {g.seconds:.2f} s"),
+                  soft_wrap=True)
+    out.print(f"audited {len(reports)} hosts in {wall:.2f} s (security groups: {p(sg_source)})",
+              soft_wrap=True)
 
 
 def _side(side: Any) -> str:
+    from provision.text import printable
+
     if not side.bound:
         return "-"
     if not side.sources:
         return "dropped"
     shown = ", ".join(side.sources[:3]) + (" …" if len(side.sources) > 3 else "")
-    return f"{shown}"
+    return printable(shown)

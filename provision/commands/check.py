@@ -40,25 +40,22 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
 
         click.echo(f"{click.style('ok', fg='green')} {printable(summary)}; no findings")
         raise Exit(status)
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    from provision.text import printable
+    from provision.text import printable as p
 
     from .common import console
 
-    def safe(text: str) -> str:  # inventory text: no markup, no control characters
-        return escape(printable(text))
-
-    out = console()
+    out = console()  # inventory text: escaped, and the console interprets no markup
     table = Table(show_header=True, header_style="bold", expand=False)
     for col in ("severity", "where", "finding", "fix"):
         table.add_column(col, overflow="fold")
     for f in found:
-        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]",
-                      f"{safe(f.subject)}\n[dim]{safe(_location(inv, f.field))}[/]",
-                      safe(f.message), safe(f.fix))
-    out.print(safe(summary), soft_wrap=True)
+        table.add_row(Text(f.severity, style=_STYLE[f.severity]),
+                      Text(f"{p(f.subject)}\n") + Text(p(_location(inv, f.field)), style="dim"),
+                      p(f.message), p(f.fix))
+    out.print(p(summary), soft_wrap=True)
     out.print(table)
     counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
     out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))

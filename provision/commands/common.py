@@ -17,8 +17,8 @@ import click
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from provision.inventory import Inventory
 
-__all__ = ["EXIT_CHANGES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "console", "emit_json",
-           "inventory_option", "json_option", "load"]
+__all__ = ["EXIT_CHANGES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "console", "echo",
+           "emit_json", "inventory_option", "json_option", "load"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,11 +45,35 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def console(stderr: bool = False) -> Any:
-    """A rich Console (imported lazily: rich costs start-up time)."""
-    from rich.console import Console
+def echo(line: object, err: bool = False) -> None:
+    """One line of plain output: every character `provision.text.printable` escapes is
+    escaped (a newline inside `line` too: it is one line). The way commands print a line
+    without rich; colours, if any, are added around escaped text, never inside it."""
+    from provision.text import printable
 
-    stream = sys.stderr if stderr else sys.stdout
+    click.echo(printable(str(line)), err=err)
+
+
+def console(stderr: bool = False, file: Any = None) -> Any:
+    """A rich Console that never interprets markup or emoji codes in what it prints (styles
+    come from `rich.text.Text` objects only) and escapes, as a last guard, every character
+    `provision.text.printable` escapes in every segment it renders, so no string from
+    outside can reach the terminal as a control sequence, whichever call site forgot it.
+    (rich is imported lazily: it costs start-up time.)"""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from provision.text import printable_lines
+
+    class SafeConsole(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for seg in super().render(renderable, options):
+                text = seg.text if seg.control else printable_lines(seg.text)
+                # line breaks between rendered lines stay; everything else unsafe is escaped
+                yield seg if text == seg.text else Segment(text, seg.style, seg.control)
+
+    stream = file or (sys.stderr if stderr else sys.stdout)
     # Logs and CI output are read on wide screens: don't fold tables at 80 columns there.
     width = None if stream.isatty() or os.environ.get("COLUMNS") else 120
-    return Console(stderr=stderr, highlight=False, width=width)
+    return SafeConsole(stderr=stderr, file=file, highlight=False, markup=False, emoji=False,
+                       width=width)

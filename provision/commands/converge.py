@@ -20,6 +20,7 @@ from .common import (
     EXIT_FAILED,
     EXIT_OK,
     console,
+    echo,
     emit_json,
     inventory_option,
     json_option,
@@ -69,9 +70,8 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
         mine, bastions = split(selected, shard, lambda h: h.name, lambda h: h.is_bastion)
         selected = tuple(mine)
         if bastions:
-            click.echo(f"shard {shard}: bastions are global, left to their own run "
-                       f"(provision apply bastions): {', '.join(h.name for h in bastions)}",
-                       err=True)
+            echo(f"shard {shard}: bastions are global, left to their own run "
+                 f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
     return inv, pb, tuple(selected)
 
 
@@ -123,11 +123,10 @@ def _say_lock_event(host: Any, kind: str, report: Any) -> None:
     import time
 
     from provision.hosts.lock import event_text
-    from provision.text import printable
 
     text = event_text(report, kind, time.time())
     if text:
-        click.echo(f"{printable(host.name)}: {text}", err=True)
+        echo(f"{host.name}: {text}", err=True)
 
 
 def _lock_spec(timeout: int) -> Any:
@@ -215,14 +214,18 @@ def _print_plan(runs: list[Any]) -> None:
 
 def _print_recap(runs: list[Any], title: str) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, title_justify="left")
+    from provision.text import printable as p
+
+    # the playbook's name and a run's error or note (a host's output) came from outside
+    t = Table(title=p(title), title_justify="left")
     for col in ("host", "status", "changed", "remote execs", "seconds", "reason"):
         t.add_column(col, justify="right" if col in ("changed", "remote execs", "seconds") else "left")
     for r in runs:
-        t.add_row(r.host.name, f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
+        t.add_row(p(r.host.name), Text(p(r.status), style=STATUS_STYLE.get(r.status, "")),
                   str(r.done if r.status != "pending" else r.changes), str(r.remote_execs),
-                  f"{r.seconds:.2f}", r.error or r.note)
+                  f"{r.seconds:.2f}", p(r.error or r.note))
     console().print(t)
 
 

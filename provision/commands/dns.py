@@ -15,7 +15,7 @@ import click
 
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
 
-from .common import emit_json, inventory_option, json_option, load
+from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 
@@ -251,7 +251,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     if cutovers and not as_json:
         from provision.dns.records import relative
 
-        click.echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
+        echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
                    f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers)}), "
                    "or apply them as plain changes with --no-migrate")
     if as_json:
@@ -262,11 +262,13 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
 def _print_applied(run: Any) -> None:
     from rich.text import Text
 
+    from provision.text import printable
+
     from .common import console
 
     out = console()
     if run.error:
-        out.print(Text(f"{run.zone.name}: apply failed: {run.error}", style="bold red"))
+        out.print(Text(printable(f"{run.zone.name}: apply failed: {run.error}"), style="bold red"))
         return
     n = len(run.plan.changes)
     how = ("served by every authoritative server" if run.zone.provider == "rfc2136"
@@ -355,12 +357,14 @@ def _print_check(v: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from provision.text import printable as p
+
     from .common import console
 
-    out = console()
+    out = console()  # every answer, label and note below is a server's: escaped
     want = ("(no expectation: compared with the authoritative servers)" if v.expected is None
             else ", ".join(v.expected) or "no such record")
-    out.print(Text(f"{v.name} {v.type}: expected {want}", style="bold"))
+    out.print(Text(p(f"{v.name} {v.type}: expected {want}"), style="bold"))
     table = Table(show_header=True, header_style="bold")
     for col in ("server", "role", "answer", "ttl", "aa", ""):
         table.add_column(col)
@@ -371,14 +375,14 @@ def _print_check(v: Any) -> None:
         bad = a.target.label in v.disagree
         server = a.target.label if a.target.label == a.target.address else \
             f"{a.target.label} ({a.target.address})"
-        table.add_row(server, a.target.role, answer, ttl,
+        table.add_row(p(server), p(a.target.role), p(answer), ttl,
                       "yes" if a.aa else "no",
-                      "[bold red]differs[/]" if bad else "[green]ok[/]")
+                      Text("differs", style="bold red") if bad else Text("ok", style="green"))
     out.print(table)
     for note in v.notes:
-        out.print(Text(f"  ! {note}", style="magenta"))
+        out.print(Text(f"  ! {p(note)}", style="magenta"))
     out.print(Text("every server agrees" if v.ok else
-                   f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}",
+                   p(f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}"),
                    style="bold green" if v.ok else "bold red"))
 
 

@@ -18,7 +18,7 @@ import click
 from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
 from provision.text import printable
 
-from .common import emit_json, inventory_option, json_option, load
+from .common import echo, emit_json, inventory_option, json_option, load
 
 
 @click.group("migrate")
@@ -30,7 +30,7 @@ def migrate_group() -> None:
 
 def _say(as_json: bool) -> Callable[[str], None]:
     def say(line: str) -> None:
-        click.echo(line, err=as_json)
+        echo(line, err=as_json)
     return say
 
 
@@ -163,35 +163,37 @@ def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from provision.text import printable as p
+
     from .common import console
 
-    out = console()
+    out = console()  # journals, markers and answers are outside data: every string escaped
     if not items:
-        out.print(f"no open migration{' of ' + name if name else ''}")
+        out.print(p(f"no open migration{' of ' + name if name else ''}"))
         return
     for s in items:
-        out.print(Text(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})",
+        out.print(Text(p(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})"),
                        style="bold"))
-        out.print(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
-                  f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)")
+        out.print(p(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
+                    f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)"))
         if s["by"]:
-            out.print(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)"))
+            out.print(p(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)")))
         if s["seconds_left"] is not None:
-            out.print(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}")
+            out.print(p(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}"))
         if s["conflict"]:
-            out.print(Text(f"  conflict: {s['conflict']}", style="bold red"))
+            out.print(Text(p(f"  conflict: {s['conflict']}"), style="bold red"))
         table = Table(show_header=True, header_style="bold")
         for col in ("server", "role", "answer", "ttl", "aa", "serves"):
             table.add_column(col)
         for a in s["answers"]:
-            table.add_row(a["server"], a["role"], ", ".join(a["values"]) or a["status"],
-                          "-" if a["ttl"] is None else str(a["ttl"]), "yes" if a["aa"] else "no",
-                          a["serves"])
+            table.add_row(p(a["server"]), p(a["role"]), p(", ".join(a["values"]) or a["status"]),
+                          "-" if a["ttl"] is None else p(str(a["ttl"])), "yes" if a["aa"] else "no",
+                          p(str(a["serves"])))
         out.print(table)
         for n in s["notes"]:
-            out.print(Text(f"  ! {n}", style="magenta"))
+            out.print(Text(p(f"  ! {n}"), style="magenta"))
         if s["next"]:
-            out.print(f"  next: {s['next']}")
+            out.print(p(f"  next: {s['next']}"))
 
 
 @migrate_group.command("cutover")
@@ -241,13 +243,13 @@ def verify_cmd(name: str, inventory_path: str | None, as_json: bool) -> None:
                                 "ttl": a.ttl} for a in answers]})
     else:
         for a in answers:
-            click.echo(f"  {a.target.label} ({a.target.role}): "
-                       f"{', '.join(a.values) or a.status} ttl {a.ttl}")
+            echo(f"  {a.target.label} ({a.target.role}): "
+                 f"{', '.join(a.values) or a.status} ttl {a.ttl}")
         for n in [*v.notes, *ctx.notes]:
-            click.echo(f"  ! {n}")
-        click.echo(f"{ctx.where}: verified" if v.ok else
-                   f"{ctx.where}: not verified: {len(v.stale)} stale resolver(s)"
-                   f"{'' if v.authoritative_ok else ', authoritative servers disagree'}")
+            echo(f"  ! {n}")
+        echo(f"{ctx.where}: verified" if v.ok else
+             f"{ctx.where}: not verified: {len(v.stale)} stale resolver(s)"
+             f"{'' if v.authoritative_ok else ', authoritative servers disagree'}")
     raise Exit(EXIT_OK if v.ok else EXIT_FAILED)
 
 
@@ -274,7 +276,7 @@ def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str
         emit_json({"migration": _journal_json(j), "closed": "finalized",
                    "inventory_written": ctx.written or None})
     else:
-        click.echo(f"{ctx.where}: finalized: {', '.join(j.target_values)} ttl {j.final_ttl}")
+        echo(f"{ctx.where}: finalized: {', '.join(j.target_values)} ttl {j.final_ttl}")
     raise Exit(EXIT_OK)
 
 
@@ -294,7 +296,7 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
         emit_json({"migration": _journal_json(j), "closed": outcome})
     else:
         assert j is not None
-        click.echo(f"{ctx.where}: {outcome}: {', '.join(j.original_values)} ttl {j.original_ttl}")
+        echo(f"{ctx.where}: {outcome}: {', '.join(j.original_values)} ttl {j.original_ttl}")
     raise Exit(EXIT_OK)
 
 
@@ -337,8 +339,8 @@ def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
                    "inventory_written": ctx.written or None,
                    "seconds": round(time.monotonic() - t0, 2), "timings": timings})
     else:
-        click.echo(f"{ctx.where}: done in {time.monotonic() - t0:.1f} s: "
-                   f"{', '.join(j.target_values)} ttl {j.final_ttl}")
+        echo(f"{ctx.where}: done in {time.monotonic() - t0:.1f} s: "
+             f"{', '.join(j.target_values)} ttl {j.final_ttl}")
     raise Exit(EXIT_OK)
 
 
@@ -353,25 +355,23 @@ def _countdown(as_json: bool) -> Callable[[float, str], None]:
         if stream.isatty():
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            with Progress(TextColumn("{task.description}"), BarColumn(),
+            from provision.text import printable
+
+            from .common import console
+
+            with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                           TimeRemainingColumn(), transient=True,
-                          console=None if not as_json else _stderr_console()) as prog:
-                task = prog.add_task(what, total=seconds)
+                          console=console(stderr=as_json)) as prog:
+                task = prog.add_task(printable(what), total=seconds)
                 while (left := end - time.monotonic()) > 0:
                     prog.update(task, completed=seconds - left)
                     time.sleep(min(0.2, left))
             return
-        click.echo(f"waiting {seconds:.0f} s: {what}", err=as_json)
+        echo(f"waiting {seconds:.0f} s: {what}", err=as_json)
         last = time.monotonic()
         while (left := end - time.monotonic()) > 0:
             if time.monotonic() - last >= 10:
-                click.echo(f"  {left:.0f} s left", err=as_json)
+                echo(f"  {left:.0f} s left", err=as_json)
                 last = time.monotonic()
             time.sleep(min(0.2, left))
     return wait
-
-
-def _stderr_console() -> Any:
-    from .common import console
-
-    return console(stderr=True)

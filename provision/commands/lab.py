@@ -12,6 +12,7 @@ import click
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
+    echo,
     emit_json,
     json_option,
 )
@@ -100,9 +101,9 @@ def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
                 if as_json:
                     emit_json({"name": name, "dir": old.dir, "already_up": True})
                 else:
-                    click.echo(msg)
+                    echo(msg)
                 return
-            click.echo(f"lab {name} is partly up; tearing it down first", err=True)
+            echo(f"lab {name} is partly up; tearing it down first", err=True)
             shell.teardown(old, state.get("pids", {}))
         try:
             timings = shell.up(plan)
@@ -112,11 +113,11 @@ def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
         emit_json({"name": name, "dir": plan.dir, "inventory": plan.paths["inventory"],
                    "seconds": round(timings["total"], 2), "timings": timings})
     else:
-        click.echo(f"lab {name} up in {timings['total']:.1f} s ({plan.image} image): "
-                   f"{', '.join(n.name for n in plan.containers)}")
-        click.echo(f"  inventory  {plan.paths['inventory']}")
-        click.echo(f"  ssh_config {plan.paths['ssh_config']}")
-        click.echo(f"  operator   provision lab exec -- ssh -F {plan.paths['ssh_config']} gpu1")
+        echo(f"lab {name} up in {timings['total']:.1f} s ({plan.image} image): "
+              f"{', '.join(n.name for n in plan.containers)}")
+        echo(f"  inventory  {plan.paths['inventory']}")
+        echo(f"  ssh_config {plan.paths['ssh_config']}")
+        echo(f"  operator   provision lab exec -- ssh -F {plan.paths['ssh_config']} gpu1")
 
 
 @lab_group.command("down")
@@ -136,7 +137,7 @@ def down_cmd(as_json: bool) -> None:
         if state is None:
             plan = P.make_plan(name, 1, None, venv=sys.prefix, repo=None)
             if not shell._lab_netns(plan):
-                click.echo(f"lab {name} is not up")
+                echo(f"lab {name} is not up")
                 return
             shell.teardown(plan, {})  # leftovers without state: namespaces/mounts by name
         else:
@@ -145,7 +146,7 @@ def down_cmd(as_json: bool) -> None:
     if as_json:
         emit_json({"name": name, "seconds": round(secs, 2)})
     else:
-        click.echo(f"lab {name} down in {secs:.1f} s")
+        echo(f"lab {name} down in {secs:.1f} s")
 
 
 @lab_group.command("status")
@@ -167,16 +168,20 @@ def status_cmd(as_json: bool) -> None:
                    "up": all_up, "hosts": rows})
     else:
         from rich.table import Table
+        from rich.text import Text
 
         from provision.commands.common import console
+        from provision.text import printable as p
 
-        t = Table(title=f"lab {name} ({plan.dir})")
+        # the state file under /run is read back: its strings are printed escaped
+        t = Table(title=p(f"lab {name} ({plan.dir})"))
         for col in ("host", "addresses", "up", "memory"):
             t.add_column(col)
         for r in rows:
-            addrs = "\n".join(f"{seg}: {' '.join(a)}" for seg, a in r["addresses"].items())
+            addrs = "\n".join(p(f"{seg}: {' '.join(a)}") for seg, a in r["addresses"].items())
             mem = f"{r['memory_kib'] / 1024:.0f} MiB" if r.get("memory_kib") else ""
-            t.add_row(r["host"], addrs, "[green]up[/]" if r["up"] else "[red]down[/]", mem)
+            t.add_row(p(str(r["host"])), addrs,
+                      Text("up", style="green") if r["up"] else Text("down", style="red"), mem)
         console().print(t)
     raise Exit(EXIT_OK if all_up else EXIT_FAILED)
 

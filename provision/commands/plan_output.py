@@ -85,39 +85,45 @@ def to_json(sections: Sequence[Section]) -> dict[str, Any]:
 
 
 def print_plan(sections: Sequence[Section], out: Any = None, *, title: str = "") -> None:
-    """Print the sections and the count line on a rich Console (stdout by default)."""
+    """Print the sections and the count line on a rich Console (stdout by default). Every
+    name, subject, detail, note, error and diff line came from outside (the inventory, a
+    host's files, a zone, a provider): each goes through `printable`, into a Text."""
     from rich.text import Text
+
+    from provision.text import printable as p
 
     from .common import console
 
     out = out or console()
     if title:
-        out.print(Text(title, style="bold"))
+        out.print(Text(p(title), style="bold"))
     for s in sections:
         if s.failed:
-            out.print(Text(f"{s.name}: {s.status or 'failed'}: {s.error}", style="bold red"))
+            out.print(Text(f"{p(s.name)}: {p(s.status or 'failed')}: {p(s.error)}", style="bold red"))
             continue
         if not s.changes:
-            out.print(Text(f"{s.name}: no changes", style="green"))
+            out.print(Text(f"{p(s.name)}: no changes", style="green"))
         else:
             n = len(s.changes)
-            out.print(Text(f"{s.name}: {n} change{'s' if n != 1 else ''}", style="bold yellow"))
+            out.print(Text(f"{p(s.name)}: {n} change{'s' if n != 1 else ''}", style="bold yellow"))
         for c in s.changes:
             for line in c.diff:
                 out.print(_diff_line(line))
         for c in s.changes:
-            out.print(Text(f"  {c.op} ", style=f"bold {_STYLE[c.op]}") + Text(c.subject))
+            out.print(Text(f"  {c.op} ", style=f"bold {_STYLE[c.op]}") + Text(p(c.subject)))
             for d in c.detail:
-                out.print(Text(f"      {d}", style="dim"))
+                out.print(Text(f"      {p(d)}", style="dim"))
         for note in s.notes:
-            out.print(Text(f"  ! {note}", style="magenta"))
+            out.print(Text(f"  ! {p(note)}", style="magenta"))
     out.print(Text(count_line(sections), style="bold"))
 
 
 def _diff_line(line: str) -> Any:
     from rich.text import Text
 
-    text = line.rstrip("\n")
+    from provision.text import printable
+
+    text = printable(line.rstrip("\n"))  # a host's file: its old content is the host's
     if line.startswith(("+++", "---")):
         return Text(text, style="bold")
     if line.startswith("@@"):

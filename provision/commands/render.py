@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import click
 
 from provision.commands.common import (
-    console,
+    echo,
     emit_json,
     inventory_option,
     json_option,
@@ -46,11 +45,10 @@ def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
         rel = p.relative_to(out)
         if len(rel.parts) > 1:
             per_node[rel.parts[0]] = per_node.get(rel.parts[0], 0) + 1
-    con = console()
-    con.print(f"wrote {len(written)} files to {out}/")
-    con.print(f"  ssh_config  {out / 'ssh_config'}")
+    echo(f"wrote {len(written)} files to {out}/")
+    echo(f"  ssh_config  {out / 'ssh_config'}")
     for node in (*inv.bastions, *inv.hosts):
-        con.print(f"  {node.name:<10}  {per_node.get(node.name, 0)} files under {out / node.name}/")
+        echo(f"  {node.name:<10}  {per_node.get(node.name, 0)} files under {out / node.name}/")
 
 
 @click.command("ssh-config")
@@ -67,6 +65,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     """Print the ssh_config for the inventory, or install it with --write."""
     from provision.inventory.fields import check_path, check_user
     from provision.render import render_ssh_config
+    from provision.text import printable, printable_lines
 
     try:
         if user is not None:
@@ -81,7 +80,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
         if as_json:
             emit_json({"ssh_config": text})
         else:
-            click.echo(text, nl=False)
+            click.echo(printable_lines(text), nl=False)
         return
     try:
         changes = install(text, Path.home() / ".ssh")
@@ -90,11 +89,10 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     if as_json:
         emit_json({"changed": changes, "path": str(Path.home() / ".ssh" / "config.d" / CONF_NAME)})
         return
-    con = console()
     if not changes:
-        con.print("ssh config already up to date; nothing changed")
+        echo("ssh config already up to date; nothing changed")
     for c in changes:
-        con.print(f"[green]changed[/green] {c}")
+        click.echo(click.style("changed", fg="green") + " " + printable(c))
 
 
 # --- pure decisions ------------------------------------------------------------------------
@@ -116,15 +114,9 @@ def with_include(config_text: str) -> str:
 # --- the shell: writes only what differs ------------------------------------------------------
 
 def _write_atomic(path: Path, content: str, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from provision.state import atomic_write
+
+    atomic_write(path, content, mode)  # O_EXCL | O_NOFOLLOW temp file, fsync, rename
 
 
 def install(text: str, ssh_dir: Path) -> list[str]:

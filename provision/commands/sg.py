@@ -16,7 +16,7 @@ import click
 
 from provision.errors import EXIT_FAILED, Exit, OperationError, UsageError
 
-from .common import emit_json, inventory_option, json_option, load
+from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Section, exit_status, print_plan, to_json
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str |
     if creating:
         shell.check_vpcs(ec2, sorted({p.vpc for p in creating if p.vpc}))
         for name, gid in shell.create_groups(ec2, creating).items():
-            click.echo(f"{name}: created {gid}")
+            echo(f"{name}: created {gid}")  # the group id is AWS's answer
         plans = _plan(inv, ec2)  # group ids now known: references resolve
         _refuse_lockout(plans, force)
     failed = [p for p in plans if p.error or p.create]
@@ -145,8 +145,8 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str |
     for p in plans:
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
-                click.echo(line)
-    click.echo("Applied.")
+                echo(line)
+    echo("Applied.")
 
 
 def _refuse_lockout(plans: Sequence[GroupPlan], force: bool) -> None:

@@ -17,6 +17,7 @@ from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
     console,
+    echo,
     emit_json,
     inventory_option,
     json_option,
@@ -90,8 +91,12 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     login = _login(inv, user)
     err = console(stderr=True)
 
-    def log(message: str) -> None:
-        err.print(f"[dim]tunnel:[/] {message}", soft_wrap=True)
+    def log(message: str) -> None:  # messages quote hosts' answers and ssh's stderr
+        from rich.text import Text
+
+        from provision.text import printable
+
+        err.print(Text("tunnel:", style="dim") + Text(f" {printable(message)}"), soft_wrap=True)
 
     chosen = select_services(node, services)  # TunnelError: exit 2
     forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
@@ -137,7 +142,7 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
             try:
                 session.supervise(stop)
             except HostKeyError as e:
-                click.echo(f"error: {e}", err=True)
+                echo(f"error: {e}", err=True)
                 code = EXIT_FAILED
             else:
                 log("closing")
@@ -185,17 +190,22 @@ def _doc(host: str, backend: str, ready: float, table: Any) -> dict[str, Any]:
 
 def _print_table(host: str, backend: str, table: Any) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"tunnels to {host} ({backend})")
+    from provision.text import printable as p
+
+    # a URL carries the token `jupyter server list` printed on the host: escaped like the rest
+    urls = [p(r.url) for r in table]
+    t = Table(title=p(f"tunnels to {host} ({backend})"))
     t.add_column("service", no_wrap=True)
     # URLs are copied from here: never cut them
-    t.add_column("local URL", no_wrap=True, min_width=max((len(r.url) for r in table), default=9))
+    t.add_column("local URL", no_wrap=True, min_width=max((len(u) for u in urls), default=9))
     t.add_column("remote bind", no_wrap=True)
     t.add_column("status", overflow="fold")
-    for r in table:
+    for r, url in zip(table, urls, strict=True):
         style = "red" if r.listening is False else ("yellow" if r.status not in ("ok", "forwarded")
                                                     else "green")
-        t.add_row(r.service, r.url, r.remote, f"[{style}]{r.status}[/]")
+        t.add_row(p(r.service), url, p(r.remote), Text(p(r.status), style=style))
     out = console()
     if not out.is_terminal:
         out.width = max(out.width, 200)  # a pipe or a log: never cut a URL
@@ -222,7 +232,7 @@ def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) 
     else:
         _print_table(session.host.name, backend, table)
         for name, answer in results.items():
-            click.echo(f"{name}: {answer or 'no answer'}")
+            echo(f"{name}: {answer or 'no answer'}")
     return EXIT_OK if all(results.values()) else EXIT_FAILED
 
 

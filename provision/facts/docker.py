@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,11 @@ def parse_ports(container: str, text: str) -> list[Published]:
         addr, _, ports = host.rpartition(":")
         addr = addr.strip("[]") or "0.0.0.0"
         proto = target.rpartition("/")[2] or "tcp"
-        lo, _, hi = ports.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
+        lo_text, _, hi_text = ports.partition("-")
+        lo, hi = number(lo_text, 65535), number(hi_text or lo_text, 65535)
+        if lo is None or hi is None or hi < lo:  # not a port range: nothing Docker publishes
             continue
-        for port in range(int(lo), int(hi or lo) + 1):
+        for port in range(lo, hi + 1):
             out.append(Published(container, addr, port, proto, target))
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def parse(records: Sequence[Rec]) -> IptablesSave:
     for r in records:
         if r.kind in lines:
             lines[r.kind].append(r.raw)
-        elif r.kind == "iptrc" and len(r.fields) == 2 and r.fields[1].lstrip("-").isdigit():
+        elif r.kind == "iptrc" and len(r.fields) == 2 and number(r.fields[1].lstrip("-"), 255) is not None:
             status[r.fields[0]] = int(r.fields[1])
     return IptablesSave("\n".join(lines["ipt4"]), "\n".join(lines["ipt6"]),
                         status.get("4"), status.get("6"))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .listeners import split_endpoint
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,7 @@ def parse(records: Sequence[Rec]) -> tuple[JupyterAnswer, ...]:
         if ep is None:
             continue
         pid, code = r.fields[1], r.fields[2]
-        out.append(JupyterAnswer(ep[0], ep[1], int(pid) if pid.isdigit() else None,
-                                 int(code) if code.isdigit() else 0))
+        out.append(JupyterAnswer(ep[0], ep[1], number(pid), number(code, 999) or 0))
     return tuple(out)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Listener:
 def split_endpoint(text: str) -> tuple[str, int] | None:
     """`[::1]:8888` -> ('::1', 8888); None when it is not address:port."""
     addr, _, port = text.rpartition(":")
-    if not port.isdigit() or not addr:
+    if number(port, 65535) is None or not addr:
         return None
     addr = addr.split("%", 1)[0].strip("[]")
     return addr, int(port)
@@ -54,7 +54,7 @@ def process_of(parts: Sequence[str]) -> tuple[str, int | None]:
         if p.startswith('users:(("'):
             name = p[len('users:(("'):].split('"', 1)[0]
             pid = p.split("pid=", 1)[1].split(",", 1)[0] if "pid=" in p else ""
-            return name, int(pid) if pid.isdigit() else None
+            return name, number(pid)
     return "", None
 
 

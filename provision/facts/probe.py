@@ -13,6 +13,8 @@ import functools
 from importlib.resources import files
 from typing import Any
 
+from provision.text import printable, unsafe
+
 from .registry import BY_NAME, SPECS
 from .result import Facts
 from .spec import FactsError, Rec, Request
@@ -48,14 +50,43 @@ def probe_script(request: Request | None = None) -> str:
     ])
 
 
+# The host's answer is outside data: bounded before it is parsed, and checked as text.
+MAX_ANSWER_CHARS = 32 * 1024 * 1024
+MAX_LINE_CHARS = 256 * 1024  # a file record carries at most 64 KiB of content, in base64
+MAX_RECORDS = 200_000
+# Records whose text any local user (or a container) chooses and that only describe the
+# host: process and container names (`ss`, `docker ps`), the OS and GPU names. Unsafe
+# characters in them are escaped at parse time, so a user who names a process
+# "\x1b]52;c;…" changes nothing but that process's name in the report. Every other record
+# drives a decision (files, users, units, packages, rules, sshd settings): an unsafe
+# character there refuses the whole answer.
+DESCRIPTIVE = frozenset({"ltcp", "ludp", "listen", "dockerps", "closewait", "os", "gpu"})
+
+
+def _text_checked(n: int, kind: str, rest: str) -> str:
+    bad = unsafe(rest.replace("\t", " "))
+    if bad is None:
+        return rest
+    if kind in DESCRIPTIVE:
+        return "\t".join(printable(f) for f in rest.split("\t"))
+    raise FactsError(f"line {n}: the host's answer holds the character {printable(bad)!r} in "
+                     f"a {printable(kind)!r} record (control, format and invisible characters "
+                     "are refused: provision does not act on such output)")
+
+
 def parse(text: str) -> Facts:
-    """Parse the probe's answer. Raises FactsError when it is truncated or malformed."""
+    """Parse the probe's answer. Raises FactsError when it is truncated, malformed, too
+    large, or holds unsafe characters where decisions are made (see DESCRIPTIVE)."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise FactsError(f"the probe's answer is too large ({len(text):,} characters; at most "
+                         f"{MAX_ANSWER_CHARS:,})")
     lines = text.split("\n")
     if not lines or lines[0] != HEADER:
         raise FactsError("not a provision probe answer (first line should be 'probe\\t1')")
     owner = {kind: s.name for s in SPECS for kind in s.kinds}
     records: dict[str, list[Rec]] = {s.name: [] for s in SPECS}
     ended = False
+    count = 0
     for n, line in enumerate(lines[1:], start=2):
         if not line:
             continue
@@ -64,9 +95,24 @@ def parse(text: str) -> Facts:
             ended = True
             break
         name = owner.get(kind)
-        if name is not None:  # unknown kinds are ignored: a newer probe may say more
-            records[name].append(Rec(n, kind, tuple(rest.split("\t")), rest))
+        if name is None:  # unknown kinds are ignored: a newer probe may say more
+            continue
+        count += 1
+        if count > MAX_RECORDS or len(line) > MAX_LINE_CHARS:
+            raise FactsError(f"line {n}: the probe's answer exceeds its limits (at most "
+                             f"{MAX_RECORDS:,} records of {MAX_LINE_CHARS:,} characters)")
+        rest = _text_checked(n, kind, rest)
+        records[name].append(Rec(n, kind, tuple(rest.split("\t")), rest))
     if not ended:
         raise FactsError("the probe's answer is truncated (no 'end' record)")
-    values: dict[str, Any] = {s.name: s.parse(records[s.name]) for s in SPECS}
+    values: dict[str, Any] = {}
+    for s in SPECS:
+        try:
+            values[s.name] = s.parse(records[s.name])
+        except FactsError:
+            raise
+        except (ValueError, TypeError, IndexError, KeyError, OverflowError, RecursionError) as e:
+            # a parser met a shape it does not know: the host's answer, not a crash
+            raise FactsError(f"the probe's {s.name} records are malformed "
+                             f"({printable(type(e).__name__)}: {printable(str(e))[:200]})") from None
     return Facts(values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ def parse_ss_line(line: str) -> Socket | None:
     if len(parts) < 4:
         return None
     addr, _, port = parts[3].rpartition(":")
-    if not port.isdigit():
+    if number(port, 65535) is None:
         return None
     addr = addr.strip("[]").split("%", 1)[0]
     proc = ""

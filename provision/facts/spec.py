@@ -38,6 +38,15 @@ class FactSpec(Generic[T]):
     parse: Callable[[Sequence[Rec]], T]  # pure; gets [] when the fact was not probed
 
 
+def number(value: str, most: int = 2**63 - 1) -> int | None:
+    """`value` as a non-negative integer when it is ASCII digits (not "²" or "١", which
+    str.isdigit accepts and int() may refuse) of at most `most`; else None."""
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:
+        return None
+    n = int(value)
+    return n if n <= most else None
+
+
 def as_int(value: str, rec: Rec, what: str) -> int:
     try:
         return int(value)

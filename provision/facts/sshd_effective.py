@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def _one(lines: list[str], status: int | None) -> SshdEffective:
 
 
 def _rc(value: str) -> int | None:
-    return int(value) if value.lstrip("-").isdigit() else None
+    n = number(value, 255)  # ASCII digits only (host output)
+    return n
 
 
 def parse(records: Sequence[Rec]) -> SshdEffective:

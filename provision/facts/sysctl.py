@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 PORT_RANGE = "net.ipv4.ip_local_port_range"
 
@@ -16,7 +16,7 @@ def parse(records: Sequence[Rec]) -> dict[str, str]:
 def port_range(values: dict[str, str]) -> tuple[int, int] | None:
     """The ephemeral port range, e.g. (32768, 60999); None when unknown."""
     parts = values.get(PORT_RANGE, "").split()
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
+    if len(parts) == 2 and all(number(p, 65535) is not None for p in parts):
         return int(parts[0]), int(parts[1])
     return None
 

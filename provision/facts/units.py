@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .spec import FactSpec, Rec
+from .spec import FactSpec, Rec, number
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
             out[block["Id"]] = UnitFact(
                 block["Id"], block.get("LoadState", ""), block.get("UnitFileState", ""),
                 block.get("ActiveState", ""), block.get("NeedDaemonReload") == "yes",
-                int(since[1:]) if since.startswith("@") and since[1:].isdigit() else None,
+                number(since[1:]) if since.startswith("@") else None,
                 tuple(listen))
         block, listen = {}, []
     return out

@@ -42,6 +42,29 @@ def check_name(value: str) -> str:
     return value
 
 
+# What `ssh` and the resolver would read as an address: 127, 0x7f000001, 017700000001.
+_NUMERIC = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
+
+
+def check_node_name(value: str) -> str:
+    """Bastion and host names. Each becomes a `Host NAME` block in the ssh_config that
+    `provision ssh-config --write` installs at the top of the operator's ~/.ssh/config, so
+    a name must not be one the operator also uses for something else: a name with a dot
+    (github.com, gpu1.example.org), one that reads as an address (127, 0x7f000001) or
+    `localhost` would change how `ssh NAME` (and git, rsync, scp) behave for that name."""
+    check_name(value)
+    if "." in value:
+        raise ValueError(f"a bastion or host name must not contain '.' ({value!r} could be a "
+                         "domain the operator's own ssh, git or rsync connects to, and the "
+                         "installed ssh_config would take it over); use one label such as "
+                         f"{value.split('.')[0]!r} and put the domain in `address`")
+    if _NUMERIC.match(value) or value.lower() == "localhost":
+        raise ValueError(f"a bastion or host name must not read as an address ({value!r} is "
+                         "what `ssh` would connect to on its own); use a name with a letter, "
+                         "not only digits, and put the address in `address`")
+    return value
+
+
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
@@ -145,6 +168,20 @@ def check_path(value: str) -> str:
     _no_control(value, "a path")
     if not _PATH.match(value):
         raise ValueError(f"invalid path {value!r} (letters, digits and . _ / ~ + @ : , = - only)")
+    return value
+
+
+def check_known_hosts_path(value: str) -> str:
+    """`defaults.known_hosts`: provision appends host keys to it (accept-new), so it must
+    name a known_hosts file, never authorized_keys, a shell rc file or a key. The file
+    name says so (`known_hosts`, `known_hosts2`, `fleet_known_hosts`, `known_hosts.lab`);
+    what is in it is checked again before anything is appended (provision.ssh.hostkeys)."""
+    check_path(value)
+    base = value.rstrip("/").rsplit("/", 1)[-1]
+    if "known_hosts" not in base or value.endswith("/"):
+        raise ValueError(f"{value!r} is not a known_hosts file: provision appends host keys to "
+                         "this file, so its name must contain 'known_hosts' (for example "
+                         "~/.ssh/known_hosts or ~/.ssh/fleet_known_hosts)")
     return value
 
 
@@ -289,11 +326,13 @@ def check_url(value: str) -> str:
 
 
 Name = Annotated[str, AfterValidator(check_name)]
+NodeName = Annotated[str, AfterValidator(check_node_name)]
 User = Annotated[str, AfterValidator(check_user)]
 Address = Annotated[str, AfterValidator(check_address)]
 IP = Annotated[str, AfterValidator(check_ip)]
 Cidr = Annotated[str, AfterValidator(check_cidr)]
 FilePath = Annotated[str, AfterValidator(check_path)]
+KnownHostsPath = Annotated[str, AfterValidator(check_known_hosts_path)]
 AbsPath = Annotated[str, AfterValidator(check_abs_path)]
 DataDir = Annotated[str, AfterValidator(check_data_dir)]
 PublicKey = Annotated[str, AfterValidator(check_public_key)]

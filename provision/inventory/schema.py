@@ -29,7 +29,9 @@ from .fields import (
     Command,
     DataDir,
     FilePath,
+    KnownHostsPath,
     Name,
+    NodeName,
     Package,
     Port,
     PublicKey,
@@ -51,7 +53,7 @@ class DefaultsDoc(Strict):
     user: User = "root"
     port: Port = 22
     identity_file: FilePath | None = None
-    known_hosts: FilePath | None = Field(
+    known_hosts: KnownHostsPath | None = Field(
         None, description="known_hosts file used to verify host keys (default ~/.ssh/known_hosts)")
     confirm_timeout: Seconds = Field(
         30, description="seconds a firewall/sshd change waits for confirmation before the host rolls back")
@@ -278,8 +280,8 @@ class InventoryDoc(Strict):
     version: Literal[1]
     defaults: DefaultsDoc = Field(default_factory=DefaultsDoc)
     team: dict[User, PersonDoc] = Field(default_factory=dict)
-    bastions: dict[Name, BastionDoc] = Field(default_factory=dict)
-    hosts: dict[Name, HostDoc] = Field(default_factory=dict)
+    bastions: dict[NodeName, BastionDoc] = Field(default_factory=dict)
+    hosts: dict[NodeName, HostDoc] = Field(default_factory=dict)
     roles: dict[Name, RoleDoc] = Field(default_factory=dict)
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None

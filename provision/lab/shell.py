@@ -36,7 +36,9 @@ class LabError(OperationError):
 
 
 def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    from provision.text import printable_lines
+
+    print(printable_lines(msg), file=sys.stderr, flush=True)  # quotes the containers' output
 
 
 def run(args: list[str], *, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -12,13 +12,18 @@ changed key, or a key known only under another type, is always refused.
 from __future__ import annotations
 
 import base64
+import binascii
 import fcntl
 import hashlib
 import os
+import re
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+
+from provision.text import printable
 
 from .errors import HostKeyError
 
@@ -73,7 +78,11 @@ class KnownHosts:
         self.keys = _parsed(path)
 
     def known(self, address: str, port: int) -> dict[str, bytes]:
-        entry = self.keys.lookup(key_name(address, port))
+        try:
+            entry = self.keys.lookup(key_name(address, port))
+        except (AssertionError, ValueError, binascii.Error):  # paramiko on a bad |1| entry
+            raise HostKeyError(f"{self.path} holds a malformed hashed entry (|1|salt|hash with "
+                               "a salt that is not 20 bytes); fix or remove it") from None
         return {t: k.asbytes() for t, k in entry.items()} if entry else {}
 
     def check(self, label: str, address: str, port: int, key: Any) -> None:
@@ -91,13 +100,128 @@ class KnownHosts:
                                    self.path, tuple(known), "" if self.accept_new else self.hint))
 
     def _append(self, name: str, key: Any) -> None:
-        line = f"{name} {key.get_name()} {key.get_base64()}\n"
+        line = known_hosts_line(name, key.get_name(), key.get_base64())
         with _append_lock:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:
-                fcntl.flock(f, fcntl.LOCK_EX)
-                f.write(line)
+            append_line(self.path, line)
         self.keys.add(name, key.get_name(), key)
+
+
+# --- what is appended, and where: pure checks, then the one append -------------------------
+
+# Host patterns as OpenSSH writes them: names, addresses, [addr]:port, wildcards, negation,
+# or a hashed |1|salt|hash entry. No quotes, '=' or spaces: nothing an option could hide in.
+_HOSTS_FIELD = re.compile(r"^(\|1\|[A-Za-z0-9+/=]+\|[A-Za-z0-9+/=]+|[A-Za-z0-9.:_*?!\[\],-]+)$")
+_KEY_TYPE = re.compile(r"^[a-z0-9][a-z0-9@._-]*$")
+APPENDED_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                  "ecdsa-sha2-nistp521")
+MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
+
+
+def _blob_type(b64: str) -> str | None:
+    """The key type written inside an OpenSSH key blob, or None when it is not one."""
+    try:
+        raw = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    n = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else -1
+    if n <= 0 or 4 + n > len(raw):
+        return None
+    try:
+        return raw[4:4 + n].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+def known_hosts_line(name: str, key_type: str, key_b64: str) -> str:
+    """The one line accept-new appends: `HOST KEYTYPE BASE64`, HOST the validated address in
+    OpenSSH's spelling (`addr` or `[addr]:port`). No marker, no pattern, no comment: a
+    hostile address or key can add nothing else to the file. Raises HostKeyError."""
+    from provision.inventory.fields import check_address
+
+    m = re.fullmatch(r"\[(?P<a>[^\]]+)\]:(?P<p>[0-9]{1,5})|(?P<b>[^\[\]]+)", name)
+    address = (m.group("a") or m.group("b")) if m else ""
+    try:
+        check_address(address)
+    except ValueError as e:
+        raise HostKeyError(f"refusing to record a host key for {printable(name)!r}: {e}") from None
+    if m and m.group("p") and not 1 <= int(m.group("p")) <= 65535:
+        raise HostKeyError(f"refusing to record a host key for {printable(name)!r}: bad port")
+    if key_type not in APPENDED_TYPES or _blob_type(key_b64) != key_type:
+        raise HostKeyError(f"refusing to record a host key for {name}: {printable(key_type)!r} "
+                           f"is not a key type provision records ({', '.join(APPENDED_TYPES)}) "
+                           "or the key data does not hold one")
+    return f"{name} {key_type} {key_b64}\n"
+
+
+def not_known_hosts(text: str) -> str | None:
+    """Why `text` is not the content of a known_hosts file (the first bad line), or None.
+    Each line must be blank, a comment, or `[@marker] HOSTS KEYTYPE BASE64 [comment]` with
+    the blob's own type matching: authorized_keys lines with options, shell rc files and
+    private keys all fail it."""
+    for n, line in enumerate(text.split("\n"), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if fields[0] in ("@cert-authority", "@revoked"):
+            fields = fields[1:]
+        if (len(fields) < 3 or not _HOSTS_FIELD.match(fields[0]) or not _KEY_TYPE.match(fields[1])
+                or _blob_type(fields[2]) != fields[1]):
+            return f"line {n} is not a known_hosts entry (HOSTS KEYTYPE BASE64)"
+    return None
+
+
+def read_known_hosts(path: Path) -> str:
+    """The text of the known_hosts file at `path`: a regular file (a FIFO or device is
+    refused without blocking on it), at most MAX_KNOWN_HOSTS_BYTES, every line a known_hosts
+    line. Raises HostKeyError naming the file and the line; FileNotFoundError when absent."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise HostKeyError(f"{path} is not a regular file; defaults.known_hosts must name "
+                               "a known_hosts file")
+        data = f.read(MAX_KNOWN_HOSTS_BYTES + 1)
+    if len(data) > MAX_KNOWN_HOSTS_BYTES:
+        raise HostKeyError(f"{path} is larger than {MAX_KNOWN_HOSTS_BYTES // (1024 * 1024)} MiB; "
+                           "not a known_hosts file provision reads")
+    text = data.decode("utf-8", errors="replace")
+    why = not_known_hosts(text)
+    if why is not None:
+        raise HostKeyError(f"{path}: {why}; defaults.known_hosts must name a known_hosts file")
+    return text
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append `line` to the known_hosts file at `path` (a dotfile symlink is followed to its
+    target), only when the target is a regular file whose every line is a known_hosts line
+    (or it does not exist yet: created 0600). Opened without following a symlink swapped in
+    meanwhile; written under an exclusive lock, then fsynced. Raises HostKeyError."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o600)
+    except OSError as e:
+        raise HostKeyError(f"cannot record the host key in {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise HostKeyError(f"refusing to append to {path}: not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if st.st_size > MAX_KNOWN_HOSTS_BYTES:
+            raise HostKeyError(f"refusing to append to {path}: larger than "
+                               f"{MAX_KNOWN_HOSTS_BYTES // (1024 * 1024)} MiB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+        why = not_known_hosts(text)
+        if why is not None:
+            raise HostKeyError(f"refusing to append a host key to {path}: {why}; "
+                               "defaults.known_hosts must name a known_hosts file")
+        prefix = "\n" if text and not text.endswith("\n") else ""
+        os.write(fd, (prefix + line).encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _parsed(path: Path) -> Any:
@@ -116,6 +240,7 @@ def _parsed(path: Path) -> Any:
         cached = _loaded.get(path)
         if cached is not None and cached[0] == version:
             return cached[1]
+        read_known_hosts(path)  # refuses a FIFO, a huge file or one that is not known_hosts
         keys = paramiko.HostKeys()
         keys.load(str(path))
         _loaded[path] = (version, keys)

@@ -44,7 +44,8 @@ def write_ssh_config(inv: Inventory, login: Login, directory: str) -> str:
     text = render_ssh_config(inv, user=login.user, identity_file=login.identity_file,
                              known_hosts=known_hosts_path(inv))
     path = os.path.join(directory, "ssh_config")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # a fresh file in our own mkdtemp directory: never an existing one, never a symlink
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
     return path

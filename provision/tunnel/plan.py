@@ -10,6 +10,7 @@ how to read its answer. The I/O lives in `provision.tunnel.session` (session, Op
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -215,20 +216,38 @@ def parse_probe(output: str) -> dict[str, dict[str, str]]:
     return out
 
 
+# `jupyter server list` is the host's output, and what it says ends up in a URL the operator
+# opens: a token is URL-safe text (Jupyter's own are hex), a base URL an absolute path of
+# plain path characters. Anything else (`@evil.example/`, `//evil/`, `?x=`, an escape
+# sequence) would send the browser, and the token, elsewhere, or write to the terminal.
+_TOKEN = re.compile(r"^[A-Za-z0-9._~-]{1,256}$")
+_BASE_URL = re.compile(r"^/(?!/)[A-Za-z0-9._~/-]{0,255}$")
+MAX_JUPYTER_LINE = 64 * 1024
+
+
 def parse_jupyter_list(text: str, port: int) -> ServiceState | None:
-    """The entry of `jupyter server list --json` serving on `port`, if any."""
+    """The entry of `jupyter server list --json` serving on `port`, if any. An entry whose
+    token or base URL is not plain URL text is refused: the state says why, without them."""
     for line in text.splitlines():
         line = line.strip()
-        if not line.startswith("{"):
+        if not line.startswith("{") or len(line) > MAX_JUPYTER_LINE:
             continue
         try:
             info = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if not isinstance(info, dict) or int(info.get("port", -1)) != port:
+        if not isinstance(info, dict):
             continue
-        token = info.get("token") or None
-        return ServiceState(listening=None, token=token, base_url=str(info.get("base_url") or "/"))
+        listed = info.get("port")
+        if type(listed) is not int or listed != port:  # "8888", 8888.0, true: not this server
+            continue
+        token, base_url = info.get("token") or None, info.get("base_url") or "/"
+        if (token is not None and not (isinstance(token, str) and _TOKEN.match(token))) or not (
+                isinstance(base_url, str) and _BASE_URL.match(base_url)):
+            return ServiceState(listening=None, note="token unknown: the host's `jupyter server "
+                                "list` answer was refused (its token or base_url is not plain "
+                                "URL text)")
+        return ServiceState(listening=None, token=token, base_url=base_url)
     return None
 
 
@@ -241,7 +260,8 @@ def service_state(service: Service, sections: dict[str, str], login_user: str) -
     text = sections.get("jupyter", "")
     found = parse_jupyter_list(text, service.port)
     if found is not None:
-        return ServiceState(listening=listening, token=found.token, base_url=found.base_url)
+        return ServiceState(listening=listening, token=found.token, base_url=found.base_url,
+                            note=found.note)
     if "password is required" in text or "a password" in text:
         note = f"token unknown: sudo to {service.user} needs a password"
     elif "sudo" in text and service.user != login_user:

@@ -322,3 +322,35 @@ def test_apply_with_nothing_to_do_changes_nothing(vpc: str, tmp_path: Path) -> N
     again = sg("apply", "-i", str(inv))  # no --yes needed: nothing to confirm
     assert again.exit_code == 0, again.output
     assert "No changes." in again.output and "Applied." not in again.output
+
+
+def test_a_hostile_rule_description_from_aws_reaches_the_terminal_escaped(vpc: str, tmp_path: Path) -> None:
+    """A provider's answer is outside text: a rule description written in the account by
+    someone else (C1 CSI, bidi, zero-width, tag characters, markup; EC2's XML cannot carry
+    C0 controls) is printed escaped and literal, on the real stdout of `provision sg plan`
+    with a console that believes it is a terminal."""
+    import os
+    import subprocess
+    import sys
+
+    from provision.text import is_unsafe, printable
+
+    hostile = "\x9b2Kx\u202ey\u200bz\U000e0041[bold red]M[/bold red]"
+    client = ec2()
+    legacy = client.create_security_group(GroupName="legacy", Description="made by hand", VpcId=vpc)["GroupId"]
+    client.authorize_security_group_ingress(GroupId=legacy, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 3389, "ToPort": 3389,
+         "IpRanges": [{"CidrIp": "192.0.2.0/24", "Description": hostile}]}])
+    groups = base_groups(vpc)
+    groups["legacy"] = {"id": legacy, "ingress": [{"port": 80, "from": ["10.0.0.0/8"]}]}
+    inv = inventory(tmp_path, vpc, groups)
+    env = {**os.environ, "TTY_COMPATIBLE": "1", "FORCE_COLOR": "1", "COLUMNS": "1000"}
+    r = subprocess.run([sys.executable, "-m", "provision", "sg", "plan", "-i", str(inv)],
+                       capture_output=True, env=env, timeout=120)
+    out = (r.stdout + r.stderr).decode()
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert "drift: ingress tcp 3389" in plain, out
+    assert not [c for c in plain if c != "\n" and is_unsafe(c)], repr(out)
+    assert printable(hostile) in plain

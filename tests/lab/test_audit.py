@@ -32,6 +32,7 @@ NODES = ("bastion", "gpu1", "gpu2")
 PLANT = "audit-plant-9999"
 LEAKY = "audit-leaky-server"
 JUPYTER = "audit-jupyter-open"
+HOSTILE_NAME = "audit-hostile-name"
 HAND_RULE = ("-p", "tcp", "--dport", "9999", "-j", "ACCEPT")
 
 LEAKY_SERVER = """\
@@ -88,7 +89,7 @@ def world(lab: Lab) -> Iterator[dict[str, Any]]:
 
 
 def _cleanup(lab: Lab) -> None:
-    for unit in (PLANT, LEAKY, JUPYTER):
+    for unit in (PLANT, LEAKY, JUPYTER, HOSTILE_NAME):
         lab.host(HOST, "systemctl", "stop", unit, check=False)
     lab.host(HOST, "systemctl", "start", "provision-tensorboard.service", check=False)
     lab.host(HOST, "/usr/local/sbin/provision-firewall", check=False)
@@ -252,6 +253,36 @@ def test_jupyter_without_a_token_is_an_error(lab: Lab, world: dict[str, Any]) ->
         assert all("8888" not in g["message"] for g in found(data, "jupyter-no-token"))
     finally:
         lab.host(HOST, "systemctl", "stop", JUPYTER, check=False)
+
+
+def test_a_hostile_process_name_reaches_the_terminal_escaped(lab: Lab, world: dict[str, Any]) -> None:
+    """Any local user names their processes: one named with an OSC 52 clipboard write shows
+    in the real `provision audit` output (a console that believes it is a terminal) as
+    escaped text, and nowhere raw."""
+    import re
+
+    from provision.text import is_unsafe
+
+    comm = b"\x1b]52;c;eA==\x07"  # fits TASK_COMM_LEN
+    server = ("import ctypes, socket, time\n"
+              f"ctypes.CDLL(None).prctl(15, {comm!r}, 0, 0, 0)\n"
+              "s = socket.socket()\n"
+              "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+              "s.bind(('127.0.0.1', 9997))\n"
+              "s.listen(1)\n"
+              "time.sleep(170)\n")
+    try:
+        run_unit(lab, HOSTILE_NAME, "/usr/bin/python3", "-c", server)
+        assert listening(lab, HOST, 9997)
+        r = lab.op("env", "TTY_COMPATIBLE=1", "FORCE_COLOR=1", "COLUMNS=1000", *PROVISION, "audit",
+                   "-i", world["inventory"], HOST, check=False, timeout=240)
+        out = r.stdout + r.stderr
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+        assert "9997/tcp" in plain, out
+        assert not [c for c in plain if c != "\n" and is_unsafe(c)], repr(out[-2000:])
+        assert "\\x1b]52;c;eA==\\x07" in plain, plain[-2000:]
+    finally:
+        lab.host(HOST, "systemctl", "stop", HOSTILE_NAME, check=False)
 
 
 def test_the_lab_audits_clean_again(lab: Lab, world: dict[str, Any]) -> None:

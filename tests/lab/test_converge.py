@@ -305,7 +305,7 @@ def test_unknown_host_key_is_refused_then_accepted_with_accept_new(
 
 def test_unknown_bastion_key_is_refused(lab: Lab, world: dict[str, Any]) -> None:
     doc = json.loads(json.dumps(world["doc"]))
-    doc["defaults"]["known_hosts"] = str(_known_hosts(lab, world["dir"] / "kh.nobastion",
+    doc["defaults"]["known_hosts"] = str(_known_hosts(lab, world["dir"] / "known_hosts.nobastion",
                                                       drop="bastion"))
     code, data, _ = run(lab, "plan", inventory=write_inventory(world["dir"] / "inv-nob.yml", doc))
     assert code == 1

@@ -246,7 +246,7 @@ HOSTILE = TESTS / "fixtures" / "hostile.yml"  # odd but valid names, paths and c
 
 def test_hostile_values_render_one_line_each() -> None:
     inv = load_inventory(HOSTILE)
-    host = inv.node("H-1.x_y")
+    host = inv.node("H-1_x_y")
     arts = {a.path: a for a in render_host(inv, host)}
 
     unit = arts["/etc/systemd/system/provision-s_9.x-.service"].content.splitlines()
@@ -271,13 +271,13 @@ def test_hostile_values_render_one_line_each() -> None:
     ]
 
     cfg = render_ssh_config(inv).splitlines()
-    i = cfg.index("Host H-1.x_y")
+    i = cfg.index("Host H-1_x_y")
     assert cfg[i + 1 : i + 7] == [
         "  HostName a-b.example.", "  User _x-y", "  Port 22",
-        "  IdentityFile ~/.ssh/k=1,2:3@h+x", "  IdentitiesOnly yes", "  ProxyJump j.b_-9"]
+        "  IdentityFile ~/.ssh/k=1,2:3@h+x", "  IdentitiesOnly yes", "  ProxyJump j_b-9"]
     assert cfg[i + 7 : i + 9] == ["  # jupyter", "  LocalForward 127.0.0.1:8888 [::1]:8888"]
-    assert "  UserKnownHostsFile /k/n=o,w:n@x" in cfg
-    assert "Host j.b_-9 H-1.x_y" in cfg
+    assert "  UserKnownHostsFile /k/n=o,w:n@x/known_hosts" in cfg
+    assert "Host j_b-9 H-1_x_y" in cfg
 
 
 # --- ssh-config --write ------------------------------------------------------------------------

@@ -5,8 +5,9 @@ writes a temp file in the same directory, fsyncs it, renames it over the journal
 fsyncs the directory, so a crash leaves the old journal or the new one, never a torn
 one. A closed migration's journal moves to ``closed/`` (kept for the record).
 
-The directory is ``$PROVISION_STATE_DIR/migrations/``, else
-``$XDG_STATE_HOME/provision/migrations/``, else ``~/.local/state/provision/migrations/``.
+The directory is ``migrations/`` in the state directory (`provision.state`: where it is,
+0700, refused when another user or group/others can write it); temp and lock files are
+opened as `provision.state` opens them (O_EXCL, O_NOFOLLOW).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from provision import state
 from provision.dns.localfile import read_regular
 from provision.errors import OperationError, UsageError
 
@@ -26,12 +28,7 @@ from .trust import MAX_BYTES
 
 
 def state_dir() -> Path:
-    root = os.environ.get("PROVISION_STATE_DIR")
-    if root:
-        return Path(root).expanduser() / "migrations"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "provision" / "migrations"
+    return state.root() / "migrations"
 
 
 class JournalStore:
@@ -46,6 +43,8 @@ class JournalStore:
         it cannot be read or is refused (`trust`): a journal that is not about `name`, an
         unreadable file, a FIFO or device, a symlink."""
         p = self.path(name)
+        if not state.existing(self.root):  # StateDirError when not private
+            return None
         try:
             data = read_limited(p)
         except FileNotFoundError:
@@ -64,6 +63,8 @@ class JournalStore:
         """Every journal file: (path, journal or None, error). A journal is kept only when
         it is filed under its own name."""
         out: list[tuple[Path, Journal | None, str]] = []
+        if not state.existing(self.root):  # StateDirError when not private
+            return out
         try:
             files = sorted(self.root.glob("*.json"))
         except OSError:
@@ -93,13 +94,12 @@ class JournalStore:
         return out
 
     def save(self, j: Journal) -> None:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        state.private_dir(self.root)
         _atomic_write(self.path(j.name), to_json(j))
 
     def archive(self, j: Journal, outcome: str) -> Path:
         """Close: the journal (with its outcome in the history) moves to closed/."""
-        closed = self.root / "closed"
-        closed.mkdir(parents=True, exist_ok=True, mode=0o700)
+        closed = state.private_dir(self.root / "closed")
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         dest = closed / f"{file_name(j.name)[:-5]}.{stamp}.json"
         final = j.at(j.phase, time.time(), f"closed: {outcome}")
@@ -113,9 +113,9 @@ class JournalStore:
     def lock(self, name: str) -> Iterator[None]:
         """One command per migration at a time on this machine (other machines are kept
         out by the marker: every change's prerequisites are the RRsets read)."""
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        state.private_dir(self.root)
         p = self.root / (file_name(name)[:-5] + ".lock")
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = state.open_lock(p)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -131,7 +131,7 @@ class JournalStore:
         """Another process holds the lock of `name` right now (a run in progress)."""
         p = self.root / (file_name(name)[:-5] + ".lock")
         try:
-            fd = os.open(p, os.O_RDWR)
+            fd = os.open(p, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return False
         try:
@@ -152,20 +152,8 @@ def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    state.atomic_write(path, text)
 
 
 def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    state.fsync_dir(d)

@@ -1,8 +1,0 @@
-# Managed by provision for H-1.x_y (service jupyter); do not edit.
-c = get_config()  # noqa: F821  (provided by Jupyter when it loads this file)
-
-c.ServerApp.ip = '::1'
-c.ServerApp.port = 8888
-c.ServerApp.port_retries = 0
-c.ServerApp.open_browser = False
-c.ServerApp.root_dir = '/srv/n/b=o,o:k@s+'
