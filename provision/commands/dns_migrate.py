@@ -176,8 +176,8 @@ def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
                        style="bold"))
         out.print(p(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
                     f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)"))
-        if s["by"]:
-            out.print(p(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)")))
+        if s.get("by"):
+            out.print(p(f"  opened by {s['by']}" + ("" if s.get("mine", True) else " (someone else)")))
         if s["seconds_left"] is not None:
             out.print(p(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}"))
         if s["conflict"]:
