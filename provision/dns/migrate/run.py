@@ -127,6 +127,7 @@ class Ctx:
     operator: str = ""                # user@host (default: who())
     rtype: str = "A"                  # the migrating record's type, once known
     written: str = ""                 # file:line of the inventory edit finalize made
+    allow_revert: bool = False        # start may put back a finished migration's old value
     _provider: Provider | None = None
     _auth: list[prop.Target] | None = None
     notes: list[str] = field(default_factory=list)
@@ -212,7 +213,9 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
     if rtype:
         ctx.rtype = rtype
     record = _call(lambda: ctx.provider.get_rrset(ctx.name, rtype)) if rtype else None
-    view = P.ZoneView(record, marker_rr)
+    closed_rr = _call(lambda: ctx.provider.get_rrset(C.closed_name(ctx.name, rtype), "TXT")) \
+        if rtype else None
+    view = P.ZoneView(record, marker_rr, closed_rr)
     rec = P.reconcile(j, view, name=ctx.name, zone=ctx.zone.name.rstrip(".") + ".",
                       provider=ctx.zone.provider, now=ctx.now())
     return Loaded(j, view, rec)
@@ -340,6 +343,7 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     values = validate_values(current.type, to)
     if values == current.values:
         raise UsageError(f"{ctx.where} {current.type} already holds {', '.join(values)}")
+    _refuse_revert(ctx, current.type, values)
     writeback_check(ctx, current.type, values)  # an unwritable inventory: refused now
     settle(ctx, loaded)  # a stale local journal (closed elsewhere) is archived first
     lower = min(lower_ttl, current.ttl)
@@ -353,8 +357,8 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
                 phase="lowering", started_at=now, history=((round(now, 3), "started"),),
                 by=ctx.by)
     ctx.rtype = current.type
-    # a closed migration's record in the marker's place is replaced (exact, as read)
-    view = P.ZoneView(current, loaded.view.marker_rr if loaded.view.closed else None)
+    # the record's closed record (an earlier migration) stays: finalize merges it
+    view = P.ZoneView(current, None)
     ctx.say(f"{ctx.where} {current.type}: lowering the TTL {current.ttl} -> {lower} s "
             f"(values {', '.join(current.values)} kept)")
     j1, served_at = change(ctx, j, view, "lowering", "lowered")
@@ -363,6 +367,31 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     ctx.say(f"{ctx.where}: lowered TTL served by every authoritative server; cutover allowed "
             f"from {_iso(served_at + j2.original_ttl)} (in {j2.original_ttl} s)")
     return j2
+
+
+def _refuse_revert(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> None:
+    """A migration back to a value a finished migration moved the record away from (its
+    closed record in force) needs --allow-revert, as `dns apply` does."""
+    rr = _call(lambda: ctx.provider.get_rrset(C.closed_name(ctx.name, rtype), "TXT"))
+    if rr is None:
+        return
+    try:
+        c = C.parse(rr)
+        live = C.in_force(c, ctx.now(), ctx.keep)
+    except C.ClosedError as e:
+        raise UsageError(f"{rr.name} says phase=closed but is malformed ({e}): provision does "
+                         f"not act on {ctx.where} {rtype}; remove it by hand") from None
+    back = sorted(set(values) & (set(c.from_values) - set(c.to_values)))
+    if not live or not back:
+        return
+    what = C.describe(c, ctx.now())
+    if ctx.allow_revert:
+        ctx.say(f"{ctx.where}: --allow-revert: putting {', '.join(back)} back undoes a finished "
+                f"migration ({what})")
+        return
+    raise UsageError(f"{what}; migrating to {', '.join(values)} puts {', '.join(back)} back: "
+                     f"if that migration is genuine, the inventory should declare "
+                     f"{', '.join(c.to_values)}; to undo it on purpose pass --allow-revert")
 
 
 def _inventory_target(ctx: Ctx, found: Sequence[RRset], rtype: str | None) -> RRset | None:
@@ -660,18 +689,16 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
             problems.append(f"zone {z.name}: markers not read: {e.message}")
             continue
         for rr in rrsets:
-            if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
+            if rr.type == "TXT" and C.closed_covered(rr.name) is not None:
+                try:   # a finished migration's record: not open
+                    C.in_force(C.parse(rr), time.time(), z.closed_migration_days * 86400.0)
+                except C.ClosedError as e:
+                    problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
+                                    "provision does not act on that record")
+            elif rr.type == "TXT" and rr.name.startswith(LABEL + "."):
                 n = marked_name(rr.name)
-                if not n:
-                    continue
-                if C.claims_closed(rr):
-                    try:
-                        C.parse(rr)
-                    except C.ClosedError as e:
-                        problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
-                                        "provision does not act on that record")
-                    continue   # a finished migration's record: not open
-                names.append(n)
+                if n:
+                    names.append(n)   # unreadable ones too: status says why
     return sorted(set(names)), problems
 
 
