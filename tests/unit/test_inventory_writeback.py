@@ -129,3 +129,51 @@ def test_lines_ruamel_would_rewrap_elsewhere_stay_as_they_are() -> None:
     assert "\n      alice@laptop\n" in old
     new, _, _ = rewrite(old, "inv.yml", "lab.test", "m1", "A", ("10.0.0.9",))
     assert _changed(old, new) == [("          - 10.0.0.1", "          - 10.0.0.9")]
+
+
+# --- review of issue 21 ---------------------------------------------------------------
+
+def test_values_edited_since_the_inventory_was_loaded_are_not_overwritten(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    inv = load_inventory(p)  # when the migration started: app is 10.1.0.5
+    p.write_text(p.read_text().replace("['10.1.0.5']", "['10.1.0.77']"))  # a teammate's edit
+    edited = p.read_text()
+    with pytest.raises(WriteBackError, match=r"10\.1\.0\.77"):
+        prepare(inv, "lab.test", "app", "A", ("10.1.0.9",))
+    assert p.read_text() == edited
+
+
+def test_crlf_mode_and_group_are_kept(tmp_path: Path) -> None:
+    import os
+
+    p = tmp_path / "inv.yml"
+    crlf = FIXTURE.read_text().replace("\n", "\r\n")
+    p.write_bytes(crlf.encode())
+    p.chmod(0o664)
+    os.chown(p, -1, 4 if os.geteuid() == 0 else os.getgid())  # group adm: not the default
+    gid = p.stat().st_gid
+    old = os.umask(0o022)
+    try:
+        edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.9",))
+        write(edit)
+    finally:
+        os.umask(old)
+    after = p.read_bytes().decode()
+    assert after == crlf.replace("['10.1.0.5']", "['10.1.0.9']")  # byte for byte, CRLF kept
+    st = p.stat()
+    assert st.st_mode & 0o7777 == 0o664 and st.st_gid == gid
+
+
+def test_a_leaf_declared_in_two_files_is_refused_before_anything(tmp_path: Path) -> None:
+    d = tmp_path / "inv"
+    d.mkdir()
+    (d / "00-base.yml").write_text("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+                                   "      hosted_zone_id: Z1\n      records:\n"
+                                   "        app: {type: A, values: [10.0.0.1], ttl: 60}\n")
+    (d / "10-copy.yml").write_text("dns:\n  zones:\n    lab.test:\n      records:\n"
+                                   "        app: {type: A, values: [10.0.0.1], ttl: 60}\n")
+    before = {f.name: f.read_text() for f in d.iterdir()}
+    with pytest.raises(WriteBackError, match=r"10-copy\.yml"):
+        prepare(load_inventory(d), "lab.test", "app", "A", ("10.0.0.9",))
+    assert {f.name: f.read_text() for f in d.iterdir()} == before
