@@ -299,3 +299,27 @@ def test_a_revert_found_on_the_replan_after_a_stale_read_is_refused(
     r = _cli("dns", "apply", "-i", inv, "--yes")
     assert r.exit_code != 0 and "would undo a migration" in r.output, r.output
     assert _values(fake) == ["127.0.0.2"]
+
+
+def test_an_inventory_edit_made_while_run_waits_is_not_overwritten(
+        fake: FakeCloudDns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.dns.migrate import run as R
+
+    p = _inv(tmp_path, fake, ["127.0.0.1"])
+    orig = R.finalize
+
+    def finalize(ctx: Any, ttl: int | None) -> Any:
+        # a teammate's edit (or a git pull) while `run` waited out the TTL: api -> .7
+        p.write_text(p.read_text().replace("- 127.0.0.1", "- 127.0.0.7"))
+        return orig(ctx, ttl)
+
+    monkeypatch.setattr(R, "finalize", finalize)
+    r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", str(p), "--lower-ttl", "1")
+    assert r.exit_code == 2 and "edited meanwhile" in r.output, r.output
+    assert "- 127.0.0.7" in p.read_text()  # the teammate's value stays
+    monkeypatch.setattr(R, "finalize", orig)
+    # run again: the inventory (now .7, neither end) is loaded anew: the third value is refused
+    r = _cli("dns", "migrate", "run", API, "-i", str(p), "--lower-ttl", "1")
+    assert r.exit_code == 2 and "the inventory now declares 127.0.0.7" in r.output, r.output
+    assert _values(fake) == ["127.0.0.2"]
+    assert "- 127.0.0.7" in p.read_text()
