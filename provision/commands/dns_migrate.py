@@ -164,35 +164,41 @@ def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from provision.text import printable
+
     from .common import console
+
+    def t(s: str, style: str = "") -> Text:  # from the zone or a journal: no markup, no ESC
+        return Text(printable(s), style=style)
 
     out = console()
     if not items:
-        out.print(f"no open migration{' of ' + name if name else ''}")
+        out.print(t(f"no open migration{' of ' + name if name else ''}"))
         return
     for s in items:
-        out.print(Text(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})",
-                       style="bold"))
-        out.print(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
-                  f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)")
+        out.print(t(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})",
+                    "bold"))
+        out.print(t(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
+                    f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the "
+                    "migration)"))
         if s["by"]:
-            out.print(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)"))
+            out.print(t(f"  opened by {s['by']}" + ("" if s["mine"] else " (someone else)")))
         if s["seconds_left"] is not None:
-            out.print(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}")
+            out.print(t(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}"))
         if s["conflict"]:
-            out.print(Text(f"  conflict: {s['conflict']}", style="bold red"))
+            out.print(t(f"  conflict: {s['conflict']}", "bold red"))
         table = Table(show_header=True, header_style="bold")
         for col in ("server", "role", "answer", "ttl", "aa", "serves"):
             table.add_column(col)
         for a in s["answers"]:
-            table.add_row(a["server"], a["role"], ", ".join(a["values"]) or a["status"],
+            table.add_row(t(a["server"]), t(a["role"]), t(", ".join(a["values"]) or a["status"]),
                           "-" if a["ttl"] is None else str(a["ttl"]), "yes" if a["aa"] else "no",
-                          a["serves"])
+                          t(a["serves"]))
         out.print(table)
         for n in s["notes"]:
-            out.print(Text(f"  ! {n}", style="magenta"))
+            out.print(t(f"  ! {n}", "magenta"))
         if s["next"]:
-            out.print(f"  next: {s['next']}")
+            out.print(t(f"  next: {s['next']}"))
 
 
 @migrate_group.command("cutover")

@@ -323,3 +323,20 @@ def test_an_inventory_edit_made_while_run_waits_is_not_overwritten(
     assert r.exit_code == 2 and "the inventory now declares 127.0.0.7" in r.output, r.output
     assert _values(fake) == ["127.0.0.2"]
     assert "- 127.0.0.7" in p.read_text()
+
+
+def test_an_open_marker_with_forged_values_is_never_rolled_back_to_nor_printed_raw(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    fake.set_rrset(PROJECT, MZ, MARKER, "TXT", 300, [
+        '"provision-migration=1"', '"phase=lowered"', '"type=A"', '"ttl=1"', '"lower=1"',
+        '"started=2026-12-01T09:00:00Z"', '"at=2026-12-01T09:00:00Z"',
+        '"from=[link=http://evil/]x[/link]\x1b[31m"', '"to=127.0.0.2"'])
+    inv = str(_inv(tmp_path, fake, ["127.0.0.1"]))
+    before = dict(fake.rrsets(PROJECT, MZ))
+    r = _cli("dns", "migrate", "rollback", API, "-i", inv)
+    assert r.exit_code != 0, r.output
+    assert dict(fake.rrsets(PROJECT, MZ)) == before  # nothing written from the marker
+    assert "cannot read" in r.output and "\x1b" not in r.output, repr(r.output)
+    r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode")
+    assert r.exit_code == 2 and "cannot read" in r.output, r.output
+    assert "\x1b" not in r.output and "[link=" in r.output, repr(r.output)  # shown, not obeyed

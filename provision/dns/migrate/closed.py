@@ -206,6 +206,19 @@ def _unquote(v: str) -> str | None:
     return inner
 
 
+def check_values(rtype: str, values: tuple[str, ...], key: str) -> None:
+    """1 to MAX_VALUES values of `rtype` (A, AAAA, CNAME: one), canonical, each once.
+    Raises ClosedError naming the first fault (also used for an open marker's values)."""
+    if rtype not in _TYPES:
+        raise ClosedError(f"type {rtype[:16]!r} (A, AAAA or CNAME)")
+    if not 1 <= len(values) <= (1 if rtype == "CNAME" else MAX_VALUES) \
+            or len(set(values)) != len(values):
+        raise ClosedError(f"{len(values)} '{key}' values (1 to {MAX_VALUES}, each once; a "
+                          "CNAME has one)")
+    for v in values:
+        _check_value(rtype, v, key)
+
+
 def _check_value(rtype: str, value: str, key: str) -> None:
     """Values exactly as provision writes them (canonical text), nothing else."""
     if rtype in ("A", "AAAA"):

@@ -92,7 +92,7 @@ def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float
             target = marked_name(rr.name)
             if target is None or not in_zone(target, origin):
                 continue
-            if parse_marker(rr) is None:
+            if not _readable(rr):
                 unreadable[target] = (f"{LABEL}.{relative(target, origin)} is a migration marker "
                                       "provision cannot read ("
                                       + ", ".join(rr.values)[:200] + ")")
@@ -165,6 +165,20 @@ def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float
                            "(--no-migrate applies it as a plain change)")
     return Review(hold, tuple(cutovers), tuple(reverts), tuple(dict.fromkeys(expire)),
                   tuple(notes), tuple(errors), tuple(bad))
+
+
+def _readable(rr: RRset) -> bool:
+    """An open migration's marker provision could have written (values included: a
+    rollback writes its ``from`` values back)."""
+    mk = parse_marker(rr)
+    if mk is None:
+        return False
+    try:
+        C.check_values(mk.type, mk.original_values, "from")
+        C.check_values(mk.type, mk.target_values, "to")
+    except C.ClosedError:
+        return False
+    return True
 
 
 # --- check (offline) ------------------------------------------------------------------

@@ -152,6 +152,13 @@ def reconcile(j: Journal | None, view: ZoneView, *, name: str, zone: str, provid
             return Reconciled(None, conflict=f"{where} has a migration marker provision cannot "
                               f"read{why} ({', '.join(view.marker_rr.values)[:400]}); nothing "
                               "is done to this record until it is removed by hand")
+        try:  # what a rollback would write back: never values provision would not write
+            C.check_values(mk.type, mk.original_values, "from")
+            C.check_values(mk.type, mk.target_values, "to")
+        except C.ClosedError as e:
+            return Reconciled(None, conflict=f"{where} has a migration marker provision cannot "
+                              f"read: {e}; nothing is done to this record until it is removed "
+                              "by hand")
         rebuilt = from_marker(name, zone, provider, mk)
         note = ("no journal on this machine: rebuilt from the zone's marker (its times are "
                 "when each change was written, to the second)")

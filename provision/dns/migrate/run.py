@@ -597,7 +597,7 @@ def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
     rec = loaded.rec
     j = rec.journal
     if j is None:
-        raise UsageError(f"no open migration of {ctx.where}: nothing to roll back")
+        raise UsageError(rec.conflict or f"no open migration of {ctx.where}: nothing to roll back")
     if rec.closed:
         settle(ctx, loaded)
         return j, rec.closed
