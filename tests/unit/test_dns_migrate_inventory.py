@@ -340,3 +340,27 @@ def test_an_open_marker_with_forged_values_is_never_rolled_back_to_nor_printed_r
     r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode")
     assert r.exit_code == 2 and "cannot read" in r.output, r.output
     assert "\x1b" not in r.output and "[link=" in r.output, repr(r.output)  # shown, not obeyed
+
+
+def test_a_target_the_closed_record_could_not_hold_is_refused_before_anything(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    inv = str(_inv(tmp_path, fake, ["127.0.0.1"]))
+    before = dict(fake.rrsets(PROJECT, MZ))
+    many = [a for i in range(2, 19) for a in ("--to", f"127.0.0.{i}")]  # 17 values
+    r = _cli("dns", "migrate", "run", API, *many, "-i", inv, "--lower-ttl", "1",
+             "--no-write-inventory")
+    assert r.exit_code == 2 and "1 to 16" in r.output, r.output
+    assert dict(fake.rrsets(PROJECT, MZ)) == before
+
+
+def test_no_closed_record_kept_says_apply_changes_it_back(fake: FakeCloudDns,
+                                                          tmp_path: Path) -> None:
+    p = _inv(tmp_path, fake, ["127.0.0.1"], closed_migration_days=0)
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(p)]).returncode:
+        pytest.skip("chattr +i is not available here (root is never refused by permissions)")
+    try:
+        r = _cli("dns", "migrate", "run", API, "--to", "127.0.0.2", "-i", str(p))
+    finally:
+        subprocess.run(["chattr", "-i", str(p)], check=True)
+    assert r.exit_code == 2, r.output
+    assert "for 0 days" not in r.output and "closed_migration_days is 0" in r.output, r.output

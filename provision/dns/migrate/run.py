@@ -110,7 +110,29 @@ def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
         out.append(normalise_value(rtype, v))
     if rtype == "CNAME" and len(set(out)) != 1:
         raise UsageError("a CNAME holds exactly one target: give one --to")
-    return tuple(sorted(set(out)))
+    values = tuple(sorted(set(out)))
+    try:  # what the closed record at finalize must hold, by the rules it is read with
+        C.check_values(rtype, values, "--to")
+    except C.ClosedError as e:
+        raise UsageError(f"{e}: a finished migration's record could not hold it") from None
+    return values
+
+
+def _closed_record_holds(ctx: Ctx, rtype: str, old: tuple[str, ...],
+                         new: tuple[str, ...]) -> None:
+    """The closed record finalize will write must read back as written (the name fits
+    one TXT string, the zone's old values are ones provision writes): refused before
+    anything changes otherwise."""
+    if ctx.keep <= 0:
+        return
+    now = ctx.now()
+    c = C.Closed(ctx.name, rtype, now, now + min(ctx.keep, C.MAX_KEEP), ctx.by, old, new)
+    try:
+        C.parse(C.closed_rrset(c))
+    except C.ClosedError as e:
+        raise UsageError(f"{ctx.where} {rtype}: the record this migration would leave at "
+                         f"finalize could not be read back ({e}): refused before anything is "
+                         "changed (with closed_migration_days: 0 the zone keeps none)") from None
 
 
 @dataclass
@@ -343,6 +365,7 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     values = validate_values(current.type, to)
     if values == current.values:
         raise UsageError(f"{ctx.where} {current.type} already holds {', '.join(values)}")
+    _closed_record_holds(ctx, current.type, current.values, values)
     _refuse_revert(ctx, current.type, values)
     writeback_check(ctx, current.type, values)  # an unwritable inventory: refused now
     settle(ctx, loaded)  # a stale local journal (closed elsewhere) is archived first
@@ -440,9 +463,12 @@ def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Any:
     except WriteBackError as e:
         raise UsageError(f"{ctx.where}: the inventory declares {', '.join(decl[0].values)} and "
                          f"would have to be updated to {', '.join(values)}, but: {e}; fix that, "
-                         "or pass --no-write-inventory (then dns apply refuses to put the old "
-                         f"value back for {ctx.zone.closed_migration_days} days, and `provision "
-                         "check` warns)") from None
+                         "or pass --no-write-inventory (then " + (
+                             f"dns apply refuses to put the old value back for "
+                             f"{ctx.zone.closed_migration_days} days, and `provision check` "
+                             "warns)" if ctx.zone.closed_migration_days else
+                             "dns apply changes the record back: closed_migration_days is 0)")
+                         ) from None
 
 
 def _third_value(ctx: Ctx, j: Journal) -> None:
@@ -572,8 +598,9 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
         except WriteBackError as e:
             raise OperationError(f"{ctx.where}: finalized in the zone, but the inventory was not "
                                  f"updated: {e}; until it says {', '.join(j.target_values)}, "
-                                 "dns apply refuses to put the old value back (for "
-                                 f"{days} days)") from None
+                                 + (f"dns apply refuses to put the old value back (for {days} "
+                                    "days)" if days else "dns apply changes the record back "
+                                    "(closed_migration_days is 0): update it now")) from None
         ctx.written = edit.where
         ctx.say(f"{ctx.where}: inventory updated: {edit.where}: "
                 f"{', '.join(j.original_values)} -> {', '.join(edit.values)}")
