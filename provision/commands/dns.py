@@ -118,6 +118,10 @@ def _held(run: Any) -> list[Change]:
     if rv is None:
         return out
     for c in rv.cutovers:
+        if c.old_type:
+            out.append(Change("~", f"{relative(c.name, zone)} {c.old_type} -> {c.type}", (
+                rv.hold[(c.name, c.type)],), kind="cutover"))
+            continue
         out.append(Change("~", f"{relative(c.name, zone)} {c.type}", (
             f"a cutover: run `provision dns migrate run {relative(c.name, zone)}`",
             f"values: {', '.join(c.old)} -> {', '.join(c.new)} (ttl {c.ttl} s in the zone, "
@@ -136,6 +140,7 @@ def _held(run: Any) -> list[Change]:
 
 def _held_keys(rv: Any) -> set[tuple[str, str]]:
     keys = {(c.name, c.type) for c in rv.cutovers} | set(rv.bad)
+    keys |= {(c.name, c.old_type) for c in rv.cutovers if c.old_type}
     return keys | {k for k, why in rv.hold.items() if any(why.endswith(m) for m in rv.reverts)}
 
 
@@ -256,12 +261,13 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
             failed = True
         if not as_json:
             _print_applied(run)
-    cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers]
+    cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers
+                if not c.old_type]  # type changes are said in the plan
     if cutovers and not as_json:
         from provision.dns.records import relative
 
         click.echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
-                   f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers)}), "
+                   f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers if not c.old_type)}), "
                    "or apply them as plain changes with --no-migrate")
     if as_json:
         emit_json({**to_json(_sections(runs, force)), "zones": [_run_json(r) for r in runs]})

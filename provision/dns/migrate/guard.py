@@ -18,6 +18,9 @@ record whose values the inventory changes and at the migration markers in the zo
   record, is dated in the future, ...) or a migration marker that is no open migration
   provision can read: never acted on, the record it covers is left alone, and it is an
   error (`errors`: plan and apply exit 2, after applying the rest);
+* **a type change** (A/AAAA <-> CNAME) of a record whose TTL in the zone is above
+  ``cutover_above_ttl``: held like a cutover (both types), though `dns migrate` cannot do
+  it: the plan says to lower the TTL first (``--no-migrate`` applies it);
 * **expired**: a closed record past its ``until`` (or its zone's ``closed_migration_days``
   after its ``at``, if sooner) is deleted with the next apply.
 
@@ -31,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from provision.dns.records import MARKER_TYPE, RRset, absolute, in_zone, relative
+from provision.dns.records import MANAGED_TYPES, MARKER_TYPE, RRset, absolute, in_zone, relative
 
 from . import closed as C
 from .journal import Journal
@@ -49,6 +52,7 @@ class Cutover:
     new: tuple[str, ...]
     ttl: int                    # in the zone now: how long caches may keep `old`
     threshold: int
+    old_type: str = ""          # a type change (A -> CNAME): the type in the zone now
 
 
 @dataclass(frozen=True)
@@ -120,9 +124,32 @@ def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float
     for name, why in unreadable.items():
         errors.append(f"{why}; {relative(name, origin)} is left alone: remove it by hand")
 
+    want_keys = {w.key for w in want}
     for w in want:
         a = have.get(w.key)
-        if a is None or a.alias is not None or w.name in open_names:
+        if a is None:
+            if w.name in open_names or w.name in unreadable:
+                continue
+            # a type change (A/AAAA <-> CNAME): the record in the zone goes, and caches keep
+            # it for its TTL; `dns migrate` moves values, not types, so it is only held
+            for t in MANAGED_TYPES:
+                o = have.get((w.name, t))
+                if o is None or (w.name, t) in want_keys or o.alias is not None or \
+                        o.ttl is None or o.ttl <= cutover_above_ttl or \
+                        (w.type != "CNAME" and t != "CNAME") or no_migrate:
+                    continue
+                cutovers.append(Cutover(w.name, w.type, o.values, w.values, o.ttl,
+                                        cutover_above_ttl, old_type=t))
+                msg = (f"{relative(w.name, origin)}: a type change {t} -> {w.type} (ttl {o.ttl} s "
+                       f"is above {cutover_above_ttl} s: caches would keep {', '.join(o.values)} "
+                       f"that long); dns migrate moves values, not types: first declare the "
+                       f"{t} record with a TTL of at most {cutover_above_ttl} s and apply that, "
+                       "change the type once the old TTL has run out; or apply it with "
+                       "--no-migrate")
+                hold[w.key] = hold[(w.name, t)] = msg
+                break
+            continue
+        if a.alias is not None or w.name in open_names:
             continue
         if a.values == w.values and a.ttl == w.ttl:
             continue
