@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import io
+import ipaddress
 import json
 import os
 import tempfile
@@ -191,6 +192,8 @@ def _splice_record(old: str, new: str, file: str, path: tuple[str | int, ...], l
     record = _splice("".join(a[line - 1:last]), "".join(b[span[0] - 1:span[1]]))
     if a[last - 1:last] and a[last - 1].endswith("\n") and not record.endswith("\n"):
         record += "\n"
+    elif a[last - 1:last] and not a[last - 1].endswith("\n") and record.endswith("\n"):
+        record = record[:-1]  # the file's last line had no newline: it still has none
     return "".join(a[:line - 1]) + record + "".join(a[last:])
 
 
@@ -298,6 +301,8 @@ def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str,
     if "\r" in text or (crlf and raw.count("\n") != raw.count("\r\n")):
         raise WriteBackError(f"{file}: mixed line endings (CRLF and LF, or a lone CR): set the "
                              f"record's values to {', '.join(values)} by hand")
+    if rtype in ("A", "AAAA"):  # in address order (10.0.0.9 before 10.0.0.10)
+        values = tuple(sorted(values, key=ipaddress.ip_address))
     then = _record_of(inv, zone, name, rtype)
     now = _record_of(_load_with(inv, p, raw, file), zone, name, rtype)
     if then is None or now is None or now.values != then.values:

@@ -177,3 +177,16 @@ def test_a_leaf_declared_in_two_files_is_refused_before_anything(tmp_path: Path)
     with pytest.raises(WriteBackError, match=r"10-copy\.yml"):
         prepare(load_inventory(d), "lab.test", "app", "A", ("10.0.0.9",))
     assert {f.name: f.read_text() for f in d.iterdir()} == before
+
+
+def test_no_final_newline_stays_so_and_addresses_are_written_in_address_order(
+        tmp_path: Path) -> None:
+    text = ("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+            "      records:\n        app: {type: A, values: [10.0.0.1], ttl: 60}")  # the last line
+    new, _, _ = rewrite(text, "inv.yml", "lab.test", "app", "A", ("10.0.0.9",))
+    assert new == text.replace("10.0.0.1", "10.0.0.9")
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.10", "10.1.0.9"))
+    assert edit.values == ("10.1.0.9", "10.1.0.10")  # not as strings sort (.10 before .9)
+    assert "values: ['10.1.0.9', '10.1.0.10']" in edit.new_text
