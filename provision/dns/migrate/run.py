@@ -608,7 +608,8 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
         ctx.say(f"{ctx.where}: --no-write-inventory: the inventory still declares "
                 f"{', '.join(d.values)}; update it to {', '.join(j.target_values)}. "
                 + (f"For {days} days dns plan/apply refuse to put the old value back without "
-                   "--force (the closed migration's record in the zone)" if days else
+                   f"--allow-revert {ctx.where} (the closed migration's record in the zone)"
+                   if days else
                    "dns apply will change the record back (closed_migration_days is 0)"))
     elif d is not None and not inventory_ok:
         ctx.say(f"{ctx.where}: the inventory declares {', '.join(d.values)}, neither end of this "
