@@ -314,7 +314,7 @@ def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str,
     if crlf:
         new = new.replace("\n", "\r\n")
     after = _record_of(_load_with(inv, p, new, f"{file}:{line}"), zone, name, rtype)
-    if after is None or set(after.values) != set(written):
+    if after is None or _norm(rtype, after.values) != _norm(rtype, written):
         raise WriteBackError(f"{file}:{line}: rewritten, the inventory would declare "
                              f"{', '.join(after.values) if after else 'no such record'} for "
                              f"{name} {rtype}: not written; set it by hand")
@@ -322,6 +322,11 @@ def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str,
         raise WriteBackError(f"{file}:{line}: the file cannot be written (permissions, a "
                              "read-only file system or an immutable file)")
     return Edit(p, line, raw, new, written)
+
+
+def _norm(rtype: str, values: tuple[str, ...]) -> set[str]:
+    """Values as the loader compares them (a CNAME target's case and final dot aside)."""
+    return {v.lower().rstrip(".") for v in values} if rtype == "CNAME" else set(values)
 
 
 def _record_of(inv: Inventory, zone: str, name: str, rtype: str) -> Record | None:

@@ -190,3 +190,12 @@ def test_no_final_newline_stays_so_and_addresses_are_written_in_address_order(
     edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.10", "10.1.0.9"))
     assert edit.values == ("10.1.0.9", "10.1.0.10")  # not as strings sort (.10 before .9)
     assert "values: ['10.1.0.9', '10.1.0.10']" in edit.new_text
+
+
+def test_an_absolute_cname_target_is_written_back(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    p.write_text("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+                 "      records:\n        m1: {type: CNAME, value: gpu1.lab.test., ttl: 2}\n")
+    edit = prepare(load_inventory(p), "lab.test", "m1", "CNAME", ("gpu2.lab.test.",))
+    write(edit)
+    assert "m1: {type: CNAME, value: gpu2.lab.test., ttl: 2}\n" in p.read_text()
