@@ -149,13 +149,15 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
             else:
                 seq = rec["values"]
                 style = seq[0] if len(seq) else None
-                for i, v in enumerate(values):
-                    if i < len(seq):
-                        seq[i] = _styled(style, v)
-                    else:
+                # a value kept stays where it is, with its comment; one that goes takes
+                # its comment with it; new ones are added at the end
+                for i in reversed(range(len(seq))):
+                    if str(seq[i]) not in values:
+                        del seq[i]
+                kept = {str(v) for v in seq}
+                for v in values:
+                    if v not in kept:
                         seq.append(_styled(style, v))
-                while len(seq) > len(values):
-                    seq.pop()
                 written = tuple(str(v) for v in seq)
             out = io.StringIO()
             y.dump(doc, out)

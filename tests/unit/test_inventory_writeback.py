@@ -42,10 +42,14 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
        "        api: {type: A, values: [10.1.0.9], ttl: 60}")]),
     ("web", "CNAME", ("gpu1.lab.test.",),   # the file's spelling: no trailing dot, quoted
      [('            value: "app.lab.test"   # quoted', '            value: "gpu1.lab.test"   # quoted')]),
-    ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),
-     [("              - 10.1.0.20   # first", "              - 10.1.0.30   # first"),
+    ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),  # a value's comment goes with it
+     [("              - 10.1.0.20   # first", "              - 10.1.0.30"),
       ("              - 10.1.0.21", "              - 10.1.0.31"),
       ("", "              - 10.1.0.32")]),
+    ("both", "A", ("10.1.0.21",),             # the kept value stays, the other goes
+     [("              - 10.1.0.20   # first", "")]),
+    ("both", "A", ("10.1.0.20", "10.1.0.99"),  # ... with its comment
+     [("              - 10.1.0.21", "              - 10.1.0.99")]),
     ("both", "AAAA", ("fd00::2",),
      [('          - {type: AAAA, values: ["fd00::1"]}', '          - {type: AAAA, values: ["fd00::2"]}')]),
 ])
