@@ -31,6 +31,13 @@ def _zone_option(f: Any) -> Any:
 
 # --- plan / apply -------------------------------------------------------------------
 
+def _allow_revert_option(f: Any) -> Any:
+    return click.option(
+        "--allow-revert", "allow_revert", multiple=True, metavar="NAME",
+        help="put NAME back to a value a finished migration moved it away from (its closed "
+             "record goes; repeatable)")(f)
+
+
 def _no_migrate_option(f: Any) -> Any:
     return click.option("--no-migrate", is_flag=True,
                         help="apply value changes of records whose TTL is above the zone's "
@@ -126,6 +133,10 @@ def _held(run: Any) -> list[Change]:
     if rv is None:
         return out
     for c in rv.cutovers:
+        if c.old_type:
+            out.append(Change("~", f"{relative(c.name, zone)} {c.old_type} -> {c.type}", (
+                rv.hold[(c.name, c.type)],), kind="cutover"))
+            continue
         out.append(Change("~", f"{relative(c.name, zone)} {c.type}", (
             f"a cutover: run `provision dns migrate run {relative(c.name, zone)}`",
             f"values: {', '.join(c.old)} -> {', '.join(c.new)} (ttl {c.ttl} s in the zone, "
@@ -133,6 +144,9 @@ def _held(run: Any) -> list[Change]:
             kind="cutover"))
     for msg in rv.reverts:
         out.append(Change("~", msg.split(" was moved ")[0], (f"refused: {msg}",), kind="revert"))
+    for key in rv.bad:
+        out.append(Change("~", f"{relative(key[0], zone)} {key[1]}", (rv.hold[key],),
+                          kind="held"))
     for rr in run.plan.expired:
         out.append(Change("-", f"{relative(rr.name, zone)} TXT", (
             "a closed migration's record, expired",), kind="closed-migration"))
@@ -140,16 +154,26 @@ def _held(run: Any) -> list[Change]:
 
 
 def _held_keys(rv: Any) -> set[tuple[str, str]]:
-    keys = {(c.name, c.type) for c in rv.cutovers}
+    keys = {(c.name, c.type) for c in rv.cutovers} | set(rv.bad)
+    keys |= {(c.name, c.old_type) for c in rv.cutovers if c.old_type}
     return keys | {k for k, why in rv.hold.items() if any(why.endswith(m) for m in rv.reverts)}
 
 
-def _refuse_reverts(runs: Sequence[Any], force: bool) -> None:
+def _refuse_reverts(runs: Sequence[Any]) -> None:
     """Exit 2 when a plan would set a record back to the values a finished migration moved
-    it away from (after the plan was shown)."""
+    it away from (after the plan was shown; --allow-revert NAME takes it out of `reverts`)."""
     reverts = [m for r in runs if r.review is not None for m in r.review.reverts]
-    if reverts and not force:
+    if reverts:
         raise UsageError("; ".join(reverts))
+
+
+def _refuse_bad_markers(runs: Sequence[Any]) -> None:
+    """Exit 2 when a zone holds markers provision cannot read (bad input from the zone):
+    the records they cover were left alone, so the zone is not what the inventory says."""
+    errors = [f"zone {r.zone.name}: {e}" for r in runs if r.review is not None
+              for e in r.review.errors]
+    if errors:
+        raise UsageError("; ".join(errors))
 
 
 def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, list[Any]]:
@@ -170,22 +194,26 @@ def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, lis
 @_zone_option
 @click.option("--detailed-exitcode", is_flag=True, help="exit 3 when there are changes")
 @click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 %% "
-              "guard, undoing a finished migration)")
+              "guard)")
 @_no_migrate_option
+@_allow_revert_option
 @json_option
 def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitcode: bool,
-             force: bool, no_migrate: bool, as_json: bool) -> None:
+             force: bool, no_migrate: bool, allow_revert: tuple[str, ...],
+             as_json: bool) -> None:
     """Show the record changes apply would make, per zone."""
     from provision.dns.sync import Options, plan_zones
 
     inv, selected = _setup(inventory_path, zones)
-    runs = plan_zones(inv, selected, opts=Options(force=force, no_migrate=no_migrate))
+    runs = plan_zones(inv, selected, opts=Options(force=force, no_migrate=no_migrate,
+                                                  allow_revert=allow_revert))
     sections = _sections(runs, force, inv)
     if as_json:
         emit_json({**to_json(sections), "zones": [_run_json(r, inv) for r in runs]})
     else:
         print_plan(sections, title="dns plan")
-    _refuse_reverts(runs, force)
+    _refuse_reverts(runs)
+    _refuse_bad_markers(runs)
     raise Exit(exit_status(sections, detailed_exitcode))
 
 
@@ -208,13 +236,15 @@ def _run_json(run: Any, inv: Any = None) -> dict[str, Any]:
 @_zone_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
 @click.option("--force", is_flag=True, help="apply even when more than 30 %% of a zone's "
-              "managed records change or go, or when it undoes a finished migration")
+              "managed records change or go")
 @_no_migrate_option
+@_allow_revert_option
 @click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
               metavar="SECONDS", help="how long to wait until the change is served")
 @json_option
 def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, force: bool,
-              no_migrate: bool, timeout: float, as_json: bool) -> None:
+              no_migrate: bool, allow_revert: tuple[str, ...], timeout: float,
+              as_json: bool) -> None:
     """Apply the record changes, each zone in one atomic change, and wait until served."""
     from provision.dns.provider import ProviderError
     from provision.dns.sync import Options, apply_zone, plan_zones
@@ -223,12 +253,12 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
         raise UsageError("dns apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision dns plan`, then run dns apply with --yes")
     inv, selected = _setup(inventory_path, zones)
-    opts = Options(force=force, no_migrate=no_migrate)
+    opts = Options(force=force, no_migrate=no_migrate, allow_revert=allow_revert)
     runs = plan_zones(inv, selected, opts=opts)
     sections = _sections(runs, force, inv)
     if not as_json:
         print_plan(sections, title="dns apply")
-    _refuse_reverts(runs, force)  # before anything is applied, in any zone
+    _refuse_reverts(runs)  # before anything is applied, in any zone
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
     if guards and not force:
         raise UsageError("; ".join(guards))
@@ -247,15 +277,17 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
             failed = True
         if not as_json:
             _print_applied(run)
-    cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers]
+    cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers
+                if not c.old_type]  # type changes are said in the plan
     if cutovers and not as_json:
         from provision.dns.records import relative
 
         echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
-                   f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers)}), "
-                   "or apply them as plain changes with --no-migrate")
+             f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers if not c.old_type)}), "
+             "or apply them as plain changes with --no-migrate")
     if as_json:
         emit_json({**to_json(_sections(runs, force, inv)), "zones": [_run_json(r, inv) for r in runs]})
+    _refuse_bad_markers(runs)  # the rest was applied; what they hold was not
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
 
 

@@ -88,6 +88,10 @@ _NO_WRITE = click.option("--no-write-inventory", "no_write", is_flag=True,
 _LOWER = click.option("--lower-ttl", type=click.IntRange(1, 604800), default=60,
                       show_default=True, metavar="SECONDS",
                       help="the TTL during the migration")
+_ALLOW_REVERT = click.option(
+    "--allow-revert", "allow_revert", is_flag=True,
+    help="migrate even to a value a finished migration of NAME moved it away from (its "
+         "closed record in the zone)")
 _TYPE = click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME"],
                      case_sensitive=False), default=None,
                      help="which record at NAME (default: the one there)")
@@ -98,16 +102,19 @@ _TYPE = click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME"]
 @_TO
 @_LOWER
 @_TYPE
+@_ALLOW_REVERT
 @inventory_option
 @_timeout_option
 @json_option
 def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
-              inventory_path: str | None, timeout: float, as_json: bool) -> None:
+              allow_revert: bool, inventory_path: str | None, timeout: float,
+              as_json: bool) -> None:
     """Journal the record, re-publish it with the lowered TTL, and wait until every
     authoritative server serves that."""
     from provision.dns.migrate import run as R
 
     ctx = _ctx(inventory_path, name, as_json, timeout)
+    ctx.allow_revert = allow_revert
     with ctx.store.lock(ctx.name):
         j = R.start(ctx, to, lower_ttl, rtype)
     if as_json:
@@ -309,6 +316,7 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @click.option("--final-ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
               help="the TTL to raise to at the end (default: the inventory's, else the original)")
 @_NO_WRITE
+@_ALLOW_REVERT
 @click.option("--verify-grace", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
               metavar="SECONDS", help="how long past the TTL window resolvers may lag before "
               "run stops (resumable)")
@@ -317,7 +325,7 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @json_option
 def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
             health: tuple[str, ...], final_ttl: int | None, no_write: bool,
-            verify_grace: float, inventory_path: str | None, timeout: float,
+            allow_revert: bool, verify_grace: float, inventory_path: str | None, timeout: float,
             as_json: bool) -> None:
     """Every phase in one go, waiting with a countdown; stops at the first failure and
     leaves the migration resumable (run it again, or use the single commands)."""
@@ -326,6 +334,7 @@ def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.write_inventory = not no_write
+    ctx.allow_revert = allow_revert
     t0 = time.monotonic()
     with ctx.store.lock(ctx.name):
         j, timings = R.run_all(ctx, to, lower_ttl, rtype, checks, final_ttl, verify_grace,

@@ -24,9 +24,11 @@ MAX_LABEL = 63
 OWNERSHIP_LABEL = "_provision"
 MIGRATION_LABEL = "_provision-migration"
 WILDCARD_LABEL = "_wildcard"
+CLOSED_PREFIX = "_provision-closed-"   # + the type: a finished migration's record
 RESERVED_LABELS = (OWNERSHIP_LABEL, MIGRATION_LABEL, WILDCARD_LABEL)
-# the longest prefix provision puts in front of a record name (a migration marker)
-MARKER_ROOM = len(MIGRATION_LABEL) + 1
+# the longest prefix provision puts in front of a record name (a closed-migration record
+# of a CNAME, `_provision-closed-cname.`; a migration marker's is shorter)
+MARKER_ROOM = max(len(MIGRATION_LABEL), len(CLOSED_PREFIX + "cname")) + 1
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
@@ -93,10 +95,11 @@ def problem(fqdn: str, *, wildcard: bool = True, room: int = 0) -> str:
 def reserved(fqdn: str) -> str:
     """Why `fqdn` lies in one of provision's reserved spaces, or "" when it does not."""
     first = fqdn.split(".", 1)[0]
-    if first in RESERVED_LABELS:
+    if first in RESERVED_LABELS or first.startswith(CLOSED_PREFIX):
         return (f"names starting with the label '{first}' are reserved for provision's "
                 f"markers (ownership '{OWNERSHIP_LABEL}.<name>', migration "
-                f"'{MIGRATION_LABEL}.<name>', '{WILDCARD_LABEL}' spelling a wildcard's '*')")
+                f"'{MIGRATION_LABEL}.<name>', finished migrations "
+                f"'{CLOSED_PREFIX}<type>.<name>', '{WILDCARD_LABEL}' spelling a wildcard's '*')")
     return ""
 
 

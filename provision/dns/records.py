@@ -318,9 +318,9 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     migrating = {n for rr in actual if rr.type == MARKER_TYPE
                  and (n := _migrating(rr.name)) is not None and in_zone(n, origin)
                  and '"phase=closed"' not in rr.values}
-    held = [c for c in changes if c.key[0] in migrating]
+    held = [c for c in changes if c.key[0] in migrating and c.key not in (hold or {})]
     if held:
-        changes = [c for c in changes if c.key[0] not in migrating]
+        changes = [c for c in changes if c not in held]
         for c in held:
             notes.append(f"{relative(c.key[0], origin)} {c.key[1]}: left alone while its "
                          f"migration is open (provision dns migrate status "

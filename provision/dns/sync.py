@@ -15,7 +15,7 @@ from provision.inventory.model import Inventory, Zone
 
 from .migrate.guard import Review, review
 from .provider import Provider, ProviderError, StaleRead
-from .records import RRset, ZonePlan, desired, plan_zone
+from .records import RRset, ZonePlan, absolute, desired, plan_zone
 
 MakeProvider = Callable[[Zone, Inventory], Provider]
 
@@ -56,18 +56,23 @@ def select_zones(inv: Inventory, names: Sequence[str]) -> list[Zone]:
 
 @dataclass(frozen=True)
 class Options:
-    """How the migration guard reviews a plan (`dns plan|apply --force --no-migrate`)."""
+    """How the migration guard reviews a plan (`dns plan|apply --force --no-migrate
+    --allow-revert NAME`)."""
 
-    force: bool = False
+    force: bool = False                       # the 30 % guard only
     no_migrate: bool = False
+    allow_revert: tuple[str, ...] = ()        # names (as given) whose revert is on purpose
     now: Callable[[], float] = time.time
 
 
 def _plan(run: ZoneRun, actual: Sequence[RRset], opts: Options) -> ZonePlan:
     want = desired(run.zone)
     run.review = review(run.zone.name, want, actual, opts.now(),
-                        cutover_above_ttl=run.zone.cutover_above_ttl, force=opts.force,
-                        no_migrate=opts.no_migrate)
+                        cutover_above_ttl=run.zone.cutover_above_ttl,
+                        allow_revert=frozenset(absolute(n, run.zone.name)
+                                               for n in opts.allow_revert),
+                        no_migrate=opts.no_migrate,
+                        closed_migration_days=run.zone.closed_migration_days)
     return plan_zone(run.zone.name, want, actual, hold=run.review.hold,
                      expire=run.review.expire)
 
@@ -109,7 +114,7 @@ def apply_zone(run: ZoneRun, *, timeout: float = 120.0,
         actual = provider.list_rrsets()
         plan = _plan(run, actual, opts or Options(force=force))
         run.plan, run.replanned = plan, True
-        if run.review is not None and run.review.reverts and not force:
+        if run.review is not None and run.review.reverts:
             raise ProviderError(f"{run.zone.name}: the zone changed while applying, and the "
                                 f"new plan would undo a migration: "
                                 f"{'; '.join(run.review.reverts)}") from None

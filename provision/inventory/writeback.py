@@ -14,8 +14,12 @@ from the original only in spacing keeps the original's; a changed line keeps the
 indentation of the line it replaces. The result is checked before it is written: parsed
 again with provision's own loader it must be the same document but for that record's
 values, and every line that differs must lie inside the lines the record spans.
-Otherwise nothing is written and the error says what to set by hand. The file is replaced atomically (temp file in the same directory, fsync,
-rename), keeping its mode and owner.
+Then the whole inventory is loaded again with the new text (a directory's other files as
+they are: the same leaf declared identically in two files loads, but not once one of
+them changes) and must declare the new values. Otherwise nothing is written and the
+error says what to set by hand. Line endings (CRLF) are kept. The file is replaced
+atomically (temp file in the same directory, fsync, rename), keeping its mode (whatever
+the umask) and owner and group (the group only, when not root).
 
 `rewrite` is pure (text in, text out); `prepare` reads the file and checks that it can
 be written; `write` writes.
@@ -23,17 +27,20 @@ be written; `write` writes.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import io
+import ipaddress
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InventoryError
-from .model import Inventory
-from .source import dotted, load_yaml_text
+from .model import Inventory, Record
+from .source import dotted, load_yaml_text, merge_docs
 
 
 class WriteBackError(Exception):
@@ -142,13 +149,15 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
             else:
                 seq = rec["values"]
                 style = seq[0] if len(seq) else None
-                for i, v in enumerate(values):
-                    if i < len(seq):
-                        seq[i] = _styled(style, v)
-                    else:
+                # a value kept stays where it is, with its comment; one that goes takes
+                # its comment with it; new ones are added at the end
+                for i in reversed(range(len(seq))):
+                    if str(seq[i]) not in values:
+                        del seq[i]
+                kept = {str(v) for v in seq}
+                for v in values:
+                    if v not in kept:
                         seq.append(_styled(style, v))
-                while len(seq) > len(values):
-                    seq.pop()
                 written = tuple(str(v) for v in seq)
             out = io.StringIO()
             y.dump(doc, out)
@@ -185,6 +194,8 @@ def _splice_record(old: str, new: str, file: str, path: tuple[str | int, ...], l
     record = _splice("".join(a[line - 1:last]), "".join(b[span[0] - 1:span[1]]))
     if a[last - 1:last] and a[last - 1].endswith("\n") and not record.endswith("\n"):
         record += "\n"
+    elif a[last - 1:last] and not a[last - 1].endswith("\n") and record.endswith("\n"):
+        record = record[:-1]  # the file's last line had no newline: it still has none
     return "".join(a[:line - 1]) + record + "".join(a[last:])
 
 
@@ -271,39 +282,119 @@ def declared_in(inv: Inventory, zone: str, name: str) -> str | None:
 
 def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str, ...]) -> Edit:
     """The edit that writes `values` into the record's file, checked: the file is read,
-    rewritten in memory, and found writable. Nothing is written. Raises WriteBackError."""
+    rewritten in memory, the whole inventory reloaded with it (a directory's other files
+    as they are) and found to declare `values` for the record, and the file found
+    writable. Nothing is written. Raises WriteBackError.
+
+    The file must still declare what `inv` (loaded when the command started) does for the
+    record: an edit made meanwhile (while `run` waited) is never overwritten."""
     file = declared_in(inv, zone, name)
     if file is None:
         raise WriteBackError(f"record {name} of zone {zone} is not declared in the inventory "
                              f"{inv.source}")
     p = Path(os.path.realpath(file))
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise WriteBackError(f"{file}: cannot read it: {e.strerror}") from None
+        raw = p.read_bytes().decode("utf-8")   # line endings as they are
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8"
+        raise WriteBackError(f"{file}: cannot read it: {why}") from None
+    text = raw.replace("\r\n", "\n")
+    crlf = text != raw
+    if "\r" in text or (crlf and raw.count("\n") != raw.count("\r\n")):
+        raise WriteBackError(f"{file}: mixed line endings (CRLF and LF, or a lone CR): set the "
+                             f"record's values to {', '.join(values)} by hand")
+    if rtype in ("A", "AAAA"):  # in address order (10.0.0.9 before 10.0.0.10)
+        values = tuple(sorted(values, key=ipaddress.ip_address))
+    then = _record_of(inv, zone, name, rtype)
+    now = _record_of(_load_with(inv, p, raw, file), zone, name, rtype)
+    if then is None or now is None or now.values != then.values:
+        raise WriteBackError(f"{file}: the record's values there are now "
+                             f"{', '.join(now.values) if now else '(none)'}, not "
+                             f"{', '.join(then.values) if then else '(none)'} as when this "
+                             "command loaded the inventory (edited meanwhile): not overwritten")
     new, line, written = rewrite(text, file, zone, name, rtype, values)
+    if crlf:
+        new = new.replace("\n", "\r\n")
+    after = _record_of(_load_with(inv, p, new, f"{file}:{line}"), zone, name, rtype)
+    if after is None or _norm(rtype, after.values) != _norm(rtype, written):
+        raise WriteBackError(f"{file}:{line}: rewritten, the inventory would declare "
+                             f"{', '.join(after.values) if after else 'no such record'} for "
+                             f"{name} {rtype}: not written; set it by hand")
     if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK | os.X_OK):
         raise WriteBackError(f"{file}:{line}: the file cannot be written (permissions, a "
                              "read-only file system or an immutable file)")
-    return Edit(p, line, text, new, written)
+    return Edit(p, line, raw, new, written)
+
+
+def _norm(rtype: str, values: tuple[str, ...]) -> set[str]:
+    """Values as the loader compares them (a CNAME target's case and final dot aside)."""
+    return {v.lower().rstrip(".") for v in values} if rtype == "CNAME" else set(values)
+
+
+def _record_of(inv: Inventory, zone: str, name: str, rtype: str) -> Record | None:
+    z = next((z for z in (inv.dns.zones if inv.dns else ())
+              if z.name.rstrip(".").lower() == zone.rstrip(".").lower()), None)
+    return next((r for r in (z.records if z else ()) if r.name.lower() == name.lower()
+                 and r.type == rtype), None)
+
+
+def _files(inv: Inventory, file: Path) -> list[Path]:
+    """The files `inv` was loaded from: `source` joins them with commas (a name with a
+    comma in it: the files its positions name, which may miss one declaring nothing new)."""
+    parts = [Path(f) for f in inv.source.split(",")]
+    if all(f.is_file() for f in parts):
+        return parts
+    return sorted({Path(f) for f, _, _ in inv.positions.values()} | {file})
+
+
+def _load_with(inv: Inventory, file: Path, text: str, where: str) -> Inventory:
+    """The inventory `inv` was loaded from, with `file`'s text replaced by `text` (the
+    other files of a directory as they are on disk). Raises WriteBackError."""
+    from .build import build
+
+    try:
+        docs = []
+        for f in _files(inv, file):
+            t = text if Path(os.path.realpath(f)) == file else f.read_text(encoding="utf-8")
+            docs.append(load_yaml_text(t, str(f)))
+        return build(merge_docs(docs))
+    except InventoryError as e:
+        first = e.problems[0] if e.problems else None
+        why = f"{first.file}:{first.line}: {first.message}" if first else str(e)
+        raise WriteBackError(f"{where}: with the new values the inventory does not load "
+                             f"({why}); not written: set the values by hand") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise WriteBackError(f"{where}: the inventory cannot be read again ({e})") from None
+
+
+def _keep_owner(fd: int, st: os.stat_result) -> None:
+    """The new file gets the old one's owner and group (as root), else its group when
+    this user may set it (a member of it); otherwise the file becomes this user's."""
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except PermissionError:
+        with contextlib.suppress(PermissionError):
+            os.fchown(fd, -1, st.st_gid)
 
 
 def write(edit: Edit) -> None:
     """Replace the file atomically, if it still holds what `prepare` read."""
     p = edit.file
     try:
-        if p.read_text(encoding="utf-8") != edit.old_text:
+        if p.read_bytes() != edit.old_text.encode("utf-8"):
             raise WriteBackError(f"{edit.where}: the file changed since it was read; not "
                                  f"written: set the values to {', '.join(edit.values)} by hand")
         st = p.stat()
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, st.st_mode & 0o7777)
+        fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        tmp = Path(name)
         try:
             try:
-                os.write(fd, edit.new_text.encode("utf-8"))
+                data = edit.new_text.encode("utf-8")
+                while data:
+                    data = data[os.write(fd, data):]
+                os.fchmod(fd, st.st_mode & 0o7777)   # not cut by the umask
+                _keep_owner(fd, st)
                 os.fsync(fd)
-                if os.geteuid() == 0:
-                    os.fchown(fd, st.st_uid, st.st_gid)
             finally:
                 os.close(fd)
             os.replace(tmp, p)

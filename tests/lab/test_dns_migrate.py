@@ -159,8 +159,9 @@ def test_run_primed_resolver_serves_old_until_the_lowered_ttl_then_new(lab: Lab,
           f"whole run {wall:.1f} s (original TTL 6 s); timings {data['timings']}")
     assert z.ns1() == ("NOERROR", [new], True, 6)  # the original TTL is back
     assert z.status() == []
-    # the marker became the closed migration's record: who moved it, from what to what
-    rcode, closed, _ = _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")
+    # the marker gave way to the closed migration's record: who moved it, from what to what
+    assert _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")[0] == "NXDOMAIN"
+    rcode, closed, _ = _ask(lab, lab.addr("ns1"), f"_provision-closed-a.{z.short}", "TXT")
     assert rcode == "NOERROR" and '"phase=closed"' in closed, closed
     assert f'"from={z.old}"' in closed and f'"to={new}"' in closed, closed
 
@@ -413,7 +414,7 @@ def test_an_ad_hoc_to_is_written_back_into_a_commented_inventory(lab: Lab, rec: 
     assert code == 0, (data, err)
 
 
-def test_no_write_inventory_then_apply_refuses_the_revert_until_forced(lab: Lab, rec: Any,
+def test_no_write_inventory_then_apply_refuses_the_revert_until_allowed(lab: Lab, rec: Any,
                                                                        tmp_path: Path) -> None:
     z = rec(ttl=2)
     new = lab.addr("ns1")
@@ -430,10 +431,11 @@ def test_no_write_inventory_then_apply_refuses_the_revert_until_forced(lab: Lab,
     code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes")
     assert code == 2 and moved in err and "ago" in err, (data, err)
     assert z.ns1()[1] == [new]  # not put back
-    code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes", "--force")
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(z.inv), "--yes",
+                                         "--allow-revert", z.short)
     assert code == 0, (data, err)
     assert z.ns1()[1] == [z.old]
     # the revert was on purpose: the closed record went with it, the plan is empty
-    assert _ask(lab, lab.addr("ns1"), f"_provision-migration.{z.short}", "TXT")[0] == "NXDOMAIN"
+    assert _ask(lab, lab.addr("ns1"), f"_provision-closed-a.{z.short}", "TXT")[0] == "NXDOMAIN"
     code, data, err = _plan(lab, z.inv, "--detailed-exitcode")
     assert code == 0, (data, err)

@@ -58,13 +58,14 @@ def test_plan_apply_polls_pending_until_done_then_no_changes(fake: FakeCloudDns,
 
 
 def test_a_change_holds_the_exact_old_rrset_under_deletions(fake: FakeCloudDns, tmp_path: Path) -> None:
-    fake.set_rrset(PROJECT, MZ, "api.example.org.", "A", 600, ["192.0.2.1", "192.0.2.2"])
+    # ttl 120: at most cutover_above_ttl, so a plain change (not left for dns migrate)
+    fake.set_rrset(PROJECT, MZ, "api.example.org.", "A", 120, ["192.0.2.1", "192.0.2.2"])
     inv = _inventory(tmp_path, fake, {"api": RECORDS["api"]})
     r = _cli("dns", "apply", "-i", str(inv), "--yes")
     assert r.exit_code == 0, r.output
     body = fake.bodies[-1]
     old = next(d for d in body["deletions"] if d["type"] == "A")
-    assert (int(old["ttl"]), sorted(old["rrdatas"])) == (600, ["192.0.2.1", "192.0.2.2"])
+    assert (int(old["ttl"]), sorted(old["rrdatas"])) == (120, ["192.0.2.1", "192.0.2.2"])
     assert fake.rrsets(PROJECT, MZ)[("api.example.org.", "A")]["rrdatas"] == ["203.0.113.50"]
 
 

@@ -43,7 +43,9 @@ def test_guard_case(path: Path) -> None:
     want = [_rr(zone, row) for row in case.get("want", [])]
     actual = _actual(case, zone)
     rv = review(zone, want, actual, NOW, cutover_above_ttl=opts.get("cutover_above_ttl", 300),
-                force=opts.get("force", False), no_migrate=opts.get("no_migrate", False))
+                allow_revert=frozenset(absolute(n, zone) for n in opts.get("allow_revert", ())),
+                no_migrate=opts.get("no_migrate", False),
+                closed_migration_days=opts.get("closed_migration_days", 7))
     plan = plan_zone(zone, want, actual, hold=rv.hold, expire=rv.expire)
     origin = absolute("@", zone)
 
@@ -55,6 +57,9 @@ def test_guard_case(path: Path) -> None:
     assert sorted(key(c.name, c.type) for c in rv.cutovers) == sorted(expect.get("cutovers", []))
     assert sorted(relative(rr.name, origin) for rr in plan.expired) == sorted(expect.get("expired", []))
     assert not rv.reverts or "reverts" in expect, rv.reverts
+    assert not rv.errors or "errors" in expect, rv.errors
+    for s in expect.get("errors", []):
+        assert any(s in e for e in rv.errors), (s, rv.errors)
     for s in expect.get("reverts", []):
         assert any(s in r for r in rv.reverts), (s, rv.reverts)
     said = [*plan.notes, *rv.notes]

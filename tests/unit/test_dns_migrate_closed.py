@@ -23,6 +23,7 @@ from provision.inventory import load_inventory
 NAME, ZONE = "api.example.org.", "example.org."
 T0 = 1_800_000_000.0
 MK = "_provision-migration.api.example.org."
+CL = "_provision-closed-a.api.example.org."   # api A's closed record
 
 
 def _j(phase: str = "verified", **kw: object) -> Journal:
@@ -43,8 +44,9 @@ def _finalized_view(j: Journal, at: float, keep: float = C.DEFAULT_KEEP) -> Zone
     cs = phases.change_to(replace(j, final_ttl=300), ZoneView(None, None), "finalized", at,
                           by="bob@desk", keep=keep)
     rec = next(rr for rr in cs.additions if rr.type == "A")
-    mk = next((rr for rr in cs.additions if rr.type == "TXT"), None)
-    return ZoneView(rec, mk)
+    assert not [rr for rr in cs.additions if rr.name == MK]  # the open marker goes
+    cl = next((rr for rr in cs.additions if rr.type == "TXT"), None)
+    return ZoneView(rec, None, cl)
 
 
 # --- the record itself -------------------------------------------------------------
@@ -52,7 +54,9 @@ def _finalized_view(j: Journal, at: float, keep: float = C.DEFAULT_KEEP) -> Zone
 def test_round_trip_and_the_message_that_names_the_migration() -> None:
     c = _closed()
     rr = C.closed_rrset(c)
-    assert rr.name == MK and rr.type == "TXT" and C.claims_closed(rr)
+    assert rr.name == CL and rr.type == "TXT" and C.claims_closed(rr)
+    assert C.closed_covered(rr.name) == (NAME, "A")
+    assert C.closed_covered(C.closed_name("*.example.org.", "AAAA")) == ("*.example.org.", "AAAA")
     assert C.parse(rr) == c
     assert C.describe(c, T0 + 180) == ("api.example.org was moved 192.0.2.10 -> 192.0.2.20 "
                                        "by bob@desk 3 minutes ago")
@@ -70,6 +74,7 @@ def _strings(c: C.Closed) -> list[str]:
     (lambda s: [*s, "evil=1"], "unknown key"),
     (lambda s: [x.replace("name=api.", "name=www.") for x in s], "it names"),
     (lambda s: [x.replace("type=A", "type=TXT") for x in s], "type"),
+    (lambda s: [x.replace("type=A", "type=AAAA") for x in s], "closed record of"),
     (lambda s: [x.replace("from=192.0.2.10", "from=192.0.2.010") for x in s], "not an IP"),
     (lambda s: [x.replace("from=192.0.2.10", "from=::ffff:c000:20a") for x in s], "IPv4"),
     (lambda s: [x.replace("to=192.0.2.20", "to=2001:db8::1") for x in s], "IPv4"),
@@ -92,19 +97,21 @@ def test_a_malformed_closed_record_is_refused_naming_the_fault(mutate: object, w
     strings = mutate(_strings(c))  # type: ignore[operator]
     if why == "the same":
         strings = [x for x in _strings(c) if not x.startswith("to=")] + ["to=192.0.2.10"]
-    rr = rrset(MK, "TXT", 300, [f'"{s}"' for s in strings])
+    rr = rrset(CL, "TXT", 300, [f'"{s}"' for s in strings])
     with pytest.raises(C.ClosedError, match=re.escape(why)):
         C.parse(rr)
-    view = ZoneView(rrset(NAME, "A", 300, ["192.0.2.20"]), rr)
-    assert view.closed is None and not view.marker_free  # never taken as a closed record
-    rec = reconcile(None, view, name=NAME, zone=ZONE, provider="rfc2136", now=T0)
-    assert rec.journal is None and "malformed" in rec.conflict  # refused for the record
+    view = ZoneView(rrset(NAME, "A", 300, ["192.0.2.20"]), None, rr)
+    assert view.closed is None  # never taken as a closed record
+    # at the open marker's name it is an unreadable marker: refused for the record
+    rec = reconcile(None, ZoneView(view.record, replace(rr, name=MK)), name=NAME, zone=ZONE,
+                    provider="rfc2136", now=T0)
+    assert rec.journal is None and "cannot read" in rec.conflict
 
 
 def test_unquoted_or_escaped_strings_are_refused() -> None:
     good = C.closed_rrset(_closed())
     for bad in ('phase=closed', '"by=a\\"b@c"'):
-        rr = rrset(MK, "TXT", 300, [*good.values, bad])
+        rr = rrset(CL, "TXT", 300, [*good.values, bad])
         with pytest.raises(C.ClosedError):
             C.parse(rr)
 
@@ -123,7 +130,7 @@ def test_finalize_writes_the_closed_record_with_who_and_when() -> None:
     assert c.expired(at + 7 * 86400)
     assert view.marker is None and view.marker_free  # no open migration
     # closed_migration_days: 0 leaves no record at all
-    assert _finalized_view(j, at, keep=0).marker_rr is None
+    assert _finalized_view(j, at, keep=0).closed_rr is None
 
 
 def test_a_closed_record_never_counts_as_an_open_migration() -> None:
@@ -142,14 +149,41 @@ def test_a_closed_record_never_counts_as_an_open_migration() -> None:
     assert rec.closed == "finalized"
 
 
-def test_a_new_migration_replaces_the_closed_record_exactly() -> None:
+def test_a_new_migration_leaves_the_closed_record_and_its_finalize_merges_it() -> None:
     old = _finalized_view(_j("verified"), T0 + 100)
     j2 = replace(_j("lowering"), original_values=("192.0.2.20",), target_values=("192.0.2.30",))
-    cs = phases.change_to(j2, ZoneView(old.record, old.marker_rr), "lowered", T0 + 300)
-    assert old.marker_rr in cs.deletions  # the exact RRset read is the prerequisite
+    cs = phases.change_to(j2, ZoneView(old.record, None, old.closed_rr), "lowered", T0 + 300)
+    assert old.closed_rr not in cs.deletions  # opening leaves it
     [mk] = [rr for rr in cs.additions if rr.type == "TXT"]
     m = marker.parse(mk)
     assert m is not None and m.phase == "lowered" and m.by == "alice@laptop"
+    # rolling back leaves it too
+    cs = phases.change_to(j2, ZoneView(old.record, mk, old.closed_rr), "original", T0 + 400)
+    assert old.closed_rr not in cs.deletions and mk in cs.deletions
+    # finalizing replaces it (exact, as read), the first migration's old value carried over
+    j3 = replace(j2, phase="finalizing", final_ttl=300)
+    cs = phases.change_to(j3, ZoneView(old.record, mk, old.closed_rr), "finalized", T0 + 500,
+                          by="bob@desk")
+    assert old.closed_rr in cs.deletions and mk in cs.deletions
+    [cl] = [rr for rr in cs.additions if rr.type == "TXT"]
+    c = C.parse(cl)
+    assert c.from_values == ("192.0.2.10", "192.0.2.20") and c.to_values == ("192.0.2.30",)
+    # an earlier record no longer in force is not carried over
+    cs = phases.change_to(j3, ZoneView(old.record, mk, old.closed_rr), "finalized",
+                          T0 + 100 + 8 * 86400, by="bob@desk")
+    [cl] = [rr for rr in cs.additions if rr.type == "TXT"]
+    assert C.parse(cl).from_values == ("192.0.2.20",)
+
+
+def test_a_closed_record_from_the_future_is_refused_and_a_long_one_is_cut_to_the_zones_keep(
+        ) -> None:
+    c = _closed()
+    with pytest.raises(C.ClosedError, match="in the future"):
+        C.in_force(c, T0 - C.SKEW - 1, C.DEFAULT_KEEP)
+    assert C.in_force(c, T0 - C.SKEW + 1, C.DEFAULT_KEEP)   # clocks differ a little
+    assert C.in_force(c, T0 + 86400 - 1, 86400)
+    assert not C.in_force(c, T0 + 86400 + C.SLACK, 86400)   # keep 1 day: gone after a day
+    assert not C.in_force(c, T0, 0)
 
 
 def test_the_open_marker_and_the_journal_carry_who_opened_it() -> None:

@@ -29,8 +29,10 @@ def _view(j: Journal, name: phases.StateName, at: float = T0 + 1) -> ZoneView:
     """The zone as it is in state `name` (record + marker exactly as provision writes them)."""
     cs = phases.change_to(j, ZoneView(None, None), name, at)
     rec = next(rr for rr in cs.additions if rr.type == j.type)
-    mk = next((rr for rr in cs.additions if rr.type == "TXT"), None)
-    return ZoneView(rec, mk)
+    mk = next((rr for rr in cs.additions if rr.type == "TXT"
+               and rr.name.startswith("_provision-migration.")), None)
+    cl = next((rr for rr in cs.additions if rr.type == "TXT" and rr is not mk), None)
+    return ZoneView(rec, mk, cl)
 
 
 def _rec(j: Journal | None, view: ZoneView, now: float = T0 + 10) -> phases.Reconciled:

@@ -28,6 +28,7 @@ from support.moto_server import aws_test_env, moto_server, reset
 PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
 API = "api.example.org."
 MARKER = "_provision-migration.api.example.org."
+CLOSED = "_provision-closed-a.api.example.org."     # api A's closed record
 FAULTS = Path(__file__).parents[1] / "support" / "faults.py"
 
 
@@ -114,7 +115,8 @@ def test_clouddns_phase_by_phase_with_pending_changes(fake: FakeCloudDns, state:
     assert r.exit_code == 0, r.output
     sets = fake.rrsets(PROJECT, MZ)
     assert sets[(API, "A")]["ttl"] == 600 and sets[(API, "A")]["rrdatas"] == ["127.0.0.2"]
-    closed = sets[(MARKER, "TXT")]["rrdatas"]  # the migration's closed record stays
+    assert (MARKER, "TXT") not in sets
+    closed = sets[(CLOSED, "TXT")]["rrdatas"]  # the migration's closed record stays
     assert '"phase=closed"' in closed and '"from=127.0.0.1"' in closed, closed
     assert '"to=127.0.0.2"' in closed and any(v.startswith('"by=') for v in closed), closed
     assert _json(_cli("dns", "migrate", "status", "-i", inv, "--json")) == []
@@ -369,7 +371,8 @@ def test_route53_run_waits_out_pending_changes(r53: dict[str, Any], state: Path)
     assert r.exit_code == 0, r.output
     got = _r53_get(r53, API)
     assert got is not None and got["TTL"] == 3 and got["ResourceRecords"] == [{"Value": "127.0.0.2"}]
-    closed = _r53_get(r53, MARKER, "TXT")  # the migration's closed record, written with it
+    assert _r53_get(r53, MARKER, "TXT") is None
+    closed = _r53_get(r53, CLOSED, "TXT")  # the migration's closed record, written with it
     assert closed is not None and {"Value": '"phase=closed"'} in closed["ResourceRecords"]
     # lower, rollback, then run: lower, switch, finalize — each waited out two PENDING polls
     assert r53["polls"] == [["PENDING", "PENDING", "INSYNC"]] * 5

@@ -42,10 +42,14 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
        "        api: {type: A, values: [10.1.0.9], ttl: 60}")]),
     ("web", "CNAME", ("gpu1.lab.test.",),   # the file's spelling: no trailing dot, quoted
      [('            value: "app.lab.test"   # quoted', '            value: "gpu1.lab.test"   # quoted')]),
-    ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),
-     [("              - 10.1.0.20   # first", "              - 10.1.0.30   # first"),
+    ("both", "A", ("10.1.0.30", "10.1.0.31", "10.1.0.32"),  # a value's comment goes with it
+     [("              - 10.1.0.20   # first", "              - 10.1.0.30"),
       ("              - 10.1.0.21", "              - 10.1.0.31"),
       ("", "              - 10.1.0.32")]),
+    ("both", "A", ("10.1.0.21",),             # the kept value stays, the other goes
+     [("              - 10.1.0.20   # first", "")]),
+    ("both", "A", ("10.1.0.20", "10.1.0.99"),  # ... with its comment
+     [("              - 10.1.0.21", "              - 10.1.0.99")]),
     ("both", "AAAA", ("fd00::2",),
      [('          - {type: AAAA, values: ["fd00::1"]}', '          - {type: AAAA, values: ["fd00::2"]}')]),
 ])
@@ -129,3 +133,73 @@ def test_lines_ruamel_would_rewrap_elsewhere_stay_as_they_are() -> None:
     assert "\n      alice@laptop\n" in old
     new, _, _ = rewrite(old, "inv.yml", "lab.test", "m1", "A", ("10.0.0.9",))
     assert _changed(old, new) == [("          - 10.0.0.1", "          - 10.0.0.9")]
+
+
+# --- review of issue 21 ---------------------------------------------------------------
+
+def test_values_edited_since_the_inventory_was_loaded_are_not_overwritten(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    inv = load_inventory(p)  # when the migration started: app is 10.1.0.5
+    p.write_text(p.read_text().replace("['10.1.0.5']", "['10.1.0.77']"))  # a teammate's edit
+    edited = p.read_text()
+    with pytest.raises(WriteBackError, match=r"10\.1\.0\.77"):
+        prepare(inv, "lab.test", "app", "A", ("10.1.0.9",))
+    assert p.read_text() == edited
+
+
+def test_crlf_mode_and_group_are_kept(tmp_path: Path) -> None:
+    import os
+
+    p = tmp_path / "inv.yml"
+    crlf = FIXTURE.read_text().replace("\n", "\r\n")
+    p.write_bytes(crlf.encode())
+    p.chmod(0o664)
+    os.chown(p, -1, 4 if os.geteuid() == 0 else os.getgid())  # group adm: not the default
+    gid = p.stat().st_gid
+    old = os.umask(0o022)
+    try:
+        edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.9",))
+        write(edit)
+    finally:
+        os.umask(old)
+    after = p.read_bytes().decode()
+    assert after == crlf.replace("['10.1.0.5']", "['10.1.0.9']")  # byte for byte, CRLF kept
+    st = p.stat()
+    assert st.st_mode & 0o7777 == 0o664 and st.st_gid == gid
+
+
+def test_a_leaf_declared_in_two_files_is_refused_before_anything(tmp_path: Path) -> None:
+    d = tmp_path / "inv"
+    d.mkdir()
+    (d / "00-base.yml").write_text("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+                                   "      hosted_zone_id: Z1\n      records:\n"
+                                   "        app: {type: A, values: [10.0.0.1], ttl: 60}\n")
+    (d / "10-copy.yml").write_text("dns:\n  zones:\n    lab.test:\n      records:\n"
+                                   "        app: {type: A, values: [10.0.0.1], ttl: 60}\n")
+    before = {f.name: f.read_text() for f in d.iterdir()}
+    with pytest.raises(WriteBackError, match=r"10-copy\.yml"):
+        prepare(load_inventory(d), "lab.test", "app", "A", ("10.0.0.9",))
+    assert {f.name: f.read_text() for f in d.iterdir()} == before
+
+
+def test_no_final_newline_stays_so_and_addresses_are_written_in_address_order(
+        tmp_path: Path) -> None:
+    text = ("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+            "      records:\n        app: {type: A, values: [10.0.0.1], ttl: 60}")  # the last line
+    new, _, _ = rewrite(text, "inv.yml", "lab.test", "app", "A", ("10.0.0.9",))
+    assert new == text.replace("10.0.0.1", "10.0.0.9")
+    p = tmp_path / "inv.yml"
+    shutil.copy(FIXTURE, p)
+    edit = prepare(load_inventory(p), "lab.test", "app", "A", ("10.1.0.10", "10.1.0.9"))
+    assert edit.values == ("10.1.0.9", "10.1.0.10")  # not as strings sort (.10 before .9)
+    assert "values: ['10.1.0.9', '10.1.0.10']" in edit.new_text
+
+
+def test_an_absolute_cname_target_is_written_back(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    p.write_text("version: 1\ndns:\n  zones:\n    lab.test:\n      provider: route53\n"
+                 "      records:\n        m1: {type: CNAME, value: gpu1.lab.test., ttl: 2}\n")
+    edit = prepare(load_inventory(p), "lab.test", "m1", "CNAME", ("gpu2.lab.test.",))
+    write(edit)
+    assert "m1: {type: CNAME, value: gpu2.lab.test., ttl: 2}\n" in p.read_text()

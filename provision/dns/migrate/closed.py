@@ -1,22 +1,27 @@
-"""The record a finished migration leaves in the zone: ``phase=closed`` in the marker RRset.
+"""The record a finished migration leaves in the zone: ``_provision-closed-<type>.<name>``.
 
-Pure, no I/O. `finalize` rewrites the migration marker ``_provision-migration.<name>``
-into this, in the same atomic change that raises the TTL back, so the zone remembers for a
-while (default 7 days) that the record was moved on purpose:
+Pure, no I/O. `finalize` deletes the migration marker ``_provision-migration.<name>`` and
+writes this, in the same atomic change that raises the TTL back, so the zone remembers for
+a while (default 7 days) that the record was moved on purpose. One per name and type (a
+migration of the AAAA record at the same name, opened, rolled back or finalized, leaves
+the A record's alone); a second finalize of the same record merges the earlier record's
+unexpired ``from`` values into its own, so each old value stays guarded:
 
     "provision-migration=1" "phase=closed" "name=app.lab.test." "type=A"
     "at=2026-11-30T03:20:09Z" "until=2026-12-07T03:20:09Z" "by=alice@laptop"
     "from=10.1.0.5" "to=10.1.0.9"
 
-`dns plan`/`apply` refuse (without --force) to set the record back to its ``from``
-values while it lasts, and delete it once ``until`` has passed. It never counts as an
-open migration.
+`dns plan`/`apply` refuse (without ``--allow-revert NAME``) to set any of its ``from``
+values (that are not also ``to`` values) back while it lasts, and delete it once ``until``
+has passed, or the zone's ``closed_migration_days`` after ``at`` if that is sooner. It
+never counts as an open migration.
 
 Anyone who may write to the zone may write such a TXT RRset, so `parse` is strict: every
 string ``"key=value"``, known keys only, each single key exactly once, values checked to
 the record type's rules, ``name`` equal to the record the RRset's own name covers, times
-in order and the period at most `MAX_KEEP`, at most `MAX_STRINGS` strings. Anything else
-is a `ClosedError`: the caller refuses to act on that record at all.
+in order and the period at most `MAX_KEEP`, at most `MAX_STRINGS` strings; `in_force`
+adds what needs the clock: ``at`` no later than now (plus `SKEW`). Anything else is a
+`ClosedError`: the caller refuses to act on that record at all.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from provision.dns.names import CLOSED_PREFIX
 from provision.dns.records import RRset, rrset
 
-from .marker import OPERATOR, iso, marked_name, marker_name, parse_iso
+from .marker import OPERATOR, iso, parse_iso
 
 TTL = 300                       # of the closed record itself (what caches keep it for)
 DEFAULT_KEEP = 7 * 86400.0
@@ -39,6 +45,9 @@ MAX_STRING = 255                # one TXT character-string
 _SINGLE = ("provision-migration", "phase", "name", "type", "at", "until", "by")
 _TYPES = ("A", "AAAA", "CNAME")
 _LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
+PREFIX = CLOSED_PREFIX   # the owner's first label: PREFIX + the type, lowercase
+SKEW = 600.0                    # clocks of the machines that finalize may differ this much
+SLACK = 60.0                    # until - at of a record this zone wrote, beyond its keep
 
 
 class ClosedError(ValueError):
@@ -59,6 +68,28 @@ class Closed:
         return now >= self.until
 
 
+def closed_name(name: str, rtype: str) -> str:
+    """``_provision-closed-a.<name>`` (a wildcard's ``*`` becomes ``_wildcard``)."""
+    labels = name.split(".")
+    if labels[0] == "*":
+        labels[0] = "_wildcard"
+    return ".".join([PREFIX + rtype.lower(), *labels])
+
+
+def closed_covered(owner: str) -> tuple[str, str] | None:
+    """The (record name, type) a closed record's owner name covers, or None."""
+    labels = owner.split(".")
+    if len(labels) < 3 or not labels[0].startswith(PREFIX):
+        return None
+    rtype = labels[0][len(PREFIX):].upper()
+    if rtype not in _TYPES:
+        return None
+    rest = labels[1:]
+    if rest[0] == "_wildcard":
+        rest[0] = "*"
+    return ".".join(rest), rtype
+
+
 def claims_closed(rr: RRset) -> bool:
     """The RRset says it is a closed migration's record (well-formed or not)."""
     return any(_unquote(v) == "phase=closed" for v in rr.values)
@@ -69,16 +100,17 @@ def closed_rrset(c: Closed) -> RRset:
     strings = ["provision-migration=1", "phase=closed", f"name={c.name}", f"type={c.type}",
                f"at={iso(math.floor(c.at))}", f"until={iso(math.ceil(c.until))}", f"by={c.by}",
                *(f"from={v}" for v in c.from_values), *(f"to={v}" for v in c.to_values)]
-    return rrset(marker_name(c.name), "TXT", TTL, [f'"{s}"' for s in strings])
+    return rrset(closed_name(c.name, c.type), "TXT", TTL, [f'"{s}"' for s in strings])
 
 
 def parse(rr: RRset) -> Closed:
     """The closed-migration record `rr` holds. Raises ClosedError naming what is wrong."""
     if rr.type != "TXT":
         raise ClosedError(f"a {rr.type} RRset, not TXT")
-    covered = marked_name(rr.name)
-    if covered is None:
-        raise ClosedError(f"{rr.name} is not a migration marker name")
+    owner = closed_covered(rr.name)
+    if owner is None:
+        raise ClosedError(f"{rr.name[:80]} is not a closed record's name")
+    covered, owner_type = owner
     if len(rr.values) > MAX_STRINGS:
         raise ClosedError(f"{len(rr.values)} strings (at most {MAX_STRINGS})")
     single: dict[str, str] = {}
@@ -107,10 +139,11 @@ def parse(rr: RRset) -> Closed:
         raise ClosedError("not a closed migration (provision-migration=1 phase=closed)")
     name = single["name"]
     if name != covered:
-        raise ClosedError(f"it names {name[:80]!r}, but it sits at the marker of {covered}")
+        raise ClosedError(f"it names {name[:80]!r}, but it sits at the closed record of {covered}")
     rtype = single["type"]
-    if rtype not in _TYPES:
-        raise ClosedError(f"type {rtype[:16]!r} (A, AAAA or CNAME)")
+    if rtype != owner_type:
+        raise ClosedError(f"type {rtype[:16]!r}, but it sits at the closed record of "
+                          f"{covered} {owner_type}")
     try:
         at, until = parse_iso(single["at"]), parse_iso(single["until"])
     except ValueError:
@@ -135,6 +168,35 @@ def parse(rr: RRset) -> Closed:
     return Closed(name, rtype, at, until, single["by"], out["from"], out["to"])
 
 
+def in_force(c: Closed, now: float, keep: float) -> bool:
+    """Whether `c` still guards its record at `now` in a zone that keeps closed records
+    `keep` seconds: not past its ``until``, nor past ``at`` + `keep` (a record claiming a
+    longer period than this zone writes lasts no longer than one it wrote; with `keep` 0
+    the zone keeps none). Raises
+    ClosedError for an ``at`` in the future: such a record would guard for ever."""
+    if c.at > now + SKEW:
+        raise ClosedError(f"its at {iso(c.at)} is in the future (more than "
+                          f"{SKEW / 60:.0f} minutes ahead of this clock)")
+    return keep > 0 and now < min(c.until, c.at + keep + SLACK)
+
+
+def merged(prev: Closed | None, c: Closed, now: float, keep: float) -> Closed:
+    """The closed record a second finalize of the same record writes: `c`, with the
+    ``from`` values of the earlier one still in force (`prev`) that `c` does not move
+    to, so that none of them may come back unnoticed. Capped at MAX_VALUES (`c`'s own
+    first)."""
+    if prev is None or prev.type != c.type or c.type == "CNAME":
+        return c
+    try:
+        if not in_force(prev, now, keep):
+            return c
+    except ClosedError:
+        return c
+    extra = [v for v in prev.from_values if v not in c.from_values and v not in c.to_values]
+    values = (*c.from_values, *extra)[:MAX_VALUES]
+    return Closed(c.name, c.type, c.at, c.until, c.by, tuple(sorted(values)), c.to_values)
+
+
 def _unquote(v: str) -> str | None:
     s = v.strip()
     if len(s) < 2 or not (s.startswith('"') and s.endswith('"')):
@@ -143,6 +205,19 @@ def _unquote(v: str) -> str | None:
     if '"' in inner or "\\" in inner:
         return None
     return inner
+
+
+def check_values(rtype: str, values: tuple[str, ...], key: str) -> None:
+    """1 to MAX_VALUES values of `rtype` (A, AAAA, CNAME: one), canonical, each once.
+    Raises ClosedError naming the first fault (also used for an open marker's values)."""
+    if rtype not in _TYPES:
+        raise ClosedError(f"type {rtype[:16]!r} (A, AAAA or CNAME)")
+    if not 1 <= len(values) <= (1 if rtype == "CNAME" else MAX_VALUES) \
+            or len(set(values)) != len(values):
+        raise ClosedError(f"{len(values)} '{key}' values (1 to {MAX_VALUES}, each once; a "
+                          "CNAME has one)")
+    for v in values:
+        _check_value(rtype, v, key)
 
 
 def _check_value(rtype: str, value: str, key: str) -> None:

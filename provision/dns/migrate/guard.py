@@ -8,15 +8,21 @@ record whose values the inventory changes and at the migration markers in the zo
   so the record is left alone and the plan says to run ``provision dns migrate run
   NAME`` (which takes the target from the inventory). ``--no-migrate`` applies it as a
   plain change, saying how long caches may keep the old value;
-* **a revert**: a closed migration's record (`closed`) says the record was moved from
-  the values the inventory declares now. Applying that would undo a finished cutover
-  (the old server is usually being retired): refused without ``--force``, naming the
-  migration. With ``--force`` the record goes back and the closed record is deleted with
-  it (the revert is then on purpose, and said);
-* **a hostile marker**: a marker that says ``phase=closed`` but does not parse strictly
-  (or names another record) is never acted on: the record it sits at is left alone
-  and the plan says why;
-* **expired**: a closed record past its ``until`` is deleted with the next apply.
+* **a revert**: a closed migration's record (`closed`, one per name and type) says the
+  record was moved away from a value the inventory declares now (any of them: a subset
+  or a superset of the old values is a revert too). Applying that would undo a finished
+  cutover (the old server is usually being retired): refused without ``--allow-revert
+  NAME`` (``--force`` is the 30 % guard's and does not do this), naming the migration.
+  Allowed, the record goes back and the closed record is deleted with it (said);
+* **a hostile marker**: a closed record that does not parse strictly (names another
+  record, is dated in the future, ...) or a migration marker that is no open migration
+  provision can read: never acted on, the record it covers is left alone, and it is an
+  error (`errors`: plan and apply exit 2, after applying the rest);
+* **a type change** (A/AAAA <-> CNAME) of a record whose TTL in the zone is above
+  ``cutover_above_ttl``: held like a cutover (both types), though `dns migrate` cannot do
+  it: the plan says to lower the TTL first (``--no-migrate`` applies it);
+* **expired**: a closed record past its ``until`` (or its zone's ``closed_migration_days``
+  after its ``at``, if sooner) is deleted with the next apply.
 
 `check_findings` is `provision check`'s offline part: closed journals of this machine
 whose ``from`` values the inventory still declares.
@@ -28,11 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from provision.dns.records import MARKER_TYPE, RRset, absolute, in_zone, relative
+from provision.dns.records import MANAGED_TYPES, MARKER_TYPE, RRset, absolute, in_zone, relative
 
 from . import closed as C
 from .journal import Journal
 from .marker import LABEL, marked_name
+from .marker import parse as parse_marker
 
 DEFAULT_CUTOVER_ABOVE_TTL = 300
 
@@ -45,6 +52,7 @@ class Cutover:
     new: tuple[str, ...]
     ttl: int                    # in the zone now: how long caches may keep `old`
     threshold: int
+    old_type: str = ""          # a type change (A -> CNAME): the type in the zone now
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,8 @@ class Review:
     reverts: tuple[str, ...] = ()           # refusals: exit 2 (not with force)
     expire: tuple[RRset, ...] = ()          # closed records to delete
     notes: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()            # bad markers in the zone: exit 2
+    bad: tuple[tuple[str, str], ...] = ()   # the records they hold (in `hold`)
 
 
 def _command(name: str, zone: str) -> str:
@@ -61,61 +71,111 @@ def _command(name: str, zone: str) -> str:
 
 
 def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float, *,
-           cutover_above_ttl: int = DEFAULT_CUTOVER_ABOVE_TTL, force: bool = False,
-           no_migrate: bool = False) -> Review:
+           cutover_above_ttl: int = DEFAULT_CUTOVER_ABOVE_TTL,
+           allow_revert: frozenset[str] = frozenset(), no_migrate: bool = False,
+           closed_migration_days: float = C.DEFAULT_KEEP / 86400) -> Review:
     origin = absolute("@", zone)
+    keep = closed_migration_days * 86400.0
     have = {rr.key: rr for rr in actual}
     hold: dict[tuple[str, str], str] = {}
     cutovers: list[Cutover] = []
     reverts: list[str] = []
+    errors: list[str] = []
+    bad: list[tuple[str, str]] = []
     expire: list[RRset] = []
     notes: list[str] = []
 
-    closed: dict[str, C.Closed] = {}
-    hostile: dict[str, str] = {}
+    closed: dict[tuple[str, str], tuple[C.Closed, RRset]] = {}
+    hostile: dict[tuple[str, str], str] = {}      # a bad closed record: its record
+    unreadable: dict[str, str] = {}               # a bad migration marker: every type
     open_names: set[str] = set()
     for rr in actual:
-        if rr.type != MARKER_TYPE or not rr.name.startswith(LABEL + "."):
+        if rr.type != MARKER_TYPE:
             continue
-        target = marked_name(rr.name)
-        if target is None or not in_zone(target, origin):
+        if rr.name.startswith(LABEL + "."):
+            target = marked_name(rr.name)
+            if target is None or not in_zone(target, origin):
+                continue
+            if not _readable(rr):
+                unreadable[target] = (f"{LABEL}.{relative(target, origin)} is a migration marker "
+                                      "provision cannot read ("
+                                      + ", ".join(rr.values)[:200] + ")")
+            else:
+                open_names.add(target)     # an open migration: plan_zone leaves it alone
             continue
-        if not C.claims_closed(rr):
-            open_names.add(target)     # an open migration: plan_zone leaves it alone
+        covered = C.closed_covered(rr.name)
+        if covered is None or not in_zone(covered[0], origin):
             continue
         try:
             c = C.parse(rr)
+            live = C.in_force(c, now, keep)
         except C.ClosedError as e:
-            hostile[target] = str(e)
+            hostile[covered] = str(e)
             continue
-        if c.expired(now):
+        if not live:
             expire.append(rr)
         else:
-            closed[target] = c
+            closed[covered] = (c, rr)
 
+    for key, why in hostile.items():
+        errors.append(f"{relative(C.closed_name(*key), origin)} says phase=closed but is "
+                      f"malformed ({why}); {relative(key[0], origin)} {key[1]} is left alone: "
+                      "remove it by hand")
+    for name, why in unreadable.items():
+        errors.append(f"{why}; {relative(name, origin)} is left alone: remove it by hand")
+
+    want_keys = {w.key for w in want}
     for w in want:
         a = have.get(w.key)
-        if a is None or a.alias is not None or w.name in open_names:
+        if a is None:
+            if w.name in open_names or w.name in unreadable:
+                continue
+            # a type change (A/AAAA <-> CNAME): the record in the zone goes, and caches keep
+            # it for its TTL; `dns migrate` moves values, not types, so it is only held
+            for t in MANAGED_TYPES:
+                o = have.get((w.name, t))
+                if o is None or (w.name, t) in want_keys or o.alias is not None or \
+                        o.ttl is None or o.ttl <= cutover_above_ttl or \
+                        (w.type != "CNAME" and t != "CNAME") or no_migrate:
+                    continue
+                cutovers.append(Cutover(w.name, w.type, o.values, w.values, o.ttl,
+                                        cutover_above_ttl, old_type=t))
+                msg = (f"{relative(w.name, origin)}: a type change {t} -> {w.type} (ttl {o.ttl} s "
+                       f"is above {cutover_above_ttl} s: caches would keep {', '.join(o.values)} "
+                       f"that long); dns migrate moves values, not types: first declare the "
+                       f"{t} record with a TTL of at most {cutover_above_ttl} s and apply that, "
+                       "change the type once the old TTL has run out; or apply it with "
+                       "--no-migrate")
+                hold[w.key] = hold[(w.name, t)] = msg
+                break
+            continue
+        if a.alias is not None or w.name in open_names:
             continue
         if a.values == w.values and a.ttl == w.ttl:
             continue
         where = f"{relative(w.name, origin)} {w.type}"
-        if w.name in hostile:
-            hold[w.key] = (f"{where}: left alone: its marker {LABEL}.{relative(w.name, origin)} "
-                           f"says phase=closed but is malformed ({hostile[w.name]}); provision "
-                           "does not act on it: remove it by hand")
+        if w.key in hostile or w.name in unreadable:
+            why = (f"its closed record says phase=closed but is malformed ({hostile[w.key]})"
+                   if w.key in hostile else unreadable[w.name])
+            hold[w.key] = f"{where}: left alone: {why}; provision does not act on it"
+            bad.append(w.key)
             continue
-        cw = closed.get(w.name)
-        if cw is not None and cw.type == w.type and w.values == cw.from_values \
-                and a.values != w.values:
-            what = C.describe(cw, now)
-            if force:
-                notes.append(f"{where}: --force: putting {', '.join(w.values)} back undoes a "
+        cw = closed.get(w.key)
+        back = sorted(set(w.values) & (set(cw[0].from_values) - set(cw[0].to_values))) \
+            if cw is not None else []
+        if cw is not None and back and a.values != w.values:
+            c, crr = cw
+            what = C.describe(c, now)
+            short = relative(w.name, origin)
+            if w.name in allow_revert:
+                notes.append(f"{where}: --allow-revert: putting {', '.join(back)} back undoes a "
                              f"finished migration ({what}); its closed record goes with it")
-                expire.append(_marker_of(actual, w.name))
+                expire.append(crr)
             else:
-                msg = (f"{what}; the inventory still declares {', '.join(w.values)}: update it "
-                       f"to {', '.join(cw.to_values)}, or pass --force to put the old value back")
+                msg = (f"{what}; the inventory still declares {', '.join(w.values)}: if this "
+                       f"migration is genuine, update the inventory to "
+                       f"{', '.join(c.to_values)}; or pass --allow-revert {short} to put "
+                       f"{', '.join(back)} back")
                 reverts.append(msg)
                 hold[w.key] = f"{where}: refused: {msg}"
             continue
@@ -131,12 +191,21 @@ def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float
                            f"{', '.join(a.values)} that long); dns apply leaves it alone "
                            "(--no-migrate applies it as a plain change)")
     return Review(hold, tuple(cutovers), tuple(reverts), tuple(dict.fromkeys(expire)),
-                  tuple(notes))
+                  tuple(notes), tuple(errors), tuple(bad))
 
 
-def _marker_of(actual: Sequence[RRset], name: str) -> RRset:
-    return next(rr for rr in actual if rr.type == MARKER_TYPE and marked_name(rr.name) == name
-                and rr.name.startswith(LABEL + "."))
+def _readable(rr: RRset) -> bool:
+    """An open migration's marker provision could have written (values included: a
+    rollback writes its ``from`` values back)."""
+    mk = parse_marker(rr)
+    if mk is None:
+        return False
+    try:
+        C.check_values(mk.type, mk.original_values, "from")
+        C.check_values(mk.type, mk.target_values, "to")
+    except C.ClosedError:
+        return False
+    return True
 
 
 # --- check (offline) ------------------------------------------------------------------

@@ -39,6 +39,7 @@ class ZoneView:
 
     record: RRset | None
     marker_rr: RRset | None
+    closed_rr: RRset | None = None   # the closed record of this name and type (as read)
 
     @property
     def marker(self) -> Marker | None:
@@ -46,19 +47,19 @@ class ZoneView:
 
     @property
     def closed(self) -> C.Closed | None:
-        """A closed migration's record (well-formed, naming this record) in the marker's
-        place: no open migration. A malformed one is None here, and unreadable."""
-        if self.marker_rr is None or not C.claims_closed(self.marker_rr):
+        """The closed migration's record of this record (well-formed), or None. It is
+        no open migration: it has an owner name of its own (`closed.closed_name`)."""
+        if self.closed_rr is None:
             return None
         try:
-            return C.parse(self.marker_rr)
+            return C.parse(self.closed_rr)
         except C.ClosedError:
             return None
 
     @property
     def marker_free(self) -> bool:
-        """No open (or unreadable) marker: nothing, or a closed migration's record."""
-        return self.marker_rr is None or self.closed is not None
+        """No open (or unreadable) marker."""
+        return self.marker_rr is None
 
     def snapshot(self) -> Snapshot:
         r, m = self.record, self.marker_rr
@@ -68,8 +69,6 @@ class ZoneView:
     def describe(self) -> str:
         rec = "absent" if self.record is None else self.record.describe()
         mk = self.marker
-        if self.closed is not None:
-            return rec + ", a closed migration's record (no open migration)"
         return rec + (f", marker phase {mk.phase}" if mk else
                       (", an unreadable marker" if self.marker_rr is not None else ", no marker"))
 
@@ -147,15 +146,19 @@ def reconcile(j: Journal | None, view: ZoneView, *, name: str, zone: str, provid
             return Reconciled(None)
         assert view.marker_rr is not None
         if mk is None:
-            why = ""
-            if C.claims_closed(view.marker_rr):
-                try:
-                    C.parse(view.marker_rr)
-                except C.ClosedError as e:
-                    why = f": a closed-migration record that is malformed ({e})"
+            why = (f": it says phase=closed, but a closed migration's record has a name of "
+                   f"its own ({C.closed_name(name, '<type>')})"
+                   if C.claims_closed(view.marker_rr) else "")
             return Reconciled(None, conflict=f"{where} has a migration marker provision cannot "
                               f"read{why} ({', '.join(view.marker_rr.values)[:400]}); nothing "
                               "is done to this record until it is removed by hand")
+        try:  # what a rollback would write back: never values provision would not write
+            C.check_values(mk.type, mk.original_values, "from")
+            C.check_values(mk.type, mk.target_values, "to")
+        except C.ClosedError as e:
+            return Reconciled(None, conflict=f"{where} has a migration marker provision cannot "
+                              f"read: {e}; nothing is done to this record until it is removed "
+                              "by hand")
         rebuilt = from_marker(name, zone, provider, mk)
         note = ("no journal on this machine: rebuilt from the zone's marker (its times are "
                 "when each change was written, to the second)")
@@ -227,20 +230,25 @@ def change_to(j: Journal, view: ZoneView, target: StateName, now: float, *, by: 
               keep: float = C.DEFAULT_KEEP) -> ChangeSet:
     """The atomic change from what was read (`view`, exact: the prerequisites) to
     `target`: the record, and the marker written, rewritten or deleted with it. Finalizing
-    leaves a closed migration's record in the marker's place for `keep` seconds (none when
-    0), saying who (`by`) moved the record when; rolling back leaves none."""
+    deletes the marker and leaves a closed migration's record (`closed`) for `keep` seconds
+    (none when 0), saying who (`by`) moved the record when; rolling back leaves the
+    record's closed record (from an earlier migration) as it is."""
     s = state(j, target)
-    deletions = tuple(rr for rr in (view.record, view.marker_rr) if rr is not None)
+    deletions = [rr for rr in (view.record, view.marker_rr) if rr is not None]
     additions: list[RRset] = [rrset(j.name, j.type, s.ttl, s.values)]
     if s.marker is not None:
         additions.append(marker_rrset(j.name, Marker(
             s.marker, j.type, j.original_ttl, j.lower_ttl, j.started_at, now,
             j.original_values, j.target_values, j.by)))
     elif target == "finalized" and keep > 0:
-        additions.append(C.closed_rrset(C.Closed(
-            j.name, j.type, now, now + min(keep, C.MAX_KEEP), by or j.by or "unknown@unknown",
-            j.original_values, j.target_values)))
-    return ChangeSet(deletions, tuple(additions))
+        c = C.Closed(j.name, j.type, now, now + min(keep, C.MAX_KEEP),
+                     by or j.by or "unknown@unknown", j.original_values, j.target_values)
+        # an earlier closed record of this record is replaced (exact, as read), its old
+        # values still in force carried over; a malformed one is replaced by the truth
+        if view.closed_rr is not None:
+            deletions.append(view.closed_rr)
+        additions.append(C.closed_rrset(C.merged(view.closed, c, now, keep)))
+    return ChangeSet(tuple(deletions), tuple(additions))
 
 
 # --- timing -------------------------------------------------------------------------

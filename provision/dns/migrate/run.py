@@ -127,7 +127,29 @@ def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
         out.append(normalise_value(rtype, v))
     if rtype == "CNAME" and len(set(out)) != 1:
         raise UsageError("a CNAME holds exactly one target: give one --to")
-    return tuple(sorted(set(out)))
+    values = tuple(sorted(set(out)))
+    try:  # what the closed record at finalize must hold, by the rules it is read with
+        C.check_values(rtype, values, "--to")
+    except C.ClosedError as e:
+        raise UsageError(f"{e}: a finished migration's record could not hold it") from None
+    return values
+
+
+def _closed_record_holds(ctx: Ctx, rtype: str, old: tuple[str, ...],
+                         new: tuple[str, ...]) -> None:
+    """The closed record finalize will write must read back as written (the name fits
+    one TXT string, the zone's old values are ones provision writes): refused before
+    anything changes otherwise."""
+    if ctx.keep <= 0:
+        return
+    now = ctx.now()
+    c = C.Closed(ctx.name, rtype, now, now + min(ctx.keep, C.MAX_KEEP), ctx.by, old, new)
+    try:
+        C.parse(C.closed_rrset(c))
+    except C.ClosedError as e:
+        raise UsageError(f"{ctx.where} {rtype}: the record this migration would leave at "
+                         f"finalize could not be read back ({e}): refused before anything is "
+                         "changed (with closed_migration_days: 0 the zone keeps none)") from None
 
 
 @dataclass
@@ -144,6 +166,7 @@ class Ctx:
     operator: str = ""                # user@host (default: who())
     rtype: str = "A"                  # the migrating record's type, once known
     written: str = ""                 # file:line of the inventory edit finalize made
+    allow_revert: bool = False        # start may put back a finished migration's old value
     _provider: Provider | None = None
     _auth: list[prop.Target] | None = None
     notes: list[str] = field(default_factory=list)
@@ -257,7 +280,9 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
         if why:
             raise UsageError(f"the provider's answer for {printable(ctx.name)} {record.type} "
                              f"is refused: {why}; nothing was sent")
-    view = P.ZoneView(record, marker_rr)
+    closed_rr = _call(lambda: ctx.provider.get_rrset(C.closed_name(ctx.name, rtype), "TXT")) \
+        if rtype else None
+    view = P.ZoneView(record, marker_rr, closed_rr)
     rec = P.reconcile(j, view, name=ctx.name, zone=ctx.zone.name.rstrip(".") + ".",
                       provider=ctx.zone.provider, now=ctx.now())
     return Loaded(j, view, rec)
@@ -385,6 +410,8 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     values = validate_values(current.type, to)
     if values == current.values:
         raise UsageError(f"{ctx.where} {current.type} already holds {', '.join(values)}")
+    _closed_record_holds(ctx, current.type, current.values, values)
+    _refuse_revert(ctx, current.type, values)
     writeback_check(ctx, current.type, values)  # an unwritable inventory: refused now
     settle(ctx, loaded)  # a stale local journal (closed elsewhere) is archived first
     lower = min(lower_ttl, current.ttl)
@@ -398,8 +425,8 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
                 phase="lowering", started_at=now, history=((round(now, 3), "started"),),
                 by=ctx.by)
     ctx.rtype = current.type
-    # a closed migration's record in the marker's place is replaced (exact, as read)
-    view = P.ZoneView(current, loaded.view.marker_rr if loaded.view.closed else None)
+    # the record's closed record (an earlier migration) stays: finalize merges it
+    view = P.ZoneView(current, None)
     ctx.say(f"{ctx.where} {current.type}: lowering the TTL {current.ttl} -> {lower} s "
             f"(values {', '.join(current.values)} kept)")
     j1, served_at = change(ctx, j, view, "lowering", "lowered")
@@ -408,6 +435,31 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     ctx.say(f"{ctx.where}: lowered TTL served by every authoritative server; cutover allowed "
             f"from {_iso(served_at + j2.original_ttl)} (in {j2.original_ttl} s)")
     return j2
+
+
+def _refuse_revert(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> None:
+    """A migration back to a value a finished migration moved the record away from (its
+    closed record in force) needs --allow-revert, as `dns apply` does."""
+    rr = _call(lambda: ctx.provider.get_rrset(C.closed_name(ctx.name, rtype), "TXT"))
+    if rr is None:
+        return
+    try:
+        c = C.parse(rr)
+        live = C.in_force(c, ctx.now(), ctx.keep)
+    except C.ClosedError as e:
+        raise UsageError(f"{rr.name} says phase=closed but is malformed ({e}): provision does "
+                         f"not act on {ctx.where} {rtype}; remove it by hand") from None
+    back = sorted(set(values) & (set(c.from_values) - set(c.to_values)))
+    if not live or not back:
+        return
+    what = C.describe(c, ctx.now())
+    if ctx.allow_revert:
+        ctx.say(f"{ctx.where}: --allow-revert: putting {', '.join(back)} back undoes a finished "
+                f"migration ({what})")
+        return
+    raise UsageError(f"{what}; migrating to {', '.join(values)} puts {', '.join(back)} back: "
+                     f"if that migration is genuine, the inventory should declare "
+                     f"{', '.join(c.to_values)}; to undo it on purpose pass --allow-revert")
 
 
 def _inventory_target(ctx: Ctx, found: Sequence[RRset], rtype: str | None) -> RRset | None:
@@ -456,9 +508,12 @@ def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Any:
     except WriteBackError as e:
         raise UsageError(f"{ctx.where}: the inventory declares {', '.join(decl[0].values)} and "
                          f"would have to be updated to {', '.join(values)}, but: {e}; fix that, "
-                         "or pass --no-write-inventory (then dns apply refuses to put the old "
-                         f"value back for {ctx.zone.closed_migration_days} days, and `provision "
-                         "check` warns)") from None
+                         "or pass --no-write-inventory (then " + (
+                             f"dns apply refuses to put the old value back for "
+                             f"{ctx.zone.closed_migration_days} days, and `provision check` "
+                             "warns)" if ctx.zone.closed_migration_days else
+                             "dns apply changes the record back: closed_migration_days is 0)")
+                         ) from None
 
 
 def _third_value(ctx: Ctx, j: Journal) -> None:
@@ -588,8 +643,9 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
         except WriteBackError as e:
             raise OperationError(f"{ctx.where}: finalized in the zone, but the inventory was not "
                                  f"updated: {e}; until it says {', '.join(j.target_values)}, "
-                                 "dns apply refuses to put the old value back (for "
-                                 f"{days} days)") from None
+                                 + (f"dns apply refuses to put the old value back (for {days} "
+                                    "days)" if days else "dns apply changes the record back "
+                                    "(closed_migration_days is 0): update it now")) from None
         ctx.written = edit.where
         ctx.say(f"{ctx.where}: inventory updated: {edit.where}: "
                 f"{', '.join(j.original_values)} -> {', '.join(edit.values)}")
@@ -597,7 +653,8 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
         ctx.say(f"{ctx.where}: --no-write-inventory: the inventory still declares "
                 f"{', '.join(d.values)}; update it to {', '.join(j.target_values)}. "
                 + (f"For {days} days dns plan/apply refuse to put the old value back without "
-                   "--force (the closed migration's record in the zone)" if days else
+                   f"--allow-revert {ctx.where} (the closed migration's record in the zone)"
+                   if days else
                    "dns apply will change the record back (closed_migration_days is 0)"))
     elif d is not None and not inventory_ok:
         ctx.say(f"{ctx.where}: the inventory declares {', '.join(d.values)}, neither end of this "
@@ -613,7 +670,7 @@ def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
     rec = loaded.rec
     j = rec.journal
     if j is None:
-        raise UsageError(f"no open migration of {ctx.where}: nothing to roll back")
+        raise UsageError(rec.conflict or f"no open migration of {ctx.where}: nothing to roll back")
     if rec.conflict and rec.source == "marker":
         # Nothing but a TXT record (writable by anyone who can write the zone) says what the
         # "original" values were, and the record matches none of its states: restoring
@@ -715,7 +772,13 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
             problems.append(f"zone {z.name}: markers not read: {e.message}")
             continue
         for rr in rrsets:
-            if rr.type == "TXT" and rr.name.startswith(LABEL + "."):
+            if rr.type == "TXT" and C.closed_covered(rr.name) is not None:
+                try:   # a finished migration's record: not open
+                    C.in_force(C.parse(rr), time.time(), z.closed_migration_days * 86400.0)
+                except C.ClosedError as e:
+                    problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
+                                    "provision does not act on that record")
+            elif rr.type == "TXT" and rr.name.startswith(LABEL + "."):
                 n = marked_name(rr.name)
                 why = ("not a marker name" if not n else
                        names.problem(n) or names.reserved(n) or
@@ -726,14 +789,6 @@ def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str
                     problems.append(f"the migration marker {printable(rr.name)} TXT is "
                                     f"refused: {why}")
                     continue
-                if C.claims_closed(rr):
-                    try:
-                        C.parse(rr)
-                    except C.ClosedError as e:
-                        problems.append(f"{printable(rr.name)} says phase=closed but is "
-                                        f"malformed ({printable(str(e))}): provision does not "
-                                        "act on that record")
-                    continue   # a finished migration's record: not open
                 found.append(n)
     return sorted(set(found)), problems
 
