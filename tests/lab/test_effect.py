@@ -315,16 +315,26 @@ LOCALS = ("carol", "alice")  # carol: a local account the inventory does not kno
 
 @pytest.fixture
 def passwords(lab: Lab) -> Iterator[None]:
-    """Local accounts with a password on gpu2 (removed after): what a password login needs."""
+    """Local accounts with a password on gpu2: what a password login needs. Afterwards the
+    ones made here are removed (their login's user manager ended first, or userdel refuses)
+    and the ones an earlier module made (provision's team) get their password field back."""
+    before: dict[str, str | None] = {}
     for u in LOCALS:
-        lab.host(HOST, "sh", "-c", f"id {u} >/dev/null 2>&1 || useradd -m -s /bin/sh {u}")
+        r = lab.host(HOST, "getent", "shadow", u, check=False)
+        before[u] = r.stdout.split(":")[1] if r.returncode == 0 else None
+        if before[u] is None:
+            lab.host(HOST, "useradd", "-m", "-s", "/bin/sh", u)
     r = subprocess.run(["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "chpasswd"],
                        input="".join(f"{u}:{PASSWORD}\n" for u in LOCALS), capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     yield
-    for u in LOCALS:
-        lab.host(HOST, "userdel", "-r", u, check=False)
+    for u, field in before.items():
+        lab.host(HOST, "loginctl", "terminate-user", u, check=False)
+        if field is None:
+            lab.host(HOST, "userdel", "-f", "-r", u)
+        else:
+            lab.host(HOST, "usermod", "-p", field, u)
 
 
 def password_login(lab: Lab, world: dict[str, Path], user: str) -> bool:
