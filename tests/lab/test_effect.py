@@ -432,3 +432,24 @@ def test_earlier_or_match_all_settings_are_named(lab: Lab, world: dict[str, Path
     h = host(data)
     line = text.count("\n")
     assert code == 1 and f"{path}:{line}" in h["error"] and key in h["error"], err + json.dumps(h)
+
+
+def test_a_match_block_past_the_probes_file_cap_is_still_asked_about(
+        lab: Lab, world: dict[str, Path]) -> None:
+    """The probe sends at most 64 config files; a Match block in a file past that (a third
+    level of Includes) must not make sshd look the same for every user (no `sshd -T -C`)."""
+    lab.host(HOST, "sh", "-c", "mkdir -p /etc/ssh/extra.d && for i in $(seq 10 73); do "
+             ": > /etc/ssh/sshd_config.d/$i-filler.conf; done && "
+             "echo 'Include /etc/ssh/extra.d/*.conf' > /etc/ssh/sshd_config.d/99-inc.conf")
+    try:
+        put(lab, "/etc/ssh/extra.d/a.conf",
+            "Match User alice\n    PasswordAuthentication yes\n    AuthenticationMethods password\n")
+        assert effective(lab, "passwordauthentication", "alice") == "yes"
+        code, data, err = run(lab, world, "apply")
+        h = host(data)
+        assert code == 1 and "for user alice shows passwordauthentication yes" in h["error"], \
+            err + json.dumps(h)
+        code, data = audit(lab, world)
+        assert code == 1 and findings(data, "sshd-weak"), data
+    finally:
+        lab.host(HOST, "rm", "-rf", "/etc/ssh/extra.d", check=False)
