@@ -25,6 +25,15 @@ from .spec import FactsError, FactSpec, Rec
 
 SSHD_CONFIG = "/etc/ssh/sshd_config"
 MAX_DEPTH = 16
+# Older spellings sshd still reads as the same keyword (servconf.c's table): a cloud image's
+# `ChallengeResponseAuthentication yes` is kbdinteractiveauthentication for `sshd -T`.
+KEY_ALIASES = {
+    "challengeresponseauthentication": "kbdinteractiveauthentication",
+    "skeyauthentication": "kbdinteractiveauthentication",
+    "pubkeyacceptedkeytypes": "pubkeyacceptedalgorithms",
+    "hostbasedacceptedkeytypes": "hostbasedacceptedalgorithms",
+    "dsaauthentication": "pubkeyauthentication",
+}
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,16 @@ class Setting:
         scope = f" (in `{printable(self.match)}`)" if self.match else ""
         maybe = " may apply" if not self.certain else ""
         return f"{self.where()}{scope}{maybe} sets {printable(self.key)} {printable(self.value)}"
+
+
+# `read(cfg, ANY)`: every Match block may apply (certain only for `Match all`), for the
+# connections nobody asked `sshd -T -C` about (other users, other addresses)
+ANY = Conn("*")
+
+
+def everywhere(match: str) -> bool:
+    """Is this Match line `Match all` (it applies to every connection)?"""
+    return [t.lower() for t in match.split()[1:]] == ["all"]
 
 
 @dataclass
@@ -179,10 +198,12 @@ def _addr_list(value: str, addr: str) -> bool:
 
 def _matches(args: list[str], conn: Conn | None) -> bool | None:
     """Does `Match ARGS` apply to `conn`? None: cannot tell (Group, RDomain, a field we lack)."""
-    if conn is None:
-        return False  # plain `sshd -T`: no Match block applies
     if len(args) == 1 and args[0].lower() == "all":
-        return True
+        return True  # every connection, plain `sshd -T` too (sshd tests it with a blank one)
+    if conn is None:
+        return False  # plain `sshd -T`: no other Match block applies
+    if conn is ANY:
+        return None  # some connection, maybe
     result: bool | None = True
     i = 0
     while i < len(args):
@@ -237,14 +258,12 @@ def _walk(cfg: SshdConfig, path: str, conn: Conn | None, ctx: _Ctx, out: Reading
                 for p in _glob(full, paths):
                     _walk(cfg, p, conn, mine, out, depth + 1)
         elif key == "match":
-            applies = _matches(args, conn)
-            if len(args) == 1 and args[0].lower() == "all":
-                mine = _Ctx("", True)  # `Match all` returns to the global scope
-            else:
-                mine = _Ctx(" ".join(toks), applies)
+            # `Match all` is a block like any other: its values beat the global ones for
+            # every connection (checked: a `Match all` in a later drop-in shows in sshd -T)
+            mine = _Ctx(" ".join(toks), _matches(args, conn))
         else:
-            out.settings.append(Setting(key, " ".join(args), path, n, mine.match,
-                                        mine.applies is not None))
+            out.settings.append(Setting(KEY_ALIASES.get(key, key), " ".join(args), path, n,
+                                        mine.match, mine.applies is not None))
             if mine.match and mine.applies is False:
                 out.settings.pop()
 
@@ -291,4 +310,5 @@ def included(cfg: SshdConfig, path: str) -> bool:
     if not cfg.files:
         return True  # not probed: nothing to say
     probe = cfg.with_file(path, "provisionprobe yes\n")
-    return any(s.path == path and not s.match for s in read(probe).settings)
+    return any(s.path == path and (not s.match or everywhere(s.match))
+               for s in read(probe).settings)

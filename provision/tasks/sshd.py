@@ -88,15 +88,24 @@ class SshdStep:
         for s in old:
             cfg = cfg.with_file(s.write.path, None)
         settings = E.hardened(self.content)
+        changing = bool(reasons)
+        found: list[E.Mismatch] = []
         if reasons:
             # what another file will still win once ours is in: apply will fail on it
-            reasons += [f"will not take effect: {m.describe()}" for m in E.predict(
-                settings, cfg, a.path, self.content, tuple(E.conns(eff).values()))]
+            found = E.predict(settings, cfg, a.path, self.content, tuple(E.conns(eff).values()))
         elif eff.status not in (None, 0):
             reasons.append(f"sshd -T exits {eff.status}: {' / '.join(eff.error.splitlines()[:2])}")
         else:
-            reasons += [f"not in effect: {m.describe()}"
-                        for m in E.compare(settings, eff, cfg, a.path)]
+            found = E.compare(settings, eff, cfg, a.path)
+        verb = "will not take effect" if changing else "not in effect"
+        reasons += [f"{verb}: {m.describe()}" for m in found]
+        if eff.status in (None, 0):
+            # Match blocks for connections `sshd -T -C` was not asked about (other users, other
+            # addresses): read from the files, with ours in place
+            named = {m.origin for m in found if m.origin is not None}
+            reasons += [f"{verb}: {x.describe()}"
+                        for x in E.loose(cfg.with_file(a.path, self.content), settings)
+                        if x.origin not in named]
         if not reasons:
             return []
         # per user only where a Match block could tell users apart (ours has none)

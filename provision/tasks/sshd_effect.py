@@ -11,9 +11,9 @@ reading the configuration as sshd does (`provision.facts.sshd_config`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from provision.facts.sshd_config import Conn, Setting, SshdConfig, normal, winner
+from provision.facts.sshd_config import ANY, Conn, Setting, SshdConfig, normal, read, winner
 from provision.facts.sshd_effective import SshdEffective
 from provision.facts.units import UnitFact
 from provision.text import printable
@@ -106,14 +106,50 @@ def predict(want: Mapping[str, str], cfg: SshdConfig, ours: str, candidate: str,
 
 
 @dataclass(frozen=True)
+class Loose:
+    """A Match block that opens a way in with a password for the connections it matches,
+    whoever they are: `sshd -T -C` is asked only about the team, the operator and the
+    probe's own address, so this is read from the files (`sshd -T` cannot list them all)."""
+
+    key: str
+    origin: Setting
+
+    def describe(self) -> str:
+        return (f"{self.origin.describe()} (a matching Match block wins over ours: a way in with "
+                "a password for the connections it matches)")
+
+
+def loose(cfg: SshdConfig, want: Mapping[str, str] | None = None) -> list[Loose]:
+    """Every Match block setting that opens a `WEAK` way in (unless the inventory's hardening
+    allows it), in reading order. A `Match all` value read first for a key shadows the later
+    blocks (the first matching value wins): those are not named."""
+    if not cfg.files:
+        return []
+    settings = [s for s in read(cfg, ANY).settings if s.match]
+    out: list[Loose] = []
+    for key, bad in WEAK.items():
+        if want is not None and normal(key, want.get(key, "")) in bad:
+            continue  # the inventory's own hardening allows it
+        for s in (s for s in settings if s.key == key):
+            if normal(key, s.value) in bad:
+                # said as the line it is (it applies where its block matches, no "may")
+                out.append(Loose(key, replace(s, certain=True)))
+            if s.certain:
+                break  # `Match all`: every connection reads this value first
+    return out
+
+
+@dataclass(frozen=True)
 class Weak:
     key: str
     value: str
     user: str
     origin: Setting | None
+    scoped: bool = False  # read from a Match block (`loose`), not from a probed sshd -T
 
     def describe(self) -> str:
-        scope = f" for user {self.user}" if self.user else ""
+        scope = (f" for user {self.user}" if self.user
+                 else " for the connections its Match block matches" if self.scoped else "")
         where = (f": {self.origin.describe()}" if self.origin is not None
                  else " (sshd's default: no file sets it)")
         return f"sshd runs with {self.key} {printable(self.value)}{scope}{where}"
@@ -138,6 +174,10 @@ def weaknesses(eff: SshdEffective, cfg: SshdConfig,
             if have in bad and (key, have) not in seen:
                 seen.add((key, have))
                 out.append(Weak(key, have, user, winner(cfg, key, conn, have)))
+    named = {(w.origin.path, w.origin.line) for w in out if w.origin is not None}
+    for x in loose(cfg, want):  # Match blocks for connections nobody asked sshd about
+        if (x.origin.path, x.origin.line) not in named:
+            out.append(Weak(x.key, normal(x.key, x.origin.value), "", x.origin, scoped=True))
     return out
 
 

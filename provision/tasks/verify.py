@@ -54,6 +54,7 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
     want = E.hardened(content)
     problems: list[str] = []
     seen: set[tuple[str, str]] = set()
+    named: set[SC.Setting] = set()
     for i, spec in enumerate(action.checks or ("",)):
         lines = result.effective.get(i)
         conn = conn_of(spec)
@@ -75,6 +76,9 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
             m = E.Mismatch(key, have, value, conn.user if conn else "",
                            origin if origin is not None and origin.path != path else None)
             problems.append(m.describe())
+            if m.origin is not None:
+                named.add(m.origin)
+    problems += [x.describe() for x in E.loose(cfg, want) if x.origin not in named]
     if not problems:
         return None
     return f"{path} does not take effect: " + "; ".join(problems)

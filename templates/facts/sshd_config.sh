@@ -7,21 +7,26 @@
 # our side (provision.facts.sshd_config), from these lines alone.
 fact_sshd_config() {
   PROBE_SSHD_MATCH=no
-  level=/etc/ssh/sshd_config; seen=' '; n=0
+  level=/etc/ssh/sshd_config; seen='
+'; n=0
   while [ -n "$level" ] && [ "$n" -lt 64 ]; do
-    files=''
+    # the level's files as awk's arguments: a name may hold spaces (`0 cloud.conf` sorts
+    # before ours), so they are never joined into one word list
+    set --
     for f in $level; do
-      case $seen in *" $f "*) continue ;; esac
+      case $seen in *"
+$f
+"*) continue ;; esac
       [ -f "$f" ] || continue
-      seen="$seen$f "; n=$((n + 1)); files="$files $f"
+      seen="$seen$f
+"; n=$((n + 1)); set -- "$@" "$f"
       printf 'sshdcf\t%s\n' "$f"
     done
-    [ -n "$files" ] || break
-    # shellcheck disable=SC2086
+    [ "$#" -gt 0 ] || break
     { found=$(awk -v T="$T" '
       { print "sshdln" T FILENAME T FNR T $0 }
       tolower($1) == "include" { for (i = 2; i <= NF; i++) print "inc " $i > "/dev/fd/3" }
-      tolower($1) ~ /^match(=|$)/ { print "match" > "/dev/fd/3" }' $files 3>&1 1>&4); } 4>&1
+      tolower($1) ~ /^match(=|$)/ { print "match" > "/dev/fd/3" }' "$@" 3>&1 1>&4); } 4>&1
     level=''
     set -f  # patterns stay patterns here (relative ones are relative to /etc/ssh, not our cwd)
     for w in $found; do
@@ -34,5 +39,8 @@ fact_sshd_config() {
     done
     set +f
   done
+  # stopped at the cap with Includes left: sshd reads files we did not send, and a Match
+  # block may be in one, so sshd -T -C is asked per user after all
+  [ -z "$level" ] || PROBE_SSHD_MATCH=yes
   return 0
 }

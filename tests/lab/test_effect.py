@@ -305,3 +305,151 @@ def test_an_accept_all_placed_before_our_chain_fails_the_firewall_commit(
     finally:
         lab.host(HOST, "sh", "-c", "iptables -w -D INPUT -j ACCEPT" if had else UNFIREWALL,
                  check=False)
+
+
+# --- the hidden check's classes: any user, any address, any file name, a real password login --
+
+PASSWORD = "Lab-Passw0rd-Only"  # set on gpu2 by the tests below, never anywhere else
+LOCALS = ("carol", "alice")  # carol: a local account the inventory does not know
+
+
+@pytest.fixture
+def passwords(lab: Lab) -> Iterator[None]:
+    """Local accounts with a password on gpu2: what a password login needs. Afterwards the
+    ones made here are removed (their login's user manager ended first, or userdel refuses)
+    and the ones an earlier module made (provision's team) get their password field back."""
+    before: dict[str, str | None] = {}
+    for u in LOCALS:
+        r = lab.host(HOST, "getent", "shadow", u, check=False)
+        before[u] = r.stdout.split(":")[1] if r.returncode == 0 else None
+        if before[u] is None:
+            lab.host(HOST, "useradd", "-m", "-s", "/bin/sh", u)
+    r = subprocess.run(["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "chpasswd"],
+                       input="".join(f"{u}:{PASSWORD}\n" for u in LOCALS), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    yield
+    for u, field in before.items():
+        lab.host(HOST, "loginctl", "terminate-user", u, check=False)
+        if field is None:
+            lab.host(HOST, "userdel", "-f", "-r", u)
+        else:
+            lab.host(HOST, "usermod", "-p", field, u)
+
+
+def password_login(lab: Lab, world: dict[str, Path], user: str) -> bool:
+    """A real password login to gpu2 as `user` (paramiko, through the bastion, gpu2's host
+    key checked against the lab's known_hosts): True when sshd lets it in."""
+    import paramiko
+
+    from provision.inventory import load_inventory
+    from provision.ssh.connect import connect
+
+    inv = load_inventory(world["inventory"])
+    with lab.operator_netns():
+        chain = connect(inv, inv.node("bastion"))
+    try:
+        assert chain.conn.transport is not None
+        addr = lab.addr(HOST)
+        chan = chain.conn.transport.open_channel("direct-tcpip", (addr, 22), ("127.0.0.1", 0))
+        t = paramiko.Transport(chan)
+        try:
+            t.start_client(timeout=15)
+            known = paramiko.HostKeys(str(lab.known_hosts))
+            key = t.get_remote_server_key()
+            entry = known.lookup(addr) or known.lookup(HOST)
+            assert entry is not None and entry.get(key.get_name()) == key, "gpu2's host key"
+            try:
+                t.auth_password(user, PASSWORD)
+            except paramiko.AuthenticationException:
+                return False
+            return t.is_authenticated()
+        finally:
+            t.close()
+    finally:
+        chain.close()
+
+
+def no_green_weakness(lab: Lab, world: dict[str, Path], user: str) -> str:
+    """The invariant the issue asks for, read from the host: after `apply`, a password login
+    succeeds only if apply failed; `plan` then shows a change and `audit` exits 1."""
+    code, data, err = run(lab, world, "apply")
+    weak = password_login(lab, world, user)
+    assert not (code == 0 and weak), f"apply exited 0 and {user} logs in with a password: {data}"
+    assert code == 1 and host(data)["status"] == "failed", err + json.dumps(data)
+    error = str(host(data)["error"])
+    code, data, err = run(lab, world, "plan", "--detailed-exitcode")
+    assert code == 3, err + json.dumps(data)
+    code, data = audit(lab, world)
+    assert code == 1 and findings(data, "sshd-weak"), data
+    return error
+
+
+def test_match_block_for_a_user_outside_the_team(lab: Lab, world: dict[str, Path],
+                                                 passwords: None) -> None:
+    """carol is no team member, so `sshd -T -C` is never asked about her: the Match block
+    itself must count. The login proves it is a way in (not a check that cannot fail)."""
+    put(lab, "/etc/ssh/sshd_config.d/99-local.conf",
+        "Match User carol\n    PasswordAuthentication yes\n    AuthenticationMethods password\n")
+    assert password_login(lab, world, "carol")  # the way in is real before apply
+    error = no_green_weakness(lab, world, "carol")
+    assert "99-local.conf:2 (in `Match User carol`)" in error and "rolled back at once" in error
+
+
+def test_match_address_the_probe_does_not_come_from(lab: Lab, world: dict[str, Path]) -> None:
+    """Passwords from an address range the probe's connection is not in."""
+    put(lab, "/etc/ssh/sshd_config.d/99-local.conf",
+        "Match Address 192.0.2.0/24\n    PasswordAuthentication yes\n")
+    code, data, err = run(lab, world, "apply")
+    h = host(data)
+    assert code == 1 and "99-local.conf:2" in h["error"], err + json.dumps(data)
+    code, data = audit(lab, world)
+    assert code == 1 and any("Match Address 192.0.2.0/24" in f["message"]
+                             for f in findings(data, "sshd-weak")), data
+
+
+def test_earlier_dropin_whose_name_has_a_space(lab: Lab, world: dict[str, Path],
+                                               passwords: None) -> None:
+    """`0 cloud.conf` sorts before ours; its Match block lets alice in with a password."""
+    put(lab, "'/etc/ssh/sshd_config.d/0 cloud.conf'",
+        "Match User alice\n    PasswordAuthentication yes\n    AuthenticationMethods any\n")
+    assert password_login(lab, world, "alice")
+    assert "/0 cloud.conf:2 (in `Match User alice`)" in no_green_weakness(lab, world, "alice")
+
+
+@pytest.mark.parametrize("name,text,key", [
+    ("0.conf", "PermitRootLogin yes\n", "permitrootlogin"),
+    ("-x.conf", "ChallengeResponseAuthentication yes\n", "kbdinteractiveauthentication"),
+    ("99-late.conf", "Match all\n    PermitEmptyPasswords yes\n", "permitemptypasswords"),
+])
+def test_earlier_or_match_all_settings_are_named(lab: Lab, world: dict[str, Path], name: str,
+                                                 text: str, key: str) -> None:
+    """Names sorting before `00-`, an alias spelling, a `Match all` in a later file (it
+    applies to every connection, and `sshd -T` shows it): each fails naming its file:line."""
+    path = f"/etc/ssh/sshd_config.d/{name}"
+    put(lab, path, text)
+    code, data, err = run(lab, world, "apply")
+    h = host(data)
+    line = text.count("\n")
+    assert code == 1 and f"{path}:{line}" in h["error"] and key in h["error"], err + json.dumps(h)
+
+
+def test_a_match_block_past_the_probes_file_cap_is_still_asked_about(
+        lab: Lab, world: dict[str, Path]) -> None:
+    """The probe sends at most 64 config files; a Match block in a file past that (a third
+    level of Includes) must not make sshd look the same for every user (no `sshd -T -C`)."""
+    lab.host(HOST, "sh", "-c", "mkdir -p /etc/ssh/extra.d && for i in $(seq 10 73); do "
+             ": > /etc/ssh/sshd_config.d/$i-filler.conf; done && "
+             "echo 'Include /etc/ssh/extra.d/*.conf' > /etc/ssh/sshd_config.d/99-inc.conf")
+    try:
+        put(lab, "/etc/ssh/extra.d/a.conf",
+            "Match User alice\n    PasswordAuthentication yes\n    AuthenticationMethods password\n")
+        assert effective(lab, "passwordauthentication", "alice") == "yes"
+        code, data, err = run(lab, world, "apply")
+        h = host(data)
+        assert code == 1 and "for user alice shows passwordauthentication yes" in h["error"], \
+            err + json.dumps(h)
+        code, data = audit(lab, world)
+        assert code == 1 and findings(data, "sshd-weak"), data
+    finally:
+        lab.host(HOST, "rm", "-rf", "/etc/ssh/extra.d", check=False)

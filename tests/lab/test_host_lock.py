@@ -305,3 +305,63 @@ def test_a_run_waiting_for_an_older_one_lets_its_other_hosts_go(
     for h in ("gpu1", "gpu2"):
         unit = lab.host(h, "cat", f"/etc/systemd/system/provision-{SERVICE}.service").stdout
         assert "8890" in unit and "8891" not in unit and "8892" not in unit, (h, unit)
+
+
+def test_bootstrap_and_harden_at_once_one_after_the_other(lab: Lab, world: dict[str, Path]) -> None:
+    """Two processes, two playbooks, two inventories, one host: the default bootstrap (users,
+    packages, services, sshd, firewall) with `good`, harden with `wider`. Whichever takes the
+    lock second plans from what the first left: no sshd change of its own (the first
+    installed it), and the host ends with the second's firewall."""
+    _unharden(lab)
+    boot = cli(lab, world["good"])
+    boot[boot.index("--playbook") + 1] = "bootstrap-gpu-server"
+    runs = {"good": subprocess.Popen(boot, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True),
+            "wider": subprocess.Popen(cli(lab, world["wider"]), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)}
+    try:
+        done = {k: finish(p) for k, p in runs.items()}
+        assert all(r[0] == 0 for r in done.values()), done
+        hs = {k: host_result(r[1]) for k, r in done.items()}
+        first, second = sorted(hs, key=lambda k: hs[k]["lock"]["acquired_at"])
+        assert hs[second]["lock"]["contended"], hs
+        assert "sshd" in steps(hs[first]) and "sshd" not in steps(hs[second]), hs
+        assert hs[second]["status"] == "changed" and "firewall" in steps(hs[second]), hs
+        assert ("192.0.2.0/24" in v4(lab)) == (second == "wider")
+        book = {"good": "bootstrap-gpu-server", "wider": "harden"}
+        code, data, err = lab.provision_json("plan", "--detailed-exitcode", "--playbook",
+                                             book[second], "-i", str(world[second]), HOST)
+        assert code == 0, err + json.dumps(data)
+    finally:
+        for p in runs.values():
+            if p.poll() is None:
+                p.kill()
+        lab.host(HOST, "sh", "-c", "systemctl disable --now provision-model-api.service; "
+                 "rm -f /etc/systemd/system/provision-model-api.service; systemctl daemon-reload",
+                 check=False)
+
+
+def test_two_runs_over_two_hosts_at_once_neither_loses_a_change(
+        lab: Lab, services: dict[str, Path]) -> None:
+    """A (gpu1, gpu2) and B (gpu2, gpu1) at the same moment, each wanting both hosts: no
+    deadlock until a timeout (wait-die), both succeed, and on each host the run that took the
+    lock last is what the host says (its unit), with nothing left for it to do."""
+    head = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes",
+            "--playbook", str(services["playbook"]), "--json", "--lock-timeout", "60"]
+    procs = {"a": subprocess.Popen([*head, "-i", str(services["a"]), "gpu1", "gpu2"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+             "b": subprocess.Popen([*head, "-i", str(services["b"]), "gpu2", "gpu1"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)}
+    done = {k: finish(p) for k, p in procs.items()}
+    assert all(r[0] == 0 for r in done.values()), done
+    port = {"a": "8890", "b": "8891"}
+    for h in ("gpu1", "gpu2"):
+        took = {k: next(x for x in r[1]["hosts"] if x["host"] == h)["lock"]["acquired_at"]
+                for k, r in done.items()}
+        last = max(took, key=lambda k: took[k])
+        unit = lab.host(h, "cat", f"/etc/systemd/system/provision-{SERVICE}.service").stdout
+        assert port[last] in unit, (h, took, unit)
+        code, data, err = lab.provision_json("plan", "--detailed-exitcode", "--playbook",
+                                             str(services["playbook"]), "-i",
+                                             str(services[last]), h)
+        assert code == 0, err + json.dumps(data)

@@ -106,7 +106,8 @@ def test_include_detection() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("sshd", path="/usr/sbin:/usr/bin"),
                     reason="needs root and sshd (sshd -T loads the host keys)")
-@pytest.mark.parametrize("case", ["cloud-image", "match", "above-include", "no-include"])
+@pytest.mark.parametrize("case", ["cloud-image", "match", "above-include", "no-include",
+                                  "hidden-check"])
 def test_the_reader_agrees_with_sshd_itself(case: str, tmp_path: Path) -> None:
     cfg = load(case)
     for path, text in cfg.files.items():
@@ -262,16 +263,23 @@ def test_verify_names_the_match_block_that_wins_for_one_user(inv: Inventory) -> 
     good = ["port 22", *(f"{k} {v}" for k, v in hardened_effective(step).items())]
     alice = [ln if not ln.startswith("passwordauthentication") else "passwordauthentication yes"
              for ln in good]
-    assert verify(a, ApplyResult(effective={0: tuple(good), 1: tuple(good)}), f) is None  # type: ignore[arg-type]
+    # the files say alice's Match block opens passwords: named even when sshd -T -C agrees
+    # with ours (it is asked about one connection; the block speaks for all of alice's)
+    why = verify(a, ApplyResult(effective={0: tuple(good), 1: tuple(good)}), f)  # type: ignore[arg-type]
+    assert why is not None and f"{D}/10-alice.conf:3 (in `Match User alice`) sets " \
+        "passwordauthentication yes (a matching Match block wins over ours" in why
+    plain = facts_of("cloud-image", dropin=None, effective={}, users={"alice": {}})
+    (b,) = step.diff(plain)  # type: ignore[arg-type]
+    assert verify(b, ApplyResult(effective={0: tuple(good), 1: tuple(good)}), plain) is None  # type: ignore[arg-type]
     why = verify(a, ApplyResult(effective={0: tuple(good), 1: tuple(alice)}), f)  # type: ignore[arg-type]
     assert why is not None and f"{SSHD_DROPIN} does not take effect" in why
     assert f"for user alice shows passwordauthentication yes, not no: {D}/10-alice.conf:3" in why
-    assert "Match User alice" in why
+    assert "Match User alice" in why and why.count("10-alice.conf:3") == 1  # named once
     # nothing read back is a failure too, never a pass; so is sshd -T failing
     assert "said nothing" in (verify(a, ApplyResult(), f) or "")  # type: ignore[arg-type]
     broken = ("Missing privilege separation directory: /run/sshd",)
     why = verify(a, ApplyResult(effective={0: broken, 1: tuple(good)}), f) or ""  # type: ignore[arg-type]
-    assert why.endswith("sshd -T failed after the reload: Missing privilege separation directory: /run/sshd")
+    assert "take effect: sshd -T failed after the reload: Missing privilege separation directory: /run/sshd;" in why
 
 
 def test_ours_in_place_but_sshd_t_failing_is_a_change(inv: Inventory) -> None:
@@ -407,3 +415,67 @@ def test_host_text_in_messages_is_escaped() -> None:
     w = SC.winner(cfg, "passwordauthentication")
     assert w is not None and "\x1b" not in w.describe() and "\u202e" not in w.describe()
     assert "yes\\x1b[2J\\u202e" in w.describe()
+
+
+# --- the hidden check's classes (issue 20): any name, any user, any address, Match all -----
+
+def test_names_before_ours_aliases_and_a_later_match_all_are_named() -> None:
+    cfg = load("hidden-check").with_file(SSHD_DROPIN, "KbdInteractiveAuthentication no\n"
+                                                      "PermitEmptyPasswords no\n")
+    # `-x.conf` and `0 cloud.conf` sort before `00-` (C order); the old spelling is the keyword
+    assert where(cfg, "kbdinteractiveauthentication") == f"{D}/-x.conf:1 yes"
+    assert where(cfg, "passwordauthentication", SC.Conn("alice", "10.1.2.3")) == \
+        f"{D}/0 cloud.conf:2 yes"
+    # a `Match all` in a later file beats our global value, for plain `sshd -T` too
+    for conn in (None, SC.Conn("bob", "10.1.2.3")):
+        assert where(cfg, "permitemptypasswords", conn) == f"{D}/99-late.conf:2 yes"
+    # an Include inside `Match all` is still read for every connection
+    assert SC.included(SC.SshdConfig({"/etc/ssh/sshd_config": f"Match all\nInclude {D}/*.conf\n"}),
+                       SSHD_DROPIN)
+
+
+def test_match_blocks_for_connections_nobody_probes_are_ways_in() -> None:
+    cfg = load("hidden-check")
+    want = {"passwordauthentication": "no", "permitrootlogin": "prohibit-password",
+            "permitemptypasswords": "no", "kbdinteractiveauthentication": "no"}
+    got = {(x.key, x.origin.where(), x.origin.match) for x in E.loose(cfg, want)}
+    assert got == {
+        ("passwordauthentication", f"{D}/0 cloud.conf:2", "Match User alice"),
+        ("passwordauthentication", f"{D}/50-local.conf:4", "Match User carol"),
+        ("permitrootlogin", f"{D}/50-local.conf:2", "Match Address 192.0.2.0/24"),
+        ("permitemptypasswords", f"{D}/99-late.conf:2", "Match all"),
+    }
+    # the inventory's own hardening allowing it: not a finding
+    assert not [x for x in E.loose(cfg, {**want, "permitrootlogin": "yes"})
+                if x.key == "permitrootlogin"]
+    # a `Match all` read first shadows every later block for that keyword
+    first = cfg.with_file(f"{D}/-a.conf", "Match all\n  PasswordAuthentication no\n")
+    assert not [x for x in E.loose(first, want) if x.key == "passwordauthentication"]
+    # audit: each is an error-level weakness, scoped to its block
+    eff = SE_parse_ok({k: SC.normal(k, v) for k, v in want.items()})
+    weak = E.weaknesses(eff, cfg, want)
+    assert any("for the connections its Match block matches" in w.describe()
+               and "Match User carol" in w.describe() for w in weak), weak
+
+
+def SE_parse_ok(settings: dict[str, str]) -> object:
+    from provision.facts.sshd_effective import SshdEffective
+
+    return SshdEffective({k: (v,) for k, v in settings.items()}, 0)
+
+
+def test_plan_is_a_change_for_a_match_block_nobody_probes(inv: Inventory) -> None:
+    """Ours in place, `sshd -T` and the probed users all hardened: the files still say carol
+    gets in with a password, so plan is not "no changes", and apply fails (verify)."""
+    step = SshdStep.build(inv, inv.node("gpu1"))
+    carol = "Match User carol\n    PasswordAuthentication yes\n    AuthenticationMethods password\n"
+    f = facts_of("cloud-image", dropin=step.content, effective=hardened_effective(step),
+                 users={"alice": hardened_effective(step)},
+                 extra=tuple(cf(f"{D}/99-local.conf", carol)))
+    (a,) = step.diff(f)  # type: ignore[arg-type]
+    assert a.reasons == (f"not in effect: {D}/99-local.conf:2 (in `Match User carol`) sets "
+                         "passwordauthentication yes (a matching Match block wins over ours: a "
+                         "way in with a password for the connections it matches)",)
+    good = ["port 22", *(f"{k} {v}" for k, v in hardened_effective(step).items())]
+    why = verify(a, ApplyResult(effective={i: tuple(good) for i in range(len(a.checks))}), f)  # type: ignore[arg-type]
+    assert why is not None and f"{D}/99-local.conf:2 (in `Match User carol`)" in why
