@@ -86,6 +86,10 @@ def test_ipt_source_accepts_canonical_networks(ok: str) -> None:
     ("2001:DB8::/32", "not canonical"),                   # upper case spelling
     ("2001:db8:0::/48", "not canonical"),
     ("", "as an iptables source"),
+    # ipaddress keeps an IPv6 scope id (any text after %) and calls it canonical: only the
+    # character check stops it
+    ("fe80::%eth0/64", "as an iptables source"),
+    ("fe80::%1/64", "as an iptables source"),
 ])
 def test_ipt_source_refuses_words_rules_and_non_canonical_text(bad: str, why: str) -> None:
     with pytest.raises(RenderError, match=why):
