@@ -233,3 +233,29 @@ def test_ipt_comment(value: str, ok: bool) -> None:
     else:
         with pytest.raises(RenderError, match="at most 256 printable characters"):
             sinks.ipt_comment(value)
+
+
+@pytest.mark.parametrize(("fn", "value", "message"), [
+    (sinks.ssh_token, "a b", "refusing to write 'a b' into ssh_config (only letters, digits and "
+     ". _ ~ / @ : + , = [ ] - are safe there)"),
+    (sinks.ipt_source, "a b", "refusing to write 'a b' as an iptables source"),
+    (sinks.ipt_source, "eth0", "refusing to write 'eth0' as an iptables source (not a network)"),
+    (sinks.ipt_source, "10.0.0.0", "refusing to write '10.0.0.0' as an iptables source (not "
+     "canonical: 10.0.0.0/32)"),
+    (sinks.ipt_comment, 'a"', "refusing to write 'a\"' as an iptables comment (at most 256 "
+     "printable characters, no quote or backslash)"),
+    (sinks.unit_value, "a\nb", "refusing to write 'a\\\\nb' into a unit (control characters)"),
+    (sinks.unit_value, "%h", "refusing to write '%h' into a unit ('%' changes its meaning)"),
+    (sinks.unit_value, "+x", "refusing to write '+x' into a unit (a leading '+' changes how "
+     "systemd runs it)"),
+    (sinks.unit_value, "a ; b", "refusing to write 'a ; b' into a unit (a lone ';' starts "
+     "another command)"),
+])
+def test_refusals_say_what_and_why_in_words(fn: object, value: str, message: str) -> None:
+    with pytest.raises(RenderError) as e:
+        fn(value)  # type: ignore[operator]
+    assert str(e.value) == message
+
+
+def test_ipt_comment_accepts_capitals() -> None:
+    assert sinks.ipt_comment("service X-Ray") == "service X-Ray"
