@@ -51,6 +51,12 @@ def test_exact_shares_of_the_halves() -> None:
     assert public_share(["2000::/3", "3000::/4"], 6) == 1.0
 
 
+def test_disjoint_sources_add_up() -> None:
+    # two union members inside one public block each: both count
+    assert public_share(["1.0.0.0/8", "2.0.0.0/8"], 4) == 2 * 2 ** 24 / V4_PUBLIC
+    assert public_share(["1.0.0.0/8", "2.0.0.0/8", "10.0.0.0/8"], 4) == 2 * 2 ** 24 / V4_PUBLIC
+
+
 def test_overlaps_are_counted_once_and_host_bits_are_tolerated() -> None:
     assert public_share(["0.0.0.0/1", "0.0.0.0/2", "64.0.0.0/2"], 4) == \
         public_share(["0.0.0.0/1"], 4)
