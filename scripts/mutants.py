@@ -119,8 +119,10 @@ def equivalents() -> dict[str, str]:
 
 def mutant_key(name: str, diff: str) -> str:
     """`module.function | the + lines of the diff`, stable across renumbering."""
-    m = re.match(r"^(.*)\.x_(.+)__mutmut_\d+$", name)
-    func = f"{m.group(1)}.{m.group(2)}" if m else name
+    # mutmut names a function's mutants `mod.x_func__mutmut_N`, a method's
+    # `mod.xǁClassǁmethod__mutmut_N`
+    m = re.match(r"^(.*)\.x(?:_|ǁ)(.+)__mutmut_\d+$", name)
+    func = f"{m.group(1)}.{m.group(2).replace('ǁ', '.')}" if m else name
     plus = [ln[1:].strip() for ln in diff.splitlines()
             if ln.startswith("+") and not ln.startswith("+++")]
     return f"{func} | {' / '.join(plus) or '(line removed)'}"

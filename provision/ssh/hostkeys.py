@@ -141,8 +141,8 @@ def _parse(text: str) -> tuple[Any, frozenset[bytes]]:
     for _, line in lines:
         fields = line.split()
         if fields[0] == "@revoked" and len(fields) >= 4:
-            try:
-                revoked.add(base64.b64decode(fields[3], validate=True))
+            try:  # decoded as leniently as paramiko decodes a plain line's key
+                revoked.add(base64.decodebytes(fields[3].encode()))
             except ValueError:
                 continue
     keys = paramiko.HostKeys()

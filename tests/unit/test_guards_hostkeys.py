@@ -112,7 +112,7 @@ def test_unknown_key_is_refused_with_the_hint_and_nothing_written(
 
 def test_unknown_key_with_accept_new_is_recorded_once_under_the_address(
         tmp_path: Path, keys: dict[str, paramiko.PKey]) -> None:
-    kh = tmp_path / "sub" / "known_hosts"
+    kh = tmp_path / "sub" / "dir" / "known_hosts"
     store = KnownHosts(kh, accept_new=True)
     store.check("gpu1", "10.0.0.1", 2222, keys["a"])
     assert kh.read_text() == _line("[10.0.0.1]:2222", keys["a"])
@@ -209,3 +209,36 @@ def test_repeated_and_second_keys_are_kept_like_paramiko_does(
     assert store.known("10.0.0.3", 22) == {"ssh-ed25519": keys["b"].asbytes()}
     assert len(store.keys._entries) == 3  # the repeat for 10.0.0.1 added no entry of its own
     assert store.keys._entries[1].hostnames == ["10.0.0.2"]
+
+
+def test_unknown_refusal_names_label_key_path_and_hint(tmp_path: Path,
+                                                      keys: dict[str, paramiko.PKey]) -> None:
+    kh = tmp_path / "known_hosts"
+    with pytest.raises(HostKeyError) as e:
+        KnownHosts(kh, hint="H").check("gpu1", "10.0.0.1", 2222, keys["a"])
+    fp = fingerprint(keys["a"].asbytes())
+    assert str(e.value) == (f"gpu1: unknown host key for [10.0.0.1]:2222 (ssh-ed25519 {fp}); "
+                            f"not in {kh}; refusing. H")
+
+
+def test_commented_out_and_unknown_marker_lines_are_never_keys(
+        tmp_path: Path, keys: dict[str, paramiko.PKey]) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text("#" + _line("gpu1,10.0.0.1", keys["a"])
+                  + _line("@cert-authority,10.0.0.2", keys["a"])
+                  + _line("@revoked,10.0.0.3", keys["a"]))
+    store = KnownHosts(kh)
+    for addr in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):
+        assert store.known(addr, 22) == {}, addr
+
+
+def test_a_broken_revoked_line_does_not_hide_the_next_one_and_decoding_is_lenient(
+        tmp_path: Path, keys: dict[str, paramiko.PKey]) -> None:
+    kh = tmp_path / "known_hosts"
+    b64 = keys["a"].get_base64()
+    kh.write_text("@revoked * ssh-ed25519 AAAAB\n"
+                  f"@revoked * ssh-ed25519 {b64[:10]}!{b64[10:]}\n" + _line("10.0.0.1", keys["a"]))
+    store = KnownHosts(kh)
+    assert store.revoked == frozenset({keys["a"].asbytes()})
+    with pytest.raises(HostKeyError, match="REVOKED"):
+        store.check("gpu1", "10.0.0.1", 22, keys["a"])
