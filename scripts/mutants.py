@@ -148,15 +148,22 @@ def run_module(module: str, tests: list[str], known: dict[str, str]) -> Score:
         score.total = stats["total"]
         score.other = score.total - score.killed - score.survived - score.no_tests - score.timeout
         lines = mutmut(work, "results").stdout.splitlines()
-        survivors = [ln.split(":")[0].strip() for ln in lines if ln.strip().endswith(": survived")]
+        survivors = [ln.split(":")[0].strip() for ln in lines
+                     if ln.strip().endswith((": survived", ": no tests"))]
         body: list[str] = []
         for name in survivors:
             diff = mutmut(work, "show", name).stdout
             key = mutant_key(name, diff)
             reason = known.get(key)
-            if reason is not None:
+            untested = any(ln.strip().startswith(name + ":") and ln.strip().endswith("no tests")
+                           for ln in lines)
+            if untested:
+                reason = None  # no test ran it: never explained away
+            elif reason is not None:
                 score.explained += 1
-            body.append(f"== {name}  [{'equivalent: ' + reason if reason else 'UNEXPLAINED'}]\n"
+            label = "NO TEST RUNS IT" if untested else (
+                "equivalent: " + reason if reason else "UNEXPLAINED")
+            body.append(f"== {name}  [{label}]\n"
                         f"key: {key}\n{diff}\n")
         REPORTS.mkdir(parents=True, exist_ok=True)
         report.write_text(f"{module}: {score.killed}/{score.total} killed, {score.survived} "

@@ -231,3 +231,62 @@ def test_script_guards() -> None:
     assert "wait_tenths" not in C.status_script(a, CID, wait=0.35)
     assert "-lt 3 ]" in C.status_script(a, CID, wait=0.35)
     assert "-lt 0 ]" in C.status_script(a, CID, wait=-5)
+
+
+def test_describe_writes_and_combined() -> None:
+    a = _action(Path("/h"))
+    unchanged = C.Staged(WriteFile("/h/b", "y\n"), "sshd", changed=False)
+    two = C.CommitConfirmed("firewall", "gpu1", (*a.files, unchanged), "u",
+                            reasons=("rules differ", "unit disabled"))
+    assert two.describe() == ("firewall: commit-confirmed apply (/h/etc/50-provision.conf; "
+                              "rules differ; unit disabled), rollback armed on the host")
+    assert two.writes == (a.files[0].write,)
+    none = C.CommitConfirmed("sshd", "gpu1", (unchanged,), "ssh.service")
+    assert none.describe() == ("sshd: commit-confirmed apply (no file changes), rollback armed "
+                               "on the host")
+    assert none.writes == ()
+    text = C.combined(["echo one", "echo two"], batch="echo batch", stop_on_error=True,
+                      what="apply")
+    assert "# provision: apply (2 part(s))" in text
+    assert text.index("echo batch") < text.index("@commit\\t0") < text.index("echo one") \
+        < text.index("@commit\\t1") < text.index("echo two")
+    assert text.count("|| exit $?") == 3
+    loose = C.combined(["echo one"], stop_on_error=False, what="confirm")
+    assert "|| exit $?" not in loose and "batch" not in loose
+    out = _sh(text)
+    assert C.split_sections(out) == ("batch", ["one", "two"])
+
+
+def test_file_content_travels_byte_for_byte(host: Path) -> None:
+    """Content read from a file that is not UTF-8 (surrogate escapes) is staged as the
+    same bytes."""
+    write = WriteFile(str(host / "f"), "a\udcffb\n")
+    a = C.CommitConfirmed("sshd", "gpu1", (C.Staged(write, "sshd"),), "ssh.service")
+    script = C.apply_script(a, CID, 5)
+    assert "Yf9iCg==" in script  # base64 of b"a\xffb\n"
+
+
+def test_parse_details() -> None:
+    r = C.parse_apply("@armed-at 100.5 x\n@applied-at x 2.5\n")
+    assert r.armed_at is None and r.applied_at is None  # malformed: never a time
+    r = C.parse_apply("@armed-at x 100.5\n@applied-at 2.5 x\n")
+    assert r.armed_at is None and r.applied_at is None
+    r = C.parse_apply("noise\n")
+    assert r.armed_at is None and r.applied_at is None and not r.armed
+    assert C.parse_status("").result == "" and C.parse_status("").armed_at is None
+
+
+def test_exact_texts() -> None:
+    with pytest.raises(ValueError, match="^the confirmation timeout must be at least 1 s$"):
+        C.apply_script(_action(Path("/h")), CID, 0)
+    two = C.CommitConfirmed("sshd", "gpu1", (*_action(Path("/h")).files,) * 2, "ssh.service")
+    with pytest.raises(ValueError, match="^an sshd commit carries exactly the sshd drop-in$"):
+        C.apply_script(two, CID, 5)
+    assert "-lt 10 ]" in C.status_script(_action(Path("/h")), CID, wait=1.0)
+    st = C.Status("rolled-back", 10.0, 16.5, ("rollback started 16.1",))
+    assert C.missed_outcome("sshd", 8, st, "") == (False, (
+        "sshd: confirmation over a new connection did not arrive within 8 s; previous sshd "
+        "config restored by the host 6.5 s after arming (timer fired at 6.1 s)"))
+    assert C.rollback_reason("sshd", 8, C.Status("unknown"), "") == (
+        "sshd: confirmation over a new connection did not arrive within 8 s; the host restores "
+        "the previous sshd config on its own (could not read its status)")
