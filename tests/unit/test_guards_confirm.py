@@ -8,6 +8,7 @@ host's own account. The real round trip runs in the lab (tests/lab/test_harden.p
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +44,12 @@ class Session:
 
     answers: list[Out | BaseException]
     scripts: list[str] = field(default_factory=list)
+    timeouts: list[float | None] = field(default_factory=list)
     execs: int = 0
 
     def sh(self, script: str, timeout: float | None = None) -> Out:
         self.scripts.append(script)
+        self.timeouts.append(timeout)
         self.execs += 1
         answer = self.answers.pop(0) if self.answers else Out("", 1, "no answer")
         if isinstance(answer, BaseException):
@@ -60,9 +63,11 @@ class Fresh:
 
     answers: list[str | BaseException]
     scripts: list[str] = field(default_factory=list)
+    calls: list[tuple[Any, Any, bool, float]] = field(default_factory=list)
 
     def __call__(self, inv: Any, run: Any, accept_new: bool, script: str, timeout: float) -> str:
         self.scripts.append(script)
+        self.calls.append((inv, run, accept_new, timeout))
         answer = self.answers.pop(0) if self.answers else ConnectionError("refused")
         if isinstance(answer, BaseException):
             raise answer
@@ -307,3 +312,158 @@ def test_the_window_is_what_the_host_clock_left_of_the_timeout(
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
     assert fresh.scripts == []
     assert run.status == "failed" and run.error.endswith("(0 attempt(s), last: no attempt)")
+
+
+# --- what is handed on: the inventory, the run, accept-new, the scripts, the bounds ------------
+
+def test_every_connection_gets_the_inventory_the_run_and_accept_new(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Fresh(["@commit\t0\n@too-late\n", "@commit\t0\n@result rolled-back\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    session = Session([_applied(OK), Out("", 255, "session gone")])
+    run = _run(inv, session, "sshd")
+    run.seconds = 5.0
+    K.execute_guarded(inv, run, True, 30)
+    assert [c[:3] for c in fresh.calls] == [(inv, run, True), (inv, run, True)]
+    assert 0 < fresh.calls[0][3] <= 29.5                  # the confirmation: what is left
+    assert fresh.calls[1][3] == K.STATUS_GRACE * 1 + 10    # the status over a fresh connection
+    assert session.timeouts == [K.APPLY_TIMEOUT, K.STATUS_GRACE * 1 + 10]
+    assert run.seconds >= 5.0 and run.seconds < 1e6, "time is added to the run's, not replaced"
+    # the three scripts: apply stops at the first failure, confirm and status run every part
+    apply, status = session.scripts
+    assert "# provision: apply (1 part(s))" in apply and apply.count("|| exit $?") == 1
+    assert "# provision: confirm (1 part(s))" in fresh.scripts[0]
+    assert "|| exit $?" not in fresh.scripts[0]
+    assert "# provision: status (1 part(s))" in status and "|| exit $?" not in status
+    assert "-lt 150 ]" in status  # waits up to STATUS_GRACE for the host's rollback
+    (cid,) = set(re.findall(r"provision-rollback-(sshd-[0-9a-f]+)", apply))
+    assert re.fullmatch(r"sshd-[0-9a-f]{8}", cid) and cid in fresh.scripts[0] and cid in status
+
+
+def test_the_status_waits_are_bounded(inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    bounds: list[float] = []
+    real = K._bounded
+
+    def bounded(fn: Any, timeout: float) -> Any:
+        bounds.append(timeout)
+        return real(fn, timeout)
+
+    monkeypatch.setattr(K, "_bounded", bounded)
+    monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@result pending\n"]))
+    K._status(inv, _run(inv, Session([Out("", 1)]), "sshd"), False, "s", 2)
+    assert bounds == [K.STATUS_GRACE * 2 + 12, K.STATUS_GRACE * 2 + 25]
+
+
+def test_plain_actions_run_first_in_the_same_exec(inv: Inventory,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@confirmed\n"]))
+    write = WriteFile("/etc/motd", "hi\n")
+    session = Session([Out("@step\t0\n@done\n@commit\t0\n" + OK)])
+    run = _run(inv, session, "sshd")
+    run.actions.insert(0, ("files", write))
+    K.execute_guarded(inv, run, False, 30)
+    assert run.status == "changed" and run.done == 2
+    assert session.timeouts == [None], "a batch (apt) has no time limit"
+    assert "/etc/motd" in session.scripts[0] and "|| exit $?" in session.scripts[0]
+    assert session.scripts[0].index("/etc/motd") < session.scripts[0].index("@commit")
+
+
+def test_a_failed_plain_batch_stops_before_any_commit(inv: Inventory,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Fresh([])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    write = WriteFile("/etc/motd", "hi\n")
+    session = Session([Out("@step\t0\n", 7, "disk full\n")])
+    run = _run(inv, session, "sshd")
+    run.actions.insert(0, ("files", write))
+    K.execute_guarded(inv, run, False, 30)
+    assert run.status == "failed" and run.done == 0 and fresh.scripts == []
+    assert run.failed_action == write.describe()
+    assert run.error == f"{write.describe()} failed (exit 7): disk full"
+
+
+def test_without_commits_it_is_the_plain_execute(inv: Inventory) -> None:
+    session = Session([Out("@step\t0\n@done\n")])
+    run = HostRun(inv.node("gpu1"))
+    run.actions = [("files", WriteFile("/etc/motd", "hi\n"))]
+    run.remote = session
+    assert K.execute_guarded(inv, run, False, 30).status == "changed"
+    assert "commit-confirmed" not in session.scripts[0]
+
+
+def test_problems_and_notes_are_joined(inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n"]))
+    session = Session([_applied(OK, "@invalid\nbad\n"), Out("@commit\t0\n" + ROLLED)])
+    run = K.execute_guarded(inv, _run(inv, session, "firewall", "sshd"), False, 30)
+    rolled, invalid = run.error.split("; sshd: ")
+    assert rolled.startswith("firewall: confirmation over a new connection")
+    assert invalid == "rejected on the host, nothing changed: bad"
+    monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n"]))
+    session = Session([_applied(OK), Out("@commit\t0\n@result confirmed\n")])
+    run = _run(inv, session, "sshd")
+    run.note = "booting, retried 2×"
+    K.execute_guarded(inv, run, False, 30)
+    assert run.note.startswith("booting, retried 2×; sshd: confirmed after the 30 s window")
+
+
+def test_an_unarmed_commit_without_a_message_says_what_the_host_wrote(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(K, "_fresh_exec", Fresh([]))
+    session = Session([Out("@commit\t0\n", 4, "a\nb\nsystemd-run: not found\n")])
+    run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
+    assert run.error == ("sshd: could not arm the rollback, nothing changed (exit 4): a / b / "
+                         "systemd-run: not found")
+
+
+def test_confirm_reports_its_duration(inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    for answers in ([], ["@commit\t0\n@confirmed\n"]):
+        monkeypatch.setattr(K, "_fresh_exec", Fresh(list(answers)))
+        got = K.confirm(inv, _run(inv, Session([]), "sshd"), False, "s", 1,
+                        K.time.monotonic() + (0.05 if not answers else 30))
+        assert 0 <= got.seconds < 1e6
+
+
+def test_an_abandoned_attempt_never_holds_the_process(inv: Inventory) -> None:
+    gate = threading.Event()
+    try:
+        assert K._bounded(gate.wait, 0.01) == (False, None, None)
+        hung = [t for t in threading.enumerate() if t is not threading.current_thread()
+                and t.is_alive() and not t.name.startswith(("pytest", "MainThread"))]
+        assert hung and all(t.daemon for t in hung)
+    finally:
+        gate.set()
+
+
+def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.ssh.connect as connect_mod
+    import provision.ssh.session as session_mod
+
+    seen: dict[str, Any] = {}
+
+    class Chain:
+        closed = False
+
+        def close(self) -> None:
+            Chain.closed = True
+
+    def connect(inv_: Any, host: Any, accept_new: bool, gateways: Any) -> Chain:
+        seen.update(inv=inv_, host=host, accept_new=accept_new, gateways=gateways)
+        return Chain()
+
+    class Remote:
+        def __init__(self, chain: Any) -> None:
+            seen["chain"] = chain
+
+        def sh(self, script: str, timeout: float) -> Out:
+            seen.update(script=script, timeout=timeout)
+            return Out("@confirmed\n")
+
+    monkeypatch.setattr(connect_mod, "connect", connect)
+    monkeypatch.setattr(session_mod, "Remote", Remote)
+    run = _run(inv, Session([]), "sshd")
+    run.gateways = object()  # type: ignore[assignment]
+    assert K._fresh_exec(inv, run, True, "the script", 12.5) == "@confirmed\n"
+    assert seen["inv"] is inv and seen["host"] is run.host and seen["accept_new"] is True
+    assert seen["gateways"] is run.gateways and isinstance(seen["chain"], Chain)
+    assert (seen["script"], seen["timeout"]) == ("the script", 12.5) and Chain.closed
