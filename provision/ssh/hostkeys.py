@@ -159,7 +159,7 @@ def _parse(text: str) -> tuple[Any, frozenset[bytes]]:
         # name adds nothing, another key is kept beside the first
         entry.hostnames = [h for h in entry.hostnames if not keys.check(h, entry.key)]
         if entry.hostnames:
-            keys._entries.append(entry)
+            keys._entries.append(entry)  # type: ignore[attr-defined]  # as load() does
     return keys, frozenset(revoked)
 
 

@@ -277,10 +277,10 @@ def test_parse_details() -> None:
 
 
 def test_exact_texts() -> None:
-    with pytest.raises(ValueError, match="^the confirmation timeout must be at least 1 s$"):
+    with pytest.raises(ValueError, match=r"^the confirmation timeout must be at least 1 s$"):
         C.apply_script(_action(Path("/h")), CID, 0)
     two = C.CommitConfirmed("sshd", "gpu1", (*_action(Path("/h")).files,) * 2, "ssh.service")
-    with pytest.raises(ValueError, match="^an sshd commit carries exactly the sshd drop-in$"):
+    with pytest.raises(ValueError, match=r"^an sshd commit carries exactly the sshd drop-in$"):
         C.apply_script(two, CID, 5)
     assert "-lt 10 ]" in C.status_script(_action(Path("/h")), CID, wait=1.0)
     st = C.Status("rolled-back", 10.0, 16.5, ("rollback started 16.1",))
