@@ -290,3 +290,11 @@ def test_exact_texts() -> None:
     assert C.rollback_reason("sshd", 8, C.Status("unknown"), "") == (
         "sshd: confirmation over a new connection did not arrive within 8 s; the host restores "
         "the previous sshd config on its own (could not read its status)")
+
+
+def test_describe_lists_every_changed_file_and_status_waits_10_s_by_default() -> None:
+    a = _action(Path("/h"))
+    other = C.Staged(WriteFile("/h/b", "y\n"), "sshd")
+    two = C.CommitConfirmed("firewall", "gpu1", (*a.files, other), "u")
+    assert "(/h/etc/50-provision.conf, /h/b)" in two.describe()
+    assert "-lt 100 ]" in C.status_script(a, CID)
