@@ -180,3 +180,127 @@ def test_a_replan_after_a_stale_read_is_guarded_too(fake: FakeCloudDns, tmp_path
     r = cli.invoke(main, ["dns", "apply", "-i", inv, "--yes", "--force"])
     assert r.exit_code == 0, r.output
     assert fake.rrsets(PROJECT, MZ)[("h3.example.org.", "A")]["rrdatas"] == ["192.0.2.4"]
+
+
+# --- the names, values and markers the guard's counts rest on --------------------------------
+
+def test_names_against_a_zone_spelled_any_way() -> None:
+    for zone in ("EXAMPLE.BOX", "example.box.", "Example.Box."):
+        assert R.absolute("api", zone) == "api.example.box."
+        assert R.relative("api.example.box.", zone) == "api"
+        assert R.relative("example.box.", zone) == "@"
+        assert R.in_zone("a.example.box.", zone) and R.in_zone("example.box.", zone)
+    assert not R.in_zone("example.net.", "example.box")
+    assert not R.in_zone("badexample.box.", "example.box")
+    assert R.relative("api.example.net.", "example.box") == "api.example.net."
+
+
+@pytest.mark.parametrize(("rtype", "value", "want"), [
+    ("A", " 192.0.2.1 ", "192.0.2.1"), ("AAAA", "2001:DB8:0::1", "2001:db8::1"),
+    ("A", "not-an-ip", "not-an-ip"),
+    ("CNAME", "LB.Example.NET.", "lb.example.net."), ("CNAME", "LB.Example.NET", "lb.example.net."),
+    ("NS", "NS1.Example.org", "ns1.example.org."), ("PTR", "Host.Example.org.", "host.example.org."),
+    ("TXT", '"Mixed Case"', '"Mixed Case"'),
+])
+def test_values_are_normalised_per_type(rtype: str, value: str, want: str) -> None:
+    assert R.normalise_value(rtype, value) == want
+
+
+def test_rrsets_are_normalised_and_describe_themselves() -> None:
+    rr = rrset("API.Example.org", "a", 300, ["192.0.2.2", "192.0.2.1", "192.0.2.1"])
+    assert rr == RRset("api.example.org.", "A", 300, ("192.0.2.1", "192.0.2.2"))
+    assert rrset("api.example.org.", "A", 300, []).name == "api.example.org."
+    assert rr.describe() == "192.0.2.1, 192.0.2.2 ttl 300"
+    alias = R.Alias("lb-1.elb.amazonaws.com.", "Z35SXDOTRQ7X7K")
+    ar = rrset("api.example.org.", "A", None, [], alias)
+    assert ar.alias == alias
+    assert ar.describe() == ("alias to lb-1.elb.amazonaws.com. (alias records have no TTL of "
+                             "their own)")
+
+
+def test_marker_names_and_owned_types() -> None:
+    assert R.marked_name("_provision.api.example.org.") == "api.example.org."
+    assert R.marked_name("_provision.org.") == "org."
+    assert R.marked_name("_provision.") is None and R.marked_name("api.example.org.") is None
+    assert R.marked_name("x._provision.example.org.") is None
+    mk = RRset("_provision.api.example.org.", "TXT", 300,
+               ('"provision owns A"', '"provision owns AAAA', 'provision owns CNAME"',
+                '"someone else"'))
+    assert R.owned_types(mk) == {"A"}
+
+
+def test_ownership_reads_every_marker_whatever_comes_before() -> None:
+    stray = rrset("_provision.x.example.net.", "TXT", 300, ['"provision owns A"'])  # not our zone
+    other = rrset("api.example.org.", "TXT", 300, ['"v=spf1"'])
+    empty = rrset("_provision.b.example.org.", "TXT", 300, ['"hello"'])
+    got = R.ownership([stray, other, empty, owned("c"), a("c", "192.0.2.3")], Z)
+    assert list(got) == ["c.example.org."] and got["c.example.org."][1] == {"A"}
+
+
+def test_a_plan_in_full() -> None:
+    have = [*zone(3), a("gone", "192.0.2.50"), owned("gone")]
+    plan = plan_zone(Z, [a("h0", "198.51.100.9"), a("h1", "192.0.2.2"), a("new", "192.0.2.7")],
+                     have)
+    assert plan.zone == Z and plan.errors == () and plan.notes == () and plan.managed == 4
+    assert [(c.op, c.key[0]) for c in plan.changes] == [
+        ("update", "h0.example.org."), ("create", "new.example.org."),
+        ("delete", "gone.example.org."), ("delete", "h2.example.org.")]
+    cs = plan.change_set
+    assert set(cs.additions) >= {a("h0", "198.51.100.9"), a("new", "192.0.2.7"), owned("new")}
+    assert owned("gone") in cs.deletions and owned("h2") in cs.deletions
+    assert R.marker_changes(plan) == ["_provision.gone.example.org.", "_provision.h2.example.org.",
+                                      "_provision.new.example.org."]
+
+
+def test_a_refused_plan_in_full() -> None:
+    plan = plan_zone(Z, [a("h0", "198.51.100.9"), rrset("x.example.net.", "A", 300, ["192.0.2.1"])],
+                     zone(2))
+    assert plan.errors == ("x.example.net. A: not inside zone example.org.",)
+    assert plan.zone == Z and plan.notes == () and plan.managed == 2
+    assert [c.op for c in plan.changes] == ["update", "create", "delete"]
+    assert plan.change_set == R.ChangeSet()
+
+
+def test_notes_for_aliases_and_open_migrations() -> None:
+    from provision.dns.migrate.marker import marker_name as migration_marker
+
+    alias = rrset("api.example.org.", "A", None, [], R.Alias("lb.example.net.", "Z1"))
+    plan = plan_zone(Z, [a("api", "192.0.2.1")], [*BASE, alias])
+    assert plan.notes == ("api A is an alias to lb.example.net. (no TTL of its own); the plan "
+                          "replaces it with plain records, ttl 300",)
+    for name in ("w.example.org.", "*.w.example.org."):
+        held = [*zone(1), rrset(name, "A", 300, ["192.0.2.9"]),
+                rrset(migration_marker(name), "TXT", 60, ['"x"'])]
+        plan = plan_zone(Z, [*want(1), rrset(name, "A", 300, ["192.0.2.10"])], held)
+        rel = R.relative(name, Z)
+        assert plan.notes == (f"{rel} A: left alone while its migration is open (provision dns "
+                              f"migrate status {rel}); finalize or roll it back first",)
+        assert not plan.changes
+
+
+def test_cname_conflicts_in_full() -> None:
+    signed = [*BASE, rrset("w.example.org.", "RRSIG", 300, ["A 8 3 300 x"]),
+              rrset("w.example.org.", "NSEC", 300, ["x.example.org. A RRSIG NSEC"]),
+              rrset("w.example.org.", "NSEC3", 300, ["1 0 1 - x A"])]
+    # DNSSEC records at a name are not "other data" beside a CNAME
+    assert not plan_zone(Z, [rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])],
+                         signed).refused
+    have = [*BASE, a("gone", "192.0.2.5"), owned("gone"),
+            rrset("w.example.org.", "TXT", 300, ['"x"']), rrset("w.example.org.", "MX", 300, ["10 m."])]
+    plan = plan_zone(Z, [rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])], have)
+    # the deletion sorted first does not stop the check of what comes after it
+    assert plan.errors == ("w CNAME: the name also has MX, TXT records (a CNAME must be alone at "
+                           "its name)",)
+    have = [*BASE, rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])]
+    assert plan_zone(Z, [a("w", "192.0.2.1")], have).errors == (
+        "w A: the name has a CNAME (nothing else may exist beside a CNAME)",)
+
+
+def test_markers_are_rewritten_for_every_name_that_changes() -> None:
+    have = [*zone(2)]
+    plan = plan_zone(Z, [a("h0", "192.0.2.1"), a("h1", "198.51.100.2"), a("z", "192.0.2.9")],
+                     have)
+    # h1: updated, its marker unchanged (no rewrite); z: new, so a marker is added after it
+    assert owned("z") in plan.change_set.additions
+    assert owned("h1") not in plan.change_set.additions
+    assert owned("h1") not in plan.change_set.deletions
