@@ -128,7 +128,7 @@ def mutant_key(name: str, diff: str) -> str:
     return f"{func} | {' / '.join(plus) or '(line removed)'}"
 
 
-def run_module(module: str, tests: list[str], known: dict[str, str]) -> Score:
+def run_module(module: str, tests: list[str]) -> Score:
     score = Score(module)
     missing = [t for t in tests if not (ROOT / t).exists()]
     if missing:
@@ -148,6 +148,7 @@ def run_module(module: str, tests: list[str], known: dict[str, str]) -> Score:
         score.total = stats["total"]
         score.other = score.total - score.killed - score.survived - score.no_tests - score.timeout
         lines = mutmut(work, "results").stdout.splitlines()
+        known = equivalents()  # read after the (long) run: explanations added meanwhile count
         survivors = [ln.split(":")[0].strip() for ln in lines
                      if ln.strip().endswith((": survived", ": no tests"))]
         body: list[str] = []
@@ -183,12 +184,11 @@ def main(argv: list[str]) -> int:
     if not chosen:
         print(f"no module matches {' '.join(words)}; modules: {', '.join(MODULES)}", file=sys.stderr)
         return 2
-    known = equivalents()
     scores = []
     for module, tests in chosen.items():
         t0 = time.monotonic()
         print(f"{module}: mutating, judged by {', '.join(tests)}", flush=True)
-        s = run_module(module, tests, known)
+        s = run_module(module, tests)
         took = time.monotonic() - t0
         print(f"  {s.error or f'{s.killed}/{s.total} killed, {s.survived} survived ({s.explained} equivalent), {s.no_tests} without tests, {s.timeout} timeouts'} [{took:.0f} s]",
               flush=True)
