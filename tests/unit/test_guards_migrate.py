@@ -146,3 +146,50 @@ def test_a_countdown_that_does_not_wait_enough_cannot_switch(
     assert _record(fake) == (60, ["127.0.0.1"]), "lowered, never switched"
     j = ctx.store.load(NAME)
     assert j is not None and j.phase == "lowered" and j.switched_at is None
+
+
+def test_gate_verdicts_are_booleans_and_name_every_old_value() -> None:
+    assert phases.cutover_gate(_j(), T0, False).ok is False
+    assert phases.cutover_gate(_j(lowered_at=T0), T0, False).ok is False
+    two = _j(lowered_at=T0, original_values=("127.0.0.1", "127.0.0.3"))
+    assert "old value (127.0.0.1, 127.0.0.3) for up to" in phases.cutover_gate(two, T0, True).message
+
+
+def test_served_needs_every_authoritative_answer_and_says_why_not() -> None:
+    from provision.dns.propagation import Answer, Target
+
+    auth = Target("ns1.example.org.", "127.0.0.53", "authoritative")
+    res = Target("127.0.0.54", "127.0.0.54", "resolver")
+    good = Answer(auth, "NOERROR", True, ("127.0.0.1", "127.0.0.3"), 60)
+    assert phases.served([good, Answer(res, "SERVFAIL", False, (), None)],
+                         ("127.0.0.1", "127.0.0.3"), 60) == (True, [])
+    bad = [Answer(auth, "NOERROR", False, ("127.0.0.1",), 300),
+           Answer(Target("ns2.example.org.", "127.0.0.55", "authoritative"), "SERVFAIL", True,
+                  (), None, None, "timed out"),
+           Answer(Target("ns3.example.org.", "127.0.0.56", "authoritative"), "NXDOMAIN", True,
+                  (), None)]
+    ok, problems = phases.served(bad, ("127.0.0.1", "127.0.0.3"), 60)
+    assert ok is False
+    assert problems == [
+        "ns1.example.org. answers 127.0.0.1 ttl 300 (not authoritative); expected 127.0.0.1, "
+        "127.0.0.3 ttl 60",
+        "ns2.example.org. answers timed out ttl None; expected 127.0.0.1, 127.0.0.3 ttl 60",
+        "ns3.example.org. answers NXDOMAIN ttl None; expected 127.0.0.1, 127.0.0.3 ttl 60"]
+
+
+@pytest.mark.parametrize(("phase", "kw", "now", "want"), [
+    ("lowering", {}, T0, ("the old TTL runs out everywhere (cutover allowed)", None)),
+    ("lowered", {"lowered_at": T0}, T0 + 100,
+     ("the old TTL runs out everywhere (cutover allowed)", 200.0)),
+    ("lowered", {"lowered_at": T0}, T0 + 400,
+     ("the old TTL runs out everywhere (cutover allowed)", 0.0)),
+    ("switching", {}, T0, ("every cache has the new value", None)),
+    ("switched", {"lowered_at": T0, "switched_at": T0 + 300}, T0 + 330,
+     ("every cache has the new value", 30.0)),
+    ("verified", {"lowered_at": T0, "switched_at": T0 + 300}, T0 + 999,
+     ("every cache has the new value", 0.0)),
+    ("finalizing", {}, T0, ("", None)),
+])
+def test_time_left_in_each_phase(phase: str, kw: dict[str, float], now: float,
+                                 want: tuple[str, float | None]) -> None:
+    assert phases.time_left(_j(phase, **kw), now) == want
