@@ -4,6 +4,7 @@ its own SSH port). Pure: an inventory file in a temp dir, the live groups as pla
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,39 @@ def test_lost_access_per_port_and_egress_never_counts() -> None:
     # families do not cover each other
     assert lost_operator_access(current[:1], current[:1], [(tcp(22, "::/0"), "")],
                                 [HOME], (22,)) == (HOME,)
+
+
+def test_each_group_is_judged_by_its_own_operator_path(tmp_path: Path) -> None:
+    """A rule admitting HOME on 2222 in the bastion's group is not the operator's path (HOME
+    on 2222 goes to solo, which is not in that group): removing it is not a lockout."""
+    bastion_now = _live("bastion-sg", tcp(22, OFFICE), tcp(2222, HOME), gid="sg-0a0000000000000b1")
+    plans = {p.name: p for p in plan_groups(_inv(tmp_path, FULL), [bastion_now, SOLO_NOW])}
+    assert [r.key for r in plans["bastion-sg"].revoke] == [tcp(2222, HOME)]
+    assert plans["bastion-sg"].lost_operator_cidrs == ()
+
+
+def test_plans_for_new_missing_and_existing_groups(tmp_path: Path) -> None:
+    from provision.cloud.rules import reconcile
+
+    inv = _inv(tmp_path, {**FULL, "solo-sg": [
+        {"port": 2222, "from": ["2001:db8:5::/48", HOME]}, {"port": 80, "from": [HOME]},
+        {"protocol": "udp", "ports": [60000, 61000], "from": [HOME]}]})
+    assert inv.aws is not None
+    groups = {g.name: g for g in inv.aws.security_groups}
+    new = reconcile(groups["solo-sg"], None, {})
+    assert (new.name, new.group_id, new.vpc, new.description, new.managed, new.error) == (
+        "solo-sg", None, VPC, "solo-sg", True, "")
+    assert new.revoke == () and new.lost_operator_cidrs == ()
+    assert [k for k, _ in new.authorize] == [tcp(80, HOME), tcp(2222, HOME),
+                                            tcp(2222, "2001:db8:5::/48"),
+                                            RuleKey(False, "udp", 60000, 61000, HOME)]
+    missing = reconcile(dataclasses.replace(groups["solo-sg"], id="sg-0123456789abcdef0"), None, {})
+    assert (missing.name, missing.group_id, missing.vpc, missing.description, missing.managed) == (
+        "solo-sg", "sg-0123456789abcdef0", VPC, "solo-sg", False)
+    assert missing.error == ("security group sg-0123456789abcdef0 does not exist (declared as "
+                             "an existing group)")
+    existing = reconcile(groups["solo-sg"], SOLO_NOW, {})
+    assert (existing.group_id, existing.vpc, existing.description, existing.managed) == (
+        SOLO_NOW.id, VPC, "solo-sg", True)
+    by_id = reconcile(dataclasses.replace(groups["solo-sg"], id=SOLO_NOW.id, vpc=None), SOLO_NOW, {})
+    assert by_id.vpc == VPC
