@@ -269,3 +269,50 @@ def test_urls(value: str, ok: bool) -> None:
     else:
         with pytest.raises(ValueError):
             F.check_url(value)
+
+
+# Each refusal in the words the user reads (the README: what is wrong, what is allowed).
+@pytest.mark.parametrize(("fn", "value", "message"), [
+    ('check_name', 'a b', "a name must not contain whitespace or control characters (found ' ')"),
+    ('check_name', '', 'a name must not be empty'),
+    ('check_name', '-a', "invalid name '-a' (letters, digits, '.', '_', '-'; starting with a letter or digit; at most 63 characters)"),
+    ('check_user', 'Root', "invalid user name 'Root' (lowercase letters, digits, '_', '-'; starting with a letter or '_'; at most 32 characters)"),
+    ('check_user', 'a b', "a user name must not contain whitespace or control characters (found ' ')"),
+    ('check_address', 'a b', "an address must not contain whitespace or control characters (found ' ')"),
+    ('check_address', 'fe80::1%eth0', "invalid address 'fe80::1%eth0' (IPv6 scope ids like %eth0 are not allowed)"),
+    ('check_address', 'a..b', "invalid address 'a..b' (an IPv4 or IPv6 address, or a DNS name of letters, digits and '-')"),
+    ('check_ip', 'a b', "an IP address must not contain whitespace or control characters (found ' ')"),
+    ('check_ip', 'fe80::1%eth0', "invalid IP address 'fe80::1%eth0' (IPv6 scope ids like %eth0 are not allowed)"),
+    ('check_ip', 'localhost', "invalid IP address 'localhost' (digits, hex letters, '.', ':' only)"),
+    ('check_ip', '300.0.0.1', "invalid IP address '300.0.0.1' (e.g. 127.0.0.1, 0.0.0.0, ::1, ::)"),
+    ('check_cidr', 'a b', "a CIDR must not contain whitespace or control characters (found ' ')"),
+    ('check_cidr', 'fe80::%1/64', "invalid CIDR 'fe80::%1/64' (IPv6 scope ids like %eth0 are not allowed)"),
+    ('check_cidr', '10.0.0.0/8,x', "invalid CIDR '10.0.0.0/8,x' (digits, hex letters, '.', ':' and one '/prefix' only)"),
+    ('check_cidr', '10.0.0.0/33', "invalid CIDR '10.0.0.0/33' ('10.0.0.0/33' does not appear to be an IPv4 or IPv6 network)"),
+    ('check_path', 'a b', "a path must not contain whitespace or control characters (found ' ')"),
+    ('check_path', 'a$b', "invalid path 'a$b' (letters, digits and . _ / ~ + @ : , = - only)"),
+    ('check_abs_path', 'srv/x', "invalid path 'srv/x' (an absolute path on the host, without '.', '..' or '//')"),
+    ('check_data_dir', '/etc/x', "data directory '/etc/x' must be below /srv, /data, /mnt, /scratch, /home/<user> or /opt/<name> (it is created for the service's user; anywhere else it could hand them a system directory)"),
+    ('check_public_key', 'ssh-ed25519', "not an OpenSSH public key (expected 'TYPE BASE64 [comment]', TYPE one of ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-ssh-ed25519@openssh.com)"),
+    ('check_public_key', _key("ssh-dss"), "key type 'ssh-dss' is not allowed (ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-ssh-ed25519@openssh.com; never ssh-dss, no options)"),
+    ('check_public_key', 'ssh-ed25519 AAA', 'key data is not valid base64'),
+    ('check_public_key', _key("ssh-ed25519", "ssh-rsa"), 'key data does not hold a ssh-ed25519 key (corrupted or mismatched type)'),
+    ('check_public_key', _key("ssh-ed25519") + " café", 'key comment must be printable ASCII'),
+    ('check_public_key', 'a\nb', 'a public key must be a single line'),
+    ('check_package', 'a b', "a package name must not contain whitespace or control characters (found ' ')"),
+    ('check_package', 'A', "invalid package name 'A' (Debian package names: lowercase letters, digits, '+', '-', '.')"),
+    ('check_command', '', 'a command must not be empty'),
+    ('check_command', 'a\nb', "a command must be one line without control or direction-changing characters (found '\\\\n')"),
+    ('check_command', 'x $HOME', "'$' is not allowed in a command (systemd expands $VARIABLES in unit files; put complex command lines in a script and run that)"),
+    ('check_command', 'x \\n', "'\\' is not allowed in a command (systemd interprets backslash escapes in unit files; put complex command lines in a script and run that)"),
+    ('check_command', 'x "a"', '\'"\' is not allowed in a command (systemd groups quoted words in unit files; put complex command lines in a script and run that)'),
+    ('check_command', "x 'a'", "''' is not allowed in a command (systemd groups quoted words in unit files; put complex command lines in a script and run that)"),
+    ('check_command', '-x', "a command must not start with '-' (systemd reads + ! !! @ - : as prefixes that change privileges or how it runs the command)"),
+    ('check_command', 'a ; b', "a lone ';' is not allowed in a command (systemd starts another command there)"),
+    ('check_url', 'a b', "a URL must not contain whitespace or control characters (found ' ')"),
+    ('check_url', 'ftp://x', "invalid URL 'ftp://x' (http:// or https:// followed by a host[:port])"),
+])
+def test_refusals_in_words(fn: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError) as e:
+        getattr(F, fn)(value)
+    assert str(e.value) == message
