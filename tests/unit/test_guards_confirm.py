@@ -467,3 +467,48 @@ def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
     assert seen["inv"] is inv and seen["host"] is run.host and seen["accept_new"] is True
     assert seen["gateways"] is run.gateways and isinstance(seen["chain"], Chain)
     assert (seen["script"], seen["timeout"]) == ("the script", 12.5) and Chain.closed
+
+
+def test_durations_are_the_time_spent_inside(inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a run and a confirmation report as their duration lies within what the test saw
+    pass around the call (no assumption about how fast anything is)."""
+    for answers, deadline in (([], -1.0), (["@commit\t0\n@confirmed\n"], 30.0),
+                              ([ConnectionError("x")] * 10_000, 0.05)):
+        monkeypatch.setattr(K, "_fresh_exec", Fresh(list(answers)))
+        before = K.time.monotonic()
+        got = K.confirm(inv, _run(inv, Session([]), "sshd"), False, "s", 1, before + deadline)
+        after = K.time.monotonic()
+        assert 0 < got.seconds <= after - before
+    monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@confirmed\n"]))
+    run = _run(inv, Session([_applied(OK)]), "sshd")
+    run.seconds = 5.0
+    before = K.time.monotonic()
+    K.execute_guarded(inv, run, False, 30)
+    assert 5.0 < run.seconds <= 5.0 + (K.time.monotonic() - before)
+
+
+def test_a_single_attempt_still_hanging_has_nothing_before_it(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+
+    def hanging(*args: Any) -> str:
+        release.wait()
+        return ""
+
+    monkeypatch.setattr(K, "_fresh_exec", hanging)
+    try:
+        got = K.confirm(inv, _run(inv, Session([]), "sshd"), False, "s", 1,
+                        K.time.monotonic() + 0.2)
+    finally:
+        release.set()
+    assert got.cause == "1 attempt(s), the last one still not through at the deadline"
+
+
+def test_status_timeouts_grow_with_the_number_of_commits(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Fresh(["@commit\t0\n@result pending\n@commit\t1\n@result pending\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    session = Session([Out("", 1)])
+    K._status(inv, _run(inv, session, "sshd"), False, "s", 2)
+    assert session.timeouts == [K.STATUS_GRACE * 2 + 10]
+    assert fresh.calls[0][3] == K.STATUS_GRACE * 2 + 10
