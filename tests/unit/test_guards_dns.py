@@ -304,3 +304,9 @@ def test_markers_are_rewritten_for_every_name_that_changes() -> None:
     assert owned("z") in plan.change_set.additions
     assert owned("h1") not in plan.change_set.additions
     assert owned("h1") not in plan.change_set.deletions
+
+
+def test_a_migration_marker_of_a_short_name() -> None:
+    assert R._migrating("_provision-migration.org.") == "org."
+    assert R._migrating("_provision-migration.") is None
+    assert R._migrating("_provision.api.example.org.") is None
