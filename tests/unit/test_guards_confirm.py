@@ -512,3 +512,15 @@ def test_status_timeouts_grow_with_the_number_of_commits(
     K._status(inv, _run(inv, session, "sshd"), False, "s", 2)
     assert session.timeouts == [K.STATUS_GRACE * 2 + 10]
     assert fresh.calls[0][3] == K.STATUS_GRACE * 2 + 10
+
+
+def test_the_duration_of_a_confirmation_given_up_on_a_hanging_attempt(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(K, "_fresh_exec", lambda *a: release.wait() and "")
+    before = K.time.monotonic()
+    try:
+        got = K.confirm(inv, _run(inv, Session([]), "sshd"), False, "s", 1, before + 0.1)
+    finally:
+        release.set()
+    assert 0 < got.seconds <= K.time.monotonic() - before and got.answers == [None]
