@@ -316,3 +316,37 @@ def test_refusals_in_words(fn: str, value: str, message: str) -> None:
     with pytest.raises(ValueError) as e:
         getattr(F, fn)(value)
     assert str(e.value) == message
+
+
+def test_field_edges_found_by_mutation() -> None:
+    assert not F.is_hostname("a-.")
+    assert F.check_data_dir("/home/alice/X") == "/home/alice/X"
+    k = _key("ssh-ed25519")
+    assert F.check_public_key(k + " a  b") == k + " a  b"        # the comment kept as written
+    refused(F.check_public_key, k + " a b caf\u00e9", "printable ASCII")
+    blob = k.split()[1]
+    refused(F.check_public_key, f"ssh-ed25519 {blob[:8]}!{blob[8:]}", "not valid base64")
+    inner = b"ssh-ed2551\xff"
+    odd = base64.b64encode(len(inner).to_bytes(4, "big") + inner + b"\x00" * 8).decode()
+    with pytest.raises(ValueError) as e:
+        F.check_public_key(f"ssh-ed25519 {odd}")
+    assert str(e.value) == "key data does not hold a ssh-ed25519 key (corrupted or mismatched type)"
+    assert F.check_zone("EXAMPLE.BOX") == "example.box"
+    assert F.check_hostname_target("LB.BOX.") == "lb.box"
+    assert F.check_url("http://LB.Example.org/V1") == "http://LB.Example.org/V1"
+
+
+@pytest.mark.parametrize(("fn", "value", "message"), [
+    ("check_zone", "a b", "a zone name must not contain whitespace or control characters (found ' ')"),
+    ("check_zone", "a..b", "invalid zone name 'a..b' (a DNS name such as example.org)"),
+    ("check_record_name", "a b", "a record name must not contain whitespace or control characters "
+     "(found ' ')"),
+    ("check_record_name", "a..b", "invalid record name 'a..b' (a name relative to the zone, e.g. "
+     "'api' or 'a.b', '*.x', or '@' for the apex)"),
+    ("check_hostname_target", "a b", "a CNAME target must not contain whitespace or control "
+     "characters (found ' ')"),
+])
+def test_dns_field_refusals_in_words(fn: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError) as e:
+        getattr(F, fn)(value)
+    assert str(e.value) == message
