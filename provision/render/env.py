@@ -4,7 +4,7 @@ Pure: templates are read from `provision._templates` (the top-level `templates/`
 shipped in the wheel) through importlib.resources, so a non-editable install renders the
 same as a checkout. StrictUndefined: a missing value is an error, never an empty string.
 Filters: `q` quotes for POSIX sh, `py` writes a Python literal; `comment`, `ssh`, `ipt`,
-`unit`, `unit_text` check a value against the rules of the file it lands in (`sinks`).
+`ipt_comment`, `unit`, `unit_text` check a value against the rules of the file it lands in (`sinks`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def environment() -> jinja2.Environment:
     env.filters["comment"] = sinks.comment
     env.filters["ssh"] = sinks.ssh_token
     env.filters["ipt"] = sinks.ipt_source
+    env.filters["ipt_comment"] = sinks.ipt_comment
     env.filters["unit"] = sinks.unit_value
     env.filters["unit_text"] = sinks.unit_text
     env.filters["deb822"] = sinks.deb822_word

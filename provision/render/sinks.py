@@ -66,6 +66,17 @@ def ipt_source(value: object) -> str:
     return text
 
 
+def ipt_comment(value: object) -> str:
+    """An iptables `--comment "..."` text: one line inside double quotes, at most 256
+    characters (the kernel's limit); no quote, backslash or control character, which would
+    end the word early or start another rule."""
+    text = str(value)
+    if len(text) > 256 or any(c in '"\\' or not c.isprintable() for c in text):
+        raise RenderError(f"refusing to write {printable(text)!r} as an iptables comment "
+                          "(at most 256 printable characters, no quote or backslash)")
+    return text
+
+
 def unit_value(value: object) -> str:
     """A systemd unit setting's value: one line, no specifier, variable, quote, escape or
     privilege prefix that would change its meaning."""

@@ -1,0 +1,312 @@
+"""The DNS change-fraction guard (30 % of a zone's managed records, zones of 10 or more),
+proven at each place it acts: the pure plan (what counts, where the line is), the CLI
+(`dns plan` says it, `dns apply` refuses without --force and sends nothing), and the
+re-plan after a stale read (the zone changed under us: the new plan is guarded too)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from clouddns_fake import FakeCloudDns, isolated_fake
+
+from provision.cli import main
+from provision.dns import records as R
+from provision.dns.records import RRset, absolute, marker_rrset, plan_zone, rrset
+
+Z = "example.org."
+BASE = [rrset(Z, "SOA", 3600, ["ns1.example.org. h.example.org. 1 3600 600 86400 5"]),
+        rrset(Z, "NS", 3600, ["ns1.example.org."])]
+
+
+def a(name: str, *values: str, ttl: int = 300) -> RRset:
+    return rrset(absolute(name, Z), "A", ttl, values)
+
+
+def owned(name: str) -> RRset:
+    return marker_rrset(absolute(name, Z), Z, ["A"])
+
+
+def zone(n: int, *, owned_too: bool = True) -> list[RRset]:
+    recs = [a(f"h{i}", f"192.0.2.{i + 1}") for i in range(n)]
+    marks = [owned(f"h{i}") for i in range(n)] if owned_too else []
+    return [*BASE, *recs, *marks]
+
+
+def want(n: int, moved: int = 0, dropped: int = 0) -> list[RRset]:
+    """The n records, the first `moved` with a new value, the last `dropped` left out."""
+    out = [a(f"h{i}", "198.51.100.1" if i < moved else f"192.0.2.{i + 1}") for i in range(n)]
+    return out[:n - dropped]
+
+
+def test_the_constants_are_the_documented_rule() -> None:
+    assert R.GUARD_FRACTION == 0.30 and R.GUARD_MIN_RECORDS == 10
+
+
+@pytest.mark.parametrize(("n", "moved", "dropped", "guarded"), [
+    (10, 3, 0, False),   # 30 %: allowed (more than 30 % is refused)
+    (10, 4, 0, True),
+    (10, 0, 4, True),    # deletions count
+    (10, 2, 2, True),    # and add up with updates
+    (10, 0, 3, False),
+    (20, 6, 0, False),
+    (20, 7, 0, True),
+    (9, 9, 0, False),    # fewer than 10 managed records: no guard
+    (11, 4, 0, True),    # 4 > 3.3
+    (100, 30, 0, False),
+    (100, 31, 0, True),
+])
+def test_where_the_line_is(n: int, moved: int, dropped: int, guarded: bool) -> None:
+    plan = plan_zone(Z, want(n, moved, dropped), zone(n))
+    assert bool(plan.guard) is guarded, plan.guard
+    assert plan.managed == n
+    if guarded:
+        assert plan.guard == (f"the plan changes or deletes {moved + dropped} of the {n} managed "
+                              f"records in {Z} (more than 30 %); check it and pass --force to "
+                              "apply it")
+        assert plan.change_set, "the guard refuses at apply time; the plan is still shown"
+
+
+def test_creations_and_foreign_records_do_not_count() -> None:
+    # 20 new records beside 10 untouched: nothing changed or deleted
+    plan = plan_zone(Z, [*want(10), *(a(f"n{i}", "192.0.2.200") for i in range(20))], zone(10))
+    assert plan.guard == "" and plan.managed == 10
+    # 100 records someone else owns make the zone bigger, not the managed share smaller
+    foreign = [a(f"f{i}", "192.0.2.99") for i in range(100)]
+    plan = plan_zone(Z, want(10, moved=4), [*zone(10), *foreign])
+    assert plan.managed == 10 and "4 of the 10" in plan.guard
+
+
+def test_managed_means_declared_or_owned_and_present() -> None:
+    # 10 present and declared but never marked owned: still managed (declared)
+    plan = plan_zone(Z, want(10, moved=4), zone(10, owned_too=False))
+    assert plan.managed == 10 and plan.guard
+    # 10 owned, 6 of them dropped from the inventory: deleted, and managed still counts them
+    plan = plan_zone(Z, want(10, dropped=6), zone(10))
+    assert plan.managed == 10 and "6 of the 10" in plan.guard
+    assert sum(c.op == "delete" for c in plan.changes) == 6
+    # declared but absent records are not managed records that exist now
+    plan = plan_zone(Z, want(10), [*BASE])
+    assert plan.managed == 0 and plan.guard == ""
+
+
+def test_records_under_an_open_migration_are_not_counted() -> None:
+    have = zone(10)
+    migrating = [rrset(f"_provision-migration.h{i}.{Z}", "TXT", 60, ['"x"']) for i in range(4)]
+    plan = plan_zone(Z, want(10, moved=4), [*have, *migrating])
+    assert plan.guard == "" and not plan.changes
+
+
+def test_a_refused_plan_keeps_its_guard_and_sends_nothing() -> None:
+    plan = plan_zone(Z, [*want(10, moved=4), rrset(Z, "CNAME", 300, ["x.example.net."])], zone(10))
+    assert plan.refused and plan.guard and not plan.change_set
+
+
+# --- the CLI and the re-plan, against the local Cloud DNS server ------------------------------
+
+PROJECT, MZ = "lab-project", "example-org"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudDns]:
+    with isolated_fake(monkeypatch, PROJECT, MZ, Z, page_size=50, pending_polls=0) as f:
+        yield f
+
+
+def _inventory(tmp_path: Path, fake: FakeCloudDns, records: dict[str, Any]) -> Path:
+    doc = {"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "clouddns", "project": PROJECT, "managed_zone": MZ, "endpoint": fake.url,
+        "records": records}}}}
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def _records(n: int, moved: int = 0) -> dict[str, Any]:
+    return {f"h{i}": {"type": "A", "values": ["198.51.100.1" if i < moved else f"192.0.2.{i + 1}"]}
+            for i in range(n)}
+
+
+def _posts(fake: FakeCloudDns) -> int:
+    return sum(1 for m, _ in fake.requests if m == "POST")
+
+
+def test_apply_refuses_without_force_and_sends_nothing(fake: FakeCloudDns, tmp_path: Path) -> None:
+    cli = CliRunner()
+    assert cli.invoke(main, ["dns", "apply", "-i", str(_inventory(tmp_path, fake, _records(10))),
+                             "--yes"]).exit_code == 0
+    inv = str(_inventory(tmp_path, fake, _records(10, moved=4)))
+    r = cli.invoke(main, ["dns", "plan", "-i", inv, "--json"])
+    assert r.exit_code == 0 and '"guard": "the plan changes or deletes 4 of the 10' in r.output
+    r = cli.invoke(main, ["dns", "plan", "-i", inv, "--force"])
+    assert "(--force given)" in r.output
+    before = _posts(fake)
+    r = cli.invoke(main, ["dns", "apply", "-i", inv, "--yes"])
+    assert r.exit_code == 2 and "pass --force to apply it" in r.output, r.output
+    assert _posts(fake) == before
+    assert fake.rrsets(PROJECT, MZ)[("h0.example.org.", "A")]["rrdatas"] == ["192.0.2.1"]
+    # 3 of 10 goes through without --force
+    r = cli.invoke(main, ["dns", "apply", "-i", str(_inventory(tmp_path, fake, _records(10, 3))),
+                          "--yes"])
+    assert r.exit_code == 0, r.output
+
+
+def test_a_replan_after_a_stale_read_is_guarded_too(fake: FakeCloudDns, tmp_path: Path) -> None:
+    """The first plan changes 3 of 10 (allowed). Before it lands, someone changes h0 (our
+    deletion is stale: 412) and h3, h4: the re-plan would change 5 of 10, and must not be
+    applied without --force."""
+    cli = CliRunner()
+    assert cli.invoke(main, ["dns", "apply", "-i", str(_inventory(tmp_path, fake, _records(10))),
+                             "--yes"]).exit_code == 0
+
+    def meddle() -> None:
+        fake.before_change = None
+        for i in (0, 3, 4):
+            fake.set_rrset(PROJECT, MZ, f"h{i}.example.org.", "A", 300, ["203.0.113.9"])
+
+    fake.before_change = meddle
+    inv = str(_inventory(tmp_path, fake, _records(10, moved=3)))
+    before = _posts(fake)
+    r = cli.invoke(main, ["dns", "apply", "-i", inv, "--yes"])
+    assert r.exit_code == 1, r.output
+    assert "the zone changed while applying, and the new plan needs --force" in r.output
+    assert _posts(fake) == before + 1, "only the first (stale, refused) change was sent"
+    assert fake.rrsets(PROJECT, MZ)[("h3.example.org.", "A")]["rrdatas"] == ["203.0.113.9"]
+    fake.before_change = meddle
+    r = cli.invoke(main, ["dns", "apply", "-i", inv, "--yes", "--force"])
+    assert r.exit_code == 0, r.output
+    assert fake.rrsets(PROJECT, MZ)[("h3.example.org.", "A")]["rrdatas"] == ["192.0.2.4"]
+
+
+# --- the names, values and markers the guard's counts rest on --------------------------------
+
+def test_names_against_a_zone_spelled_any_way() -> None:
+    for zone in ("EXAMPLE.BOX", "example.box.", "Example.Box."):
+        assert R.absolute("api", zone) == "api.example.box."
+        assert R.relative("api.example.box.", zone) == "api"
+        assert R.relative("example.box.", zone) == "@"
+        assert R.in_zone("a.example.box.", zone) and R.in_zone("example.box.", zone)
+    assert not R.in_zone("example.net.", "example.box")
+    assert not R.in_zone("badexample.box.", "example.box")
+    assert R.relative("api.example.net.", "example.box") == "api.example.net."
+
+
+@pytest.mark.parametrize(("rtype", "value", "want"), [
+    ("A", " 192.0.2.1 ", "192.0.2.1"), ("AAAA", "2001:DB8:0::1", "2001:db8::1"),
+    ("A", "not-an-ip", "not-an-ip"),
+    ("CNAME", "LB.Example.NET.", "lb.example.net."), ("CNAME", "LB.Example.NET", "lb.example.net."),
+    ("NS", "NS1.Example.org", "ns1.example.org."), ("PTR", "Host.Example.org.", "host.example.org."),
+    ("TXT", '"Mixed Case"', '"Mixed Case"'),
+])
+def test_values_are_normalised_per_type(rtype: str, value: str, want: str) -> None:
+    assert R.normalise_value(rtype, value) == want
+
+
+def test_rrsets_are_normalised_and_describe_themselves() -> None:
+    rr = rrset("API.Example.org", "a", 300, ["192.0.2.2", "192.0.2.1", "192.0.2.1"])
+    assert rr == RRset("api.example.org.", "A", 300, ("192.0.2.1", "192.0.2.2"))
+    assert rrset("api.example.org.", "A", 300, []).name == "api.example.org."
+    assert rr.describe() == "192.0.2.1, 192.0.2.2 ttl 300"
+    alias = R.Alias("lb-1.elb.amazonaws.com.", "Z35SXDOTRQ7X7K")
+    ar = rrset("api.example.org.", "A", None, [], alias)
+    assert ar.alias == alias
+    assert ar.describe() == ("alias to lb-1.elb.amazonaws.com. (alias records have no TTL of "
+                             "their own)")
+
+
+def test_marker_names_and_owned_types() -> None:
+    assert R.marked_name("_provision.api.example.org.") == "api.example.org."
+    assert R.marked_name("_provision.org.") == "org."
+    assert R.marked_name("_provision.") is None and R.marked_name("api.example.org.") is None
+    assert R.marked_name("x._provision.example.org.") is None
+    mk = RRset("_provision.api.example.org.", "TXT", 300,
+               ('"provision owns A"', '"provision owns AAAA', 'provision owns CNAME"',
+                '"someone else"'))
+    assert R.owned_types(mk) == {"A"}
+
+
+def test_ownership_reads_every_marker_whatever_comes_before() -> None:
+    stray = rrset("_provision.x.example.net.", "TXT", 300, ['"provision owns A"'])  # not our zone
+    other = rrset("api.example.org.", "TXT", 300, ['"v=spf1"'])
+    empty = rrset("_provision.b.example.org.", "TXT", 300, ['"hello"'])
+    got = R.ownership([stray, other, empty, owned("c"), a("c", "192.0.2.3")], Z)
+    assert list(got) == ["c.example.org."] and got["c.example.org."][1] == {"A"}
+
+
+def test_a_plan_in_full() -> None:
+    have = [*zone(3), a("gone", "192.0.2.50"), owned("gone")]
+    plan = plan_zone(Z, [a("h0", "198.51.100.9"), a("h1", "192.0.2.2"), a("new", "192.0.2.7")],
+                     have)
+    assert plan.zone == Z and plan.errors == () and plan.notes == () and plan.managed == 4
+    assert [(c.op, c.key[0]) for c in plan.changes] == [
+        ("update", "h0.example.org."), ("create", "new.example.org."),
+        ("delete", "gone.example.org."), ("delete", "h2.example.org.")]
+    cs = plan.change_set
+    assert set(cs.additions) >= {a("h0", "198.51.100.9"), a("new", "192.0.2.7"), owned("new")}
+    assert owned("gone") in cs.deletions and owned("h2") in cs.deletions
+    assert R.marker_changes(plan) == ["_provision.gone.example.org.", "_provision.h2.example.org.",
+                                      "_provision.new.example.org."]
+
+
+def test_a_refused_plan_in_full() -> None:
+    plan = plan_zone(Z, [a("h0", "198.51.100.9"), rrset("x.example.net.", "A", 300, ["192.0.2.1"])],
+                     zone(2))
+    assert plan.errors == ("x.example.net. A: not inside zone example.org.",)
+    assert plan.zone == Z and plan.notes == () and plan.managed == 2
+    assert [c.op for c in plan.changes] == ["update", "create", "delete"]
+    assert plan.change_set == R.ChangeSet()
+
+
+def test_notes_for_aliases_and_open_migrations() -> None:
+    from provision.dns.migrate.marker import marker_name as migration_marker
+
+    alias = rrset("api.example.org.", "A", None, [], R.Alias("lb.example.net.", "Z1"))
+    plan = plan_zone(Z, [a("api", "192.0.2.1")], [*BASE, alias])
+    assert plan.notes == ("api A is an alias to lb.example.net. (no TTL of its own); the plan "
+                          "replaces it with plain records, ttl 300",)
+    for name in ("w.example.org.", "*.w.example.org."):
+        held = [*zone(1), rrset(name, "A", 300, ["192.0.2.9"]),
+                rrset(migration_marker(name), "TXT", 60, ['"x"'])]
+        plan = plan_zone(Z, [*want(1), rrset(name, "A", 300, ["192.0.2.10"])], held)
+        rel = R.relative(name, Z)
+        assert plan.notes == (f"{rel} A: left alone while its migration is open (provision dns "
+                              f"migrate status {rel}); finalize or roll it back first",)
+        assert not plan.changes
+
+
+def test_cname_conflicts_in_full() -> None:
+    signed = [*BASE, rrset("w.example.org.", "RRSIG", 300, ["A 8 3 300 x"]),
+              rrset("w.example.org.", "NSEC", 300, ["x.example.org. A RRSIG NSEC"]),
+              rrset("w.example.org.", "NSEC3", 300, ["1 0 1 - x A"])]
+    # DNSSEC records at a name are not "other data" beside a CNAME
+    assert not plan_zone(Z, [rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])],
+                         signed).refused
+    have = [*BASE, a("gone", "192.0.2.5"), owned("gone"),
+            rrset("w.example.org.", "TXT", 300, ['"x"']), rrset("w.example.org.", "MX", 300, ["10 m."])]
+    plan = plan_zone(Z, [rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])], have)
+    # the deletion sorted first does not stop the check of what comes after it
+    assert plan.errors == ("w CNAME: the name also has MX, TXT records (a CNAME must be alone at "
+                           "its name)",)
+    have = [*BASE, rrset("w.example.org.", "CNAME", 300, ["lb.example.net."])]
+    assert plan_zone(Z, [a("w", "192.0.2.1")], have).errors == (
+        "w A: the name has a CNAME (nothing else may exist beside a CNAME)",)
+
+
+def test_markers_are_rewritten_for_every_name_that_changes() -> None:
+    have = [*zone(2)]
+    plan = plan_zone(Z, [a("h0", "192.0.2.1"), a("h1", "198.51.100.2"), a("z", "192.0.2.9")],
+                     have)
+    # h1: updated, its marker unchanged (no rewrite); z: new, so a marker is added after it
+    assert owned("z") in plan.change_set.additions
+    assert owned("h1") not in plan.change_set.additions
+    assert owned("h1") not in plan.change_set.deletions
+
+
+def test_a_migration_marker_of_a_short_name() -> None:
+    assert R._migrating("_provision-migration.org.") == "org."
+    assert R._migrating("_provision-migration.") is None
+    assert R._migrating("_provision.api.example.org.") is None
