@@ -1,0 +1,152 @@
+"""Hostile and mistaken input through the real CLI, beyond the bad-inventory and hostile-DNS
+corpora: provider files the inventory names (TSIG keys, Cloud DNS credentials), names on
+the command line, files given to -i / --playbook / --out. Each must end in a clear
+message, exit 2, no traceback, nothing sent (offline: every inventory here points at
+127.0.0.1 or at nothing)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from provision.cli import main
+from provision.dns import names
+
+_RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def _refused(r: Result, *needles: str) -> None:
+    """Exit 2, a message, no traceback, no raw control byte."""
+    assert r.exit_code == 2, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.output
+    assert not _RAW.search(r.output), repr(r.output)
+    for n in needles:
+        assert n in r.output, r.output
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # no Application Default Credentials, no metadata server: nothing can reach Google
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+
+
+def _rfc2136(tmp_path: Path, key: str) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "rfc2136", "server": "127.0.0.1", "port": 9, "tsig_key_file": key,
+        "records": {"api": {"type": "A", "values": ["192.0.2.1"], "ttl": 300}}}}}},
+        sort_keys=False))
+    return p
+
+
+# --- TSIG key files: what is wrong, in words ------------------------------------------
+
+@pytest.mark.parametrize("body,why", [
+    ('key "k" {\n algorithm hmac-sha256;\n secret "!!!notbase64";\n};\n', "not base64"),
+    ('key "a" { algorithm hmac-sha256; secret "c2VjcmV0"; };\n'
+     'key "b" { algorithm hmac-sha256; secret "c2VjcmV0"; };\n', "more than one key block"),
+], ids=["secret-not-base64", "two-key-blocks"])
+def test_a_tsig_key_file_says_what_is_wrong(tmp_path: Path, body: str, why: str) -> None:
+    (tmp_path / "k.key").write_text(body)
+    inv = _rfc2136(tmp_path, "k.key")
+    _refused(_cli("check", "-i", str(inv)), f"{inv}:8:", "tsig_key_file", why)
+    _refused(_cli("dns", "plan", "-i", str(inv)), why)
+
+
+# --- Cloud DNS credentials files: a service-account key, checked offline ----------------
+
+def _clouddns(tmp_path: Path, creds: str) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "clouddns", "project": "lab-project", "managed_zone": "example-org",
+        "credentials_file": creds,
+        "records": {"api": {"type": "A", "values": ["192.0.2.1"], "ttl": 300}}}}}},
+        sort_keys=False))
+    return p
+
+
+_SA = {"type": "service_account", "client_email": "a@lab-project.iam.gserviceaccount.com",
+       "private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+       "token_uri": "https://oauth2.googleapis.com/token"}
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"{}", "the type is missing"),
+    (json.dumps({"type": "authorized_user", "client_id": "x", "client_secret": "y",
+                 "refresh_token": "z"}).encode(), "the type is 'authorized_user'"),
+    (json.dumps({"type": "service_account"}).encode(), "missing or not text: client_email"),
+    (json.dumps({**_SA, "token_uri": 5}).encode(), "missing or not text: token_uri"),
+    (json.dumps(_SA).encode("utf-16"), "not a JSON service-account key"),
+], ids=["empty-object", "user-credentials", "fields-missing", "token-uri-number", "utf-16"])
+def test_a_credentials_file_that_is_no_service_account_key_is_bad_input(
+        tmp_path: Path, content: bytes, why: str) -> None:
+    (tmp_path / "sa.json").write_bytes(content)
+    inv = _clouddns(tmp_path, "sa.json")
+    _refused(_cli("check", "-i", str(inv)), f"{inv}:8:", "credentials_file", why)
+    # before: google-auth's own message, exit 1 as if the API had failed
+    r = _cli("dns", "plan", "-i", str(inv))
+    _refused(r)
+    assert "sa.json" in r.output
+
+
+def test_a_private_key_google_auth_cannot_read_is_bad_input_not_an_api_failure(
+        tmp_path: Path) -> None:
+    (tmp_path / "sa.json").write_text(json.dumps(_SA))
+    _refused(_cli("dns", "plan", "-i", str(_clouddns(tmp_path, "sa.json"))),
+             "cannot use credentials_file")
+
+
+# --- NAME on the command line: one reading for `dns check` and `dns migrate` -----------
+
+@pytest.mark.parametrize("name,why", [
+    ("", "it is empty"),
+    ("api.example.org..", "an empty label"),
+    (".api", "an empty label"),
+    (".", "the root is not a record name"),
+    ("api.example.net", "in none of the inventory's zones"),
+    ("a\u200bb", "invisible"),
+    ("a" * 64, "a label of 64 octets"),
+], ids=["empty", "double-dot", "leading-dot", "root", "other-zone", "zero-width", "label-64"])
+@pytest.mark.parametrize("command", [["dns", "migrate", "status"], ["dns", "check"]],
+                         ids=["status", "check"])
+def test_a_name_that_is_no_record_name_here_is_exit_2_with_the_reason(
+        tmp_path: Path, command: list[str], name: str, why: str) -> None:
+    inv = _rfc2136(tmp_path, "/nonexistent.key")
+    # before: `status ''` listed every migration (exit 0), `status api.example.org..` said
+    # "in none of the zones", `check api.example.net` asked for api.example.net.example.org
+    _refused(_cli(*command, name, "-i", str(inv)), why)
+
+
+TWO = ["example.org", "sub.example.org"]
+
+
+@pytest.mark.parametrize("name,zones,fq", [
+    ("api", TWO[:1], ("example.org", "api.example.org.")),
+    ("@", TWO[:1], ("example.org", "example.org.")),
+    ("*", TWO[:1], ("example.org", "*.example.org.")),
+    ("API.Example.ORG.", TWO, ("example.org", "api.example.org.")),
+    ("api.example.org", TWO, ("example.org", "api.example.org.")),
+    ("x.sub.example.org", TWO, ("sub.example.org", "x.sub.example.org.")),
+])
+def test_cli_names_are_read_one_way(name: str, zones: list[str], fq: tuple[str, str]) -> None:
+    assert names.cli_name(name, zones) == fq
+
+
+def test_the_apex_needs_a_zone_when_there_are_several() -> None:
+    with pytest.raises(names.BadName, match="apex of which zone"):
+        names.cli_name("@", ["example.org", "example.net"])
