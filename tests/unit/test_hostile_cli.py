@@ -150,3 +150,45 @@ def test_cli_names_are_read_one_way(name: str, zones: list[str], fq: tuple[str, 
 def test_the_apex_needs_a_zone_when_there_are_several() -> None:
     with pytest.raises(names.BadName, match="apex of which zone"):
         names.cli_name("@", ["example.org", "example.net"])
+
+
+# --- -i: what the inventory path can be ------------------------------------------------
+
+def test_an_inventory_that_is_a_fifo_or_a_device_is_refused_without_hanging(
+        tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    os.mkfifo(tmp_path / "fifo.yml")
+    (tmp_path / "zero.yml").symlink_to("/dev/zero")
+    for name in ("fifo.yml", "zero.yml"):
+        # before: open() blocked on the FIFO for ever; /dev/zero was read until memory ran out
+        # (the timeout only turns a hang into a failure; nothing is timed)
+        proc = subprocess.run([sys.executable, "-m", "provision", "check", "-i",
+                               str(tmp_path / name)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert "not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_directory_inventory_does_not_silently_leave_out_a_file_it_cannot_read(
+        tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "a.yml").write_text("version: 1\n")
+    os.mkfifo(tmp_path / "b.yml")  # before: skipped, and check said "ok" about a.yml alone
+    _refused(_cli("check", "-i", str(tmp_path)), f"{tmp_path / 'b.yml'}:1:1:",
+             "not a regular file")
+
+
+def test_an_inventory_that_is_not_utf8_names_the_line_and_column(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    p.write_bytes(b"version: 1\nhosts:\n  g\xff: {address: 10.0.0.1}\n")
+    _refused(_cli("check", "-i", str(p)), f"{p}:3:4:", "byte 0xff")
+
+
+def test_a_dangling_symlink_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "inv.yml").symlink_to("elsewhere.yml")
+    _refused(_cli("check", "-i", str(tmp_path / "inv.yml")),
+             "a symbolic link to elsewhere.yml, which does not exist")
