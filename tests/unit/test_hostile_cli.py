@@ -192,3 +192,36 @@ def test_a_dangling_symlink_is_named_as_one(tmp_path: Path) -> None:
     (tmp_path / "inv.yml").symlink_to("elsewhere.yml")
     _refused(_cli("check", "-i", str(tmp_path / "inv.yml")),
              "a symbolic link to elsewhere.yml, which does not exist")
+
+
+# --- the state directory itself, not only migrations/ inside it -------------------------
+
+@pytest.mark.parametrize("setup,why", [
+    ("mode-777", "is writable by group and others"),
+    ("a-file", "is not a directory"),
+    ("a-symlink", "is a symlink"),
+])
+@pytest.mark.parametrize("command", [["dns", "migrate", "status"],
+                                     ["dns", "migrate", "start", "api", "--to", "192.0.2.9"]],
+                         ids=["status", "start"])
+def test_the_state_directory_above_migrations_is_private_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str, why: str,
+        command: list[str]) -> None:
+    import os
+
+    state = tmp_path / "shared"
+    if setup == "mode-777":
+        state.mkdir()
+        os.chmod(state, 0o777)
+    elif setup == "a-file":
+        state.write_text("x")
+    else:
+        (tmp_path / "real").mkdir(mode=0o700)
+        state.symlink_to(tmp_path / "real")
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    # before: only migrations/ was checked; a 0777 state directory was used as it was (and
+    # migrations/ made inside it), a file there was a NotADirectoryError traceback
+    _refused(_cli(*command, "-i", str(_rfc2136(tmp_path, "/nonexistent.key"))), why)
+    assert not (tmp_path / "real" / "migrations").exists()
+    if setup == "mode-777":
+        assert not (state / "migrations").exists()
