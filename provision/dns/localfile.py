@@ -16,7 +16,7 @@ def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = Fals
     """The bytes of the regular file `path`, at most `limit` of them; OSError (with a
     message in words) otherwise. `follow`: a symlink to a regular file is read (paths the
     inventory names, e.g. a key file); else a symlink is refused (the state directory)."""
-    a = "an" if what[:1] in "aeiou" else "a"
+    a = "an" if what[:1].lower() in "aeiou" else "a"
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)

@@ -225,3 +225,48 @@ def test_the_state_directory_above_migrations_is_private_too(
     assert not (tmp_path / "real" / "migrations").exists()
     if setup == "mode-777":
         assert not (state / "migrations").exists()
+
+
+# --- ssh-config --write into unusual home directories ---------------------------------
+
+def _ssh_home(tmp_path: Path, setup: str) -> Path:
+    import os
+
+    home = tmp_path / "home"
+    ssh = home / ".ssh"
+    if setup == "ssh-is-a-file":
+        home.mkdir()
+        ssh.write_text("x")
+        return home
+    ssh.mkdir(parents=True)
+    if setup == "config-fifo":
+        os.mkfifo(ssh / "config")
+    elif setup == "config-dangling-link":
+        (ssh / "config").symlink_to(tmp_path / "dotfiles" / "ssh_config")
+    elif setup == "config-not-utf8":
+        (ssh / "config").write_bytes(b"Host a\n  User \xff\n")
+    elif setup == "config-d-is-a-file":
+        (ssh / "config.d").write_text("x")
+    return home
+
+
+@pytest.mark.parametrize("setup,why", [
+    ("ssh-is-a-file", "exists and is not a directory"),
+    ("config-fifo", "not a regular file"),
+    ("config-dangling-link", "which does not exist"),
+    ("config-not-utf8", "config:2: not UTF-8"),
+    ("config-d-is-a-file", "exists and is not a directory"),
+])
+def test_ssh_config_write_refuses_an_unusable_ssh_directory_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str, why: str) -> None:
+    home = _ssh_home(tmp_path, setup)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    inv = tmp_path / "inv.yml"
+    inv.write_text("version: 1\nhosts:\n  gpu1: {address: 10.0.0.1}\n")
+    monkeypatch.setenv("HOME", str(home))
+    # before: a FIFO hung, non-UTF-8 was a traceback, "File exists" for a file named .ssh,
+    # a dangling link was followed (a file created wherever it pointed), and provision.conf
+    # was written before ~/.ssh/config was found unusable
+    _refused(_cli("ssh-config", "--write", "-i", str(inv)), why)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert after == sorted([*before, "inv.yml"])
