@@ -35,8 +35,10 @@ def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
     """Write every artifact: the ssh_config and, per host, the files at their remote paths."""
     from provision.render import write_tree
 
+    if not out_dir.strip():  # Path("") is the current directory: never by accident
+        raise UsageError("--out needs a directory (it is empty)")
     inv = load(inventory_path)
-    out = Path(out_dir)
+    out = Path(out_dir).absolute()  # write_tree returns absolute paths
     written = write_tree(inv, out)  # a RenderError is a UsageError: exit 2, nothing written
     if as_json:
         emit_json({"out": str(out), "files": [str(p) for p in written]})

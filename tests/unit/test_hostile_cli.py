@@ -270,3 +270,47 @@ def test_ssh_config_write_refuses_an_unusable_ssh_directory_and_changes_nothing(
     _refused(_cli("ssh-config", "--write", "-i", str(inv)), why)
     after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert after == sorted([*before, "inv.yml"])
+
+
+# --- render --out: where it writes ----------------------------------------------------
+
+_NODE = "version: 1\nhosts:\n  gpu1: {address: 10.0.0.1, ssh_from: [10.0.0.0/8]}\n"
+
+
+def test_render_to_a_relative_out_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "inv.yml").write_text(_NODE)
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # new, then merged into the existing one
+        r = _cli("render", "--out", "out", "-i", "inv.yml")  # before: a ValueError traceback
+        assert r.exit_code == 0, r.output
+        assert (tmp_path / "out" / "ssh_config").is_file()
+
+
+@pytest.mark.parametrize("setup,why", [
+    ("empty", "--out needs a directory"),
+    ("dangling-link", "which does not exist"),
+    ("link-inside", "is a symlink (provision writes through no link"),
+    ("file-for-dir", "is a file where a directory goes"),
+    ("dir-for-file", "is a directory where a file goes"),
+])
+def test_render_refuses_an_out_directory_it_would_write_through_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str, why: str) -> None:
+    (tmp_path / "inv.yml").write_text(_NODE)
+    (tmp_path / "victim").mkdir()
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    if setup == "dangling-link":
+        out.symlink_to(tmp_path / "nowhere")
+    elif setup == "link-inside":
+        (out / "gpu1" / "etc").mkdir(parents=True)
+        (out / "gpu1" / "etc" / "ssh").symlink_to(tmp_path / "victim")
+    elif setup == "file-for-dir":
+        out.mkdir()
+        (out / "gpu1").write_text("x")
+    elif setup == "dir-for-file":
+        (out / "ssh_config").mkdir(parents=True)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    # before: tracebacks (NotADirectoryError, FileExistsError), files written through the
+    # link into victim/, and `--out ''` wrote into the current directory
+    _refused(_cli("render", "--out", "" if setup == "empty" else str(out), "-i", "inv.yml"), why)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
