@@ -314,3 +314,26 @@ def test_render_refuses_an_out_directory_it_would_write_through_and_writes_nothi
     # link into victim/, and `--out ''` wrote into the current directory
     _refused(_cli("render", "--out", "" if setup == "empty" else str(out), "-i", "inv.yml"), why)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+# --- '*' in the inventory means what `dns check *` means --------------------------------
+
+def _records(tmp_path: Path, records: dict[str, object]) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent.key",
+        "records": records}}}}, sort_keys=False))
+    return p
+
+
+def test_the_wildcard_below_the_apex_can_be_declared_as_a_star(tmp_path: Path) -> None:
+    from provision.dns.records import desired
+    from provision.inventory import load_inventory
+
+    a = {"type": "A", "values": ["192.0.2.7"], "ttl": 300}
+    # before: '*' was "invalid record name" although the CLI took '*' as *.example.org
+    inv = load_inventory(_records(tmp_path, {"*": a}))
+    assert inv.dns is not None
+    assert [r.name for r in desired(inv.dns.zones[0])] == ["*.example.org."]
+    _refused(_cli("check", "-i", str(_records(tmp_path, {"*": a, "*.example.org": a}))),
+             "*.example.org")
