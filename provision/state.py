@@ -59,20 +59,49 @@ def check_private(path: Path, st: os.stat_result) -> None:
                             f"plant files provision acts on: chmod 700 {path}")
 
 
-def existing(path: Path) -> bool:
-    """Whether the private directory `path` exists (checked as `check_private` says);
-    False when it does not. For readers: nothing is created."""
+def _chain(path: Path) -> list[Path]:
+    """`path` and its ancestors up to the state directory itself, outermost first: each
+    must be private, or whoever can write the outer one can swap the inner one. A path
+    outside the state directory (a test's own) is checked alone."""
+    top = root()
+    chain = [path]
+    p = path
+    while p != top and p.parent != p and top in p.parents:
+        p = p.parent
+        chain.append(p)
+    return chain[::-1]
+
+
+def _lstat(p: Path) -> os.stat_result | None:
     try:
-        st = os.lstat(path)
+        return os.lstat(p)
     except FileNotFoundError:
-        return False
-    check_private(path, st)
+        return None
+    except NotADirectoryError:  # a file where a directory of the chain should be
+        raise StateDirError(f"state directory {p}: {p.parent} is not a directory") from None
+
+
+def existing(path: Path) -> bool:
+    """Whether the private directory `path` exists (it and the state directory above it
+    checked as `check_private` says); False when it does not. For readers: nothing is
+    created."""
+    for p in _chain(path):
+        st = _lstat(p)
+        if st is None:
+            return False
+        check_private(p, st)
     return True
 
 
 def private_dir(path: Path) -> Path:
     """`path` as a private directory: created 0700 (with its missing parents, also 0700)
-    when absent, checked when present. Returns `path`."""
+    when absent, checked when present (and so is the state directory above it, before
+    anything is made inside). Returns `path`."""
+    for p in _chain(path):
+        st = _lstat(p)
+        if st is None:
+            break
+        check_private(p, st)
     missing: list[Path] = []
     p = path
     while not os.path.lexists(p) and p != p.parent:
@@ -83,6 +112,8 @@ def private_dir(path: Path) -> Path:
             os.mkdir(d, 0o700)
         except FileExistsError:  # made meanwhile: checked below like any existing one
             pass
+        except NotADirectoryError:
+            raise StateDirError(f"state directory {d}: {d.parent} is not a directory") from None
         else:
             os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
     existing(path)

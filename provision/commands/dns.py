@@ -327,7 +327,7 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     from provision.dns import names
     from provision.dns import propagation as prop
     from provision.dns.provider import ProviderError
-    from provision.dns.records import absolute, desired, in_zone
+    from provision.dns.records import desired
     from provision.text import printable
 
     inv = load(inventory_path)
@@ -336,19 +336,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
         zones = [z for z in zones if z.name == zone_name.rstrip(".").lower()]
         if not zones:
             raise UsageError(f"unknown zone {zone_name!r}")
-    fq = name.lower() if name.endswith(".") else None
-    zone = None
-    for z in sorted(zones, key=lambda z: -len(z.name)):
-        candidate = fq or absolute(name, z.name)
-        if in_zone(candidate, z.name):
-            zone, fq = z, candidate
-            break
-    if zone is None or fq is None:
-        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
-                         f"({', '.join(z.name for z in zones) or 'none'})")
-    why = names.problem(fq)
-    if why:
-        raise UsageError(f"{printable(name)} is not a record name: {why}")
+    try:  # the same reading of NAME as `dns migrate` (a dotted name is fully qualified)
+        zone_key, fq = names.cli_name(name, [z.name for z in zones])
+    except names.BadName as e:
+        raise UsageError(f"'{printable(name)}' {e}") from None
+    zone = next(z for z in zones if z.name == zone_key)
     declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)

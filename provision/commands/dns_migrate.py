@@ -137,7 +137,7 @@ def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> N
     if inv.dns is None or not inv.dns.zones:
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
     say = _say(as_json)
-    if name:
+    if name is not None:  # an empty NAME is a bad name, not "every migration"
         names, problems = [name], list[str]()
     else:
         names, problems = R.open_names(inv, JournalStore())
@@ -149,7 +149,7 @@ def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> N
             ctx = R.Ctx(inv, zone, fq, JournalStore(), say=say)
             s = R.status_of(ctx)
         except UsageError as e:
-            if name:  # the one name asked for: in no zone, or its journal/marker refused
+            if name is not None:  # the one name asked for: in no zone, or its journal/marker refused
                 raise
             problems.append(e.message)
             refused = True

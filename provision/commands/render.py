@@ -16,6 +16,7 @@ from provision.commands.common import (
     load,
 )
 from provision.errors import UsageError
+from provision.text import printable
 
 INCLUDE_LINE = "Include config.d/*.conf"
 CONF_NAME = "provision.conf"
@@ -34,8 +35,10 @@ def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
     """Write every artifact: the ssh_config and, per host, the files at their remote paths."""
     from provision.render import write_tree
 
+    if not out_dir.strip():  # Path("") is the current directory: never by accident
+        raise UsageError("--out needs a directory (it is empty)")
     inv = load(inventory_path)
-    out = Path(out_dir)
+    out = Path(out_dir).absolute()  # write_tree returns absolute paths
     written = write_tree(inv, out)  # a RenderError is a UsageError: exit 2, nothing written
     if as_json:
         emit_json({"out": str(out), "files": [str(p) for p in written]})
@@ -65,7 +68,7 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     """Print the ssh_config for the inventory, or install it with --write."""
     from provision.inventory.fields import check_path, check_user
     from provision.render import render_ssh_config
-    from provision.text import printable, printable_lines
+    from provision.text import printable_lines
 
     try:
         if user is not None:
@@ -85,7 +88,8 @@ def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
     try:
         changes = install(text, Path.home() / ".ssh")
     except OSError as e:
-        raise UsageError(f"cannot install the ssh_config: {e}") from None
+        where = f"{printable(str(e.filename))}: " if e.filename else ""
+        raise UsageError(f"cannot install the ssh_config: {where}{e.strerror or e}") from None
     if as_json:
         emit_json({"changed": changes, "path": str(Path.home() / ".ssh" / "config.d" / CONF_NAME)})
         return
@@ -119,31 +123,55 @@ def _write_atomic(path: Path, content: str, mode: int) -> None:
     atomic_write(path, content, mode)  # O_EXCL | O_NOFOLLOW temp file, fsync, rename
 
 
+def _read_config(path: Path) -> str:
+    """An ssh config file's text: a regular file (a FIFO would hang the read), UTF-8."""
+    from provision.dns.localfile import read_regular
+
+    try:
+        data = read_regular(path, 4 * 1024 * 1024, "OpenSSH config file", follow=True)
+    except OSError as e:
+        raise UsageError(f"cannot install the ssh_config: {printable(str(path))}: "
+                         f"{e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise UsageError(f"cannot install the ssh_config: {printable(str(path))}:{line}: not "
+                         "UTF-8 text; provision edits only a UTF-8 ssh config") from None
+
+
 def install(text: str, ssh_dir: Path) -> list[str]:
     """Install `text` as ssh_dir/config.d/provision.conf (600, dir 700) and make
-    ssh_dir/config include it. Idempotent; returns what changed, empty when nothing did."""
+    ssh_dir/config include it. Idempotent; returns what changed, empty when nothing did.
+    Everything is read and checked before the first write, so a refusal changes nothing."""
+    for d in (ssh_dir, ssh_dir / "config.d"):
+        if os.path.lexists(d) and not d.is_dir():  # else mkdir says only "File exists"
+            raise UsageError(f"cannot install the ssh_config: {printable(str(d))} exists and is "
+                             "not a directory (nor a symlink to one); move it away")
+    config = ssh_dir / "config"
+    target = config.resolve() if config.is_symlink() else config  # keep dotfile symlinks
+    if config.is_symlink() and not target.exists():  # else we would create a file anywhere
+        raise UsageError(f"cannot install the ssh_config: {printable(str(config))} is a symlink "
+                         f"to {printable(str(target))}, which does not exist; fix the link")
+    existing = _read_config(target) if os.path.lexists(target) else None
+    conf = ssh_dir / "config.d" / CONF_NAME
+    current = _read_config(conf) if conf.exists() else None
     changes: list[str] = []
     for d in (ssh_dir, ssh_dir / "config.d"):
         if not d.is_dir():
             d.mkdir(mode=0o700)
             os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
             changes.append(f"created {d}/ (mode 700)")
-    conf = ssh_dir / "config.d" / CONF_NAME
-    current = conf.read_text(encoding="utf-8") if conf.exists() else None
     if current != text:
         _write_atomic(conf, text, 0o600)
         changes.append(f"{'wrote' if current is None else 'updated'} {conf}")
     elif conf.stat().st_mode & 0o777 != 0o600:
         os.chmod(conf, 0o600)
         changes.append(f"set mode 600 on {conf}")
-    config = ssh_dir / "config"
-    target = config.resolve() if config.is_symlink() else config  # keep dotfile symlinks
-    if not target.exists():
+    if existing is None:
         _write_atomic(target, f"{INCLUDE_LINE}\n", 0o600)
         changes.append(f"created {config} with '{INCLUDE_LINE}'")
-    else:
-        existing = target.read_text(encoding="utf-8")
-        if not has_include(existing):
-            _write_atomic(target, with_include(existing), target.stat().st_mode & 0o777)
-            changes.append(f"added '{INCLUDE_LINE}' at the top of {config}")
+    elif not has_include(existing):
+        _write_atomic(target, with_include(existing), target.stat().st_mode & 0o777)
+        changes.append(f"added '{INCLUDE_LINE}' at the top of {config}")
     return changes

@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from provision.errors import UsageError
 from provision.text import printable
 
 from . import endpoint
 from .localfile import read_regular
+from .offline import service_account_problem
 from .provider import ProviderError, StaleRead
 from .records import ChangeSet, RRset, rrset
 
@@ -74,21 +76,23 @@ class CloudDnsProvider:
 
         path = Path(self.credentials_file or "").expanduser()
         try:
-            info = json.loads(read_regular(path, 1024 * 1024, "credentials file", follow=True))
-            if not isinstance(info, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError, RecursionError) as e:
-            raise ProviderError(f"clouddns: cannot use credentials_file {path}: "
-                                f"{printable(getattr(e, 'strerror', None) or str(e))}") from None
-        token_uri = info.get("token_uri")
-        if isinstance(token_uri, str):
-            why = endpoint.problem(token_uri, f"the token_uri of {path}")
-            if why:
-                raise ProviderError(f"clouddns: {why}; nothing was sent")
+            # decoded as UTF-8 first: json.loads(bytes) would silently accept UTF-16/32
+            info = json.loads(read_regular(path, 1024 * 1024, "credentials file",
+                                           follow=True).decode("utf-8"))
+        except OSError as e:
+            raise UsageError(f"clouddns: cannot use credentials_file {path}: "
+                             f"{printable(e.strerror or str(e))}") from None
+        except (ValueError, RecursionError):
+            raise UsageError(f"clouddns: cannot use credentials_file {path}: not JSON (a "
+                             "service-account key, as the console writes it)") from None
+        why = service_account_problem(info, str(path))
+        if why:  # bad input, found before google-auth signs or sends anything
+            raise UsageError(f"clouddns: {why}; nothing was sent")
         try:
             return service_account.Credentials.from_service_account_info(info, scopes=list(SCOPES))
         except (ValueError, KeyError, TypeError, aexc.GoogleAuthError) as e:
-            raise ProviderError(f"clouddns: cannot use credentials_file {path}: "
+            # the file's content is wrong (e.g. a private key that is not a PEM key): bad input
+            raise UsageError(f"clouddns: cannot use credentials_file {path}: "
                                 f"{printable(str(e))}") from None
 
     @property

@@ -16,6 +16,7 @@ def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = Fals
     """The bytes of the regular file `path`, at most `limit` of them; OSError (with a
     message in words) otherwise. `follow`: a symlink to a regular file is read (paths the
     inventory names, e.g. a key file); else a symlink is refused (the state directory)."""
+    a = "an" if what[:1].lower() in "aeiou" else "a"
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -28,9 +29,9 @@ def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = Fals
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, f"not a regular file (a FIFO, device, socket or "
-                          f"directory); a {what} is a regular file")
+                          f"directory); {a} {what} is a regular file")
         if st.st_size > limit:
-            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} a {what} "
+            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} {a} {what} "
                           "may have")
         chunks = []
         total = 0
@@ -38,7 +39,7 @@ def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = Fals
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise OSError(errno.EFBIG, f"more than the {limit} bytes a {what} may have")
+                raise OSError(errno.EFBIG, f"more than the {limit} bytes {a} {what} may have")
         return b"".join(chunks)
     finally:
         os.close(fd)

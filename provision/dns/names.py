@@ -135,3 +135,37 @@ def file_stem(fqdn: str) -> str:
     digits, '_', '-', '.', a leading '*'): injective on such names because no checked
     name starts with the reserved wildcard label."""
     return marker_label(fqdn.rstrip(".").lower())
+
+
+def cli_name(name: str, zones: list[str]) -> tuple[str, str]:
+    """(zone, absolute name) for a NAME given on the command line, the longest zone that
+    holds it; BadName otherwise, its message a predicate ("is in none of …") to follow
+    the name. One reading for every command (`dns
+    check`, `dns migrate …`): a name ending in '.' or containing a dot is fully
+    qualified; a bare label is taken in the only zone. The name's own form is checked
+    before its zone, so `api.example.org..` is an empty label, not "in no zone"."""
+    n = name.strip()
+    if not n:
+        raise BadName("is not a record name: it is empty")
+    if any(not c.isprintable() or c.isspace() for c in n):
+        raise BadName("is not a record name: it has spaces, control or invisible characters")
+    if n == "@":  # the apex, as in the inventory: only when there is one zone to mean
+        if len(zones) == 1:
+            return zones[0], origin(zones[0])
+        raise BadName(f"is the apex of which zone? the inventory has {len(zones)} zones; "
+                      "give the zone's name")
+    fq = n.lower() if n.endswith(".") else n.lower() + "."
+    why = problem(fq)
+    if why:
+        raise BadName(f"is not a record name: {why}")
+    for z in sorted(zones, key=lambda z: -len(z)):
+        if in_zone(fq, z):
+            return z, fq
+    bare = not n.endswith(".") and "." not in n
+    if bare and len(zones) == 1:
+        return zones[0], canonical(n, zones[0])
+    if bare and len(zones) > 1:
+        raise BadName(f"is a bare label and the inventory has {len(zones)} zones "
+                      f"({', '.join(zones)}): give the full name, e.g. "
+                      f"{printable(n)}.{zones[0].rstrip('.')}")
+    raise BadName(f"is in none of the inventory's zones ({', '.join(zones) or 'no dns.zones'})")

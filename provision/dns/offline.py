@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from provision.inventory.model import Inventory
+from provision.text import printable
 
 from . import endpoint, tsig
 from .localfile import read_regular
@@ -64,14 +65,31 @@ def _credentials(field: str, path: str) -> list[FileProblem]:
     if data is None:
         return found
     try:
-        info = json.loads(data)
+        info = json.loads(data.decode("utf-8"))  # not bytes: those may be UTF-16/32
     except (ValueError, RecursionError):
         return [FileProblem(field, path, f"{path}: not a JSON service-account key", False)]
+    why = service_account_problem(info, path)
+    return [FileProblem(field, path, why, False)] if why else []
+
+
+# The fields google-auth needs to sign a token request; without them it fails later, as an
+# API failure (exit 1), with a message about its own internals.
+_SERVICE_ACCOUNT_FIELDS = ("client_email", "private_key", "token_uri")
+
+
+def service_account_problem(info: object, path: str) -> str:
+    """Why `info` (a parsed credentials file) is not a usable service-account key, or "".
+    Pure: shared by `check` (offline) and the Cloud DNS provider (before any request)."""
     if not isinstance(info, dict):
-        return [FileProblem(field, path, f"{path}: not a JSON service-account key", False)]
-    token_uri = info.get("token_uri")
-    if isinstance(token_uri, str):
-        why = endpoint.problem(token_uri, f"the token_uri of {path}")
-        if why:
-            return [FileProblem(field, path, why, False)]
-    return []
+        return f"{path}: not a JSON service-account key (a JSON object, as the console writes it)"
+    if info.get("type") != "service_account":
+        kind = info.get("type")
+        shown = f"'{printable(kind[:40])}'" if isinstance(kind, str) else "missing"
+        return (f"{path}: the type is {shown}; credentials_file must be a service-account "
+                'key ("type": "service_account", as `gcloud iam service-accounts keys '
+                "create` writes it)")
+    absent = [k for k in _SERVICE_ACCOUNT_FIELDS if not isinstance(info.get(k), str) or not info[k]]
+    if absent:
+        return (f"{path}: a service-account key needs the text fields "
+                f"{', '.join(_SERVICE_ACCOUNT_FIELDS)}; missing or not text: {', '.join(absent)}")
+    return endpoint.problem(info["token_uri"], f"the token_uri of {path}")

@@ -25,7 +25,9 @@ _ALIASES = {"hmac-md5.sig-alg.reg.int": "hmac-md5"}
 
 _KEY = re.compile(r'key\s+"?([A-Za-z0-9._-]+)"?\s*\{(.*?)\}\s*;', re.S)
 _ALG = re.compile(r"algorithm\s+\"?([A-Za-z0-9.-]+)\"?\s*;")
-_SECRET = re.compile(r'secret\s+"([A-Za-z0-9+/=]+)"\s*;')
+# Any secret statement is found (quoted or not, any text); secret_ok then says what is
+# wrong with its value, rather than claiming there is no secret line.
+_SECRET = re.compile(r'secret\s+"?([^";\s]*)"?\s*;')
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$")
 MAX_BYTES = 64 * 1024
 
@@ -38,6 +40,10 @@ def parse(text: str) -> tuple[str, str, str]:
     """(key name, BIND algorithm name, base64 secret) from a BIND ``key`` block or a
     one-line ``algorithm:name:secret`` (nsupdate -y)."""
     m = _KEY.search(text)
+    if m and len(_KEY.findall(text)) > 1:
+        # which one would sign is not for provision to guess
+        raise TsigKeyError("the file holds more than one key block; a TSIG key file holds "
+                           "one key (as tsig-keygen writes it)")
     if m:
         alg, secret = _ALG.search(m.group(2)), _SECRET.search(m.group(2))
         if not alg:

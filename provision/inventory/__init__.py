@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from provision.text import printable
+
 from .errors import InventoryError, Problem
 from .model import Inventory
 
@@ -29,6 +31,8 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
 
     p = Path(path) if path is not None else default_inventory_path()
     if not p.exists():
-        raise InventoryError([Problem(str(p), 0, 0, "", "no such file or directory "
+        what = (f"a symbolic link to {printable(os.readlink(p))}, which does not exist"
+                if p.is_symlink() else "no such file or directory")
+        raise InventoryError([Problem(str(p), 0, 0, "", f"{what} "
                                       "(give -i PATH or set PROVISION_INVENTORY)")])
     return build(load_source(p))

@@ -299,7 +299,7 @@ def check_zone(value: str) -> str:
 
 def check_record_name(value: str) -> str:
     _no_control(value, "a record name")
-    if value == "@":
+    if value in ("@", "*"):  # '*': the wildcard right below the apex (*.zone), as `dns check *` reads it
         return value
     if value.startswith("*."):
         rest = value[2:]

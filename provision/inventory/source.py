@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from provision.dns.localfile import read_regular
 from provision.text import printable, unsafe
 
 from .errors import InventoryError, Problem
@@ -276,7 +277,9 @@ def load_yaml_text(text: str, file: str) -> SourceDoc:
 def inventory_files(path: Path) -> list[Path]:
     """The YAML files of an inventory: the file itself, or *.yml/*.yaml of a directory, sorted."""
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
+        # not only regular files: a FIFO or device named *.yml is refused when read, not
+        # silently left out of the inventory
+        return sorted(p for p in path.iterdir() if p.suffix in (".yml", ".yaml"))
     return [path]
 
 
@@ -326,12 +329,18 @@ def load_source(path: Path) -> SourceDoc:
     problems: list[Problem] = []
     for f in files:
         try:
-            text = f.read_text(encoding="utf-8")
+            # a regular file (a FIFO or /dev/zero would hang the read), of bounded size
+            data = read_regular(f, MAX_FILE_BYTES, "inventory file", follow=True)
+            text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            problems.append(Problem(str(f), 1, 1, "", f"not UTF-8 text ({e.reason})"))
+            before = data[: e.start]
+            problems.append(Problem(str(f), before.count(b"\n") + 1,
+                                    e.start - (before.rfind(b"\n") + 1) + 1, "",
+                                    f"not UTF-8 text (byte 0x{data[e.start]:02x}; an "
+                                    "inventory is UTF-8)"))
             continue
         except OSError as e:
-            problems.append(Problem(str(f), 1, 1, "", f"cannot read: {e.strerror}"))
+            problems.append(Problem(str(f), 1, 1, "", f"cannot read: {e.strerror or e}"))
             continue
         try:
             docs.append(load_yaml_text(text, str(f)))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from provision.errors import RenderError
 from provision.inventory.model import Inventory
+from provision.text import printable
 
 from .host import render_host
 from .ssh_config import render_ssh_config
@@ -37,6 +38,32 @@ def layout(inv: Inventory, *, allow_lockout: bool = False) -> dict[Path, tuple[s
     return files
 
 
+def _check_merge(out_dir: Path, files: dict[Path, tuple[str, int]]) -> None:
+    """Refuse, before anything is written, to merge into `out_dir` through a symlink below
+    it (that would write wherever it points) or over a file where a directory goes (and
+    the other way round). `out_dir` itself may be a symlink to a directory: the operator
+    chose it by name."""
+    problems: set[str] = set()
+    for rel in files:
+        parts = rel.parts
+        for i in range(1, len(parts) + 1):
+            p = out_dir.joinpath(*parts[:i])
+            if p.is_symlink():
+                problems.add(f"{printable(str(p))} is a symlink (provision writes through no "
+                             "link under --out)")
+                break
+            if not p.exists():
+                break
+            if i < len(parts) and not p.is_dir():
+                problems.add(f"{printable(str(p))} is a file where a directory goes")
+                break
+            if i == len(parts) and p.is_dir():
+                problems.add(f"{printable(str(p))} is a directory where a file goes")
+    if problems:
+        raise RenderError(f"cannot write into --out {printable(str(out_dir))}: "
+                          f"{'; '.join(sorted(problems))}; nothing was written")
+
+
 def write_tree(inv: Inventory, out_dir: Path, *, allow_lockout: bool = False) -> list[Path]:
     """Write `out_dir/ssh_config` and `out_dir/<node>/<remote path>` for every node.
 
@@ -44,9 +71,16 @@ def write_tree(inv: Inventory, out_dir: Path, *, allow_lockout: bool = False) ->
     paths, sorted.
     """
     files = layout(inv, allow_lockout=allow_lockout)
+    if not str(out_dir).strip():  # Path("") is the current directory: never by accident
+        raise RenderError("--out needs a directory (it is empty)")
     out_dir = out_dir.absolute()
+    if out_dir.is_symlink() and not out_dir.exists():
+        raise RenderError(f"--out {printable(str(out_dir))} is a symlink to "
+                          f"{printable(os.readlink(out_dir))}, which does not exist")
     if out_dir.exists() and not out_dir.is_dir():
-        raise RenderError(f"--out {out_dir} exists and is not a directory")
+        raise RenderError(f"--out {printable(str(out_dir))} exists and is not a directory")
+    if out_dir.is_dir():
+        _check_merge(out_dir, files)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=out_dir.parent))

@@ -18,6 +18,7 @@ from provision.dns.migrate.marker import Marker
 from provision.dns.provider import ProviderError
 from provision.dns.records import ChangeSet, RRset, plan_zone, rrset
 from provision.dns.route53 import Route53Provider
+from provision.errors import UsageError
 
 ZONE = "example.org."
 T0 = 1_800_000_000.0
@@ -173,7 +174,6 @@ def test_a_fifo_journal_is_refused_without_hanging(tmp_path: Path) -> None:
     import os
 
     from provision.dns.migrate.store import JournalStore
-    from provision.errors import UsageError
 
     store = JournalStore(tmp_path)
     os.mkfifo(store.path("api.example.org."))
@@ -216,7 +216,7 @@ def test_clouddns_refuses_a_token_uri_in_clear(tmp_path: Path) -> None:
                                  "client_email": "x@y", "private_key": "k"}))
     p = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
                          endpoint="https://dns.example.net", credentials_file=str(creds))
-    with pytest.raises(ProviderError, match=r"token_uri .* not a loopback address"):
+    with pytest.raises(UsageError, match=r"token_uri .* not a loopback address"):
         p.mz  # noqa: B018
     p2 = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
                           endpoint="http://10.1.1.1:8080", credentials_file=str(creds))

@@ -34,7 +34,7 @@ from provision.dns.records import (
 )
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
-from provision.text import printable, unsafe
+from provision.text import printable
 
 from . import closed as C
 from . import health as H
@@ -78,25 +78,12 @@ def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
     """The inventory zone holding `name` (the longest match) and the absolute name.
     UsageError (exit 2) for a name in no zone, or one provision refuses to migrate
     (reserved marker labels, too long for its marker, characters a host name lacks)."""
-    zones = list(inv.dns.zones) if inv.dns else []
-    n = name.strip()
-    if not n or unsafe(n) or any(c.isspace() for c in n) or ".." in n.strip("."):
-        raise UsageError(f"{printable(name)!r} is not a record name")
-    fq = n.lower() if n.endswith(".") else n.lower() + "."
-    found = None
-    for z in sorted(zones, key=lambda z: -len(z.name)):
-        if in_zone(fq, z.name):
-            found = z, fq
-            break
-    if found is None and len(zones) == 1 and not n.endswith(".") and "." not in n:
-        found = zones[0], absolute(n, zones[0].name)  # a bare label in the only zone
-    if found is None and len(zones) > 1 and not n.endswith(".") and "." not in n:
-        raise UsageError(f"{printable(name)} is a bare label and the inventory has "
-                         f"{len(zones)} zones ({', '.join(z.name for z in zones)}): give the "
-                         f"full name, e.g. {printable(n)}.{zones[0].name}")
-    if found is None:
-        raise UsageError(f"{printable(name)} is in none of the inventory's zones "
-                         f"({', '.join(z.name for z in zones) or 'no dns.zones'})")
+    zones = {z.name: z for z in inv.dns.zones} if inv.dns else {}
+    try:
+        zone_name, fq = names.cli_name(name, list(zones))
+    except names.BadName as e:
+        raise UsageError(f"'{printable(name)}' {e}") from None
+    found = zones[zone_name], fq
     why = names.problem(found[1], room=names.MARKER_ROOM) or names.reserved(found[1])
     if why:
         raise UsageError(f"{printable(name)}: {why}")
