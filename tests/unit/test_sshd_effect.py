@@ -502,3 +502,15 @@ def test_an_include_that_matches_no_file_is_not_a_match_block(tmp_path: Path) ->
     assert _probe_match(tmp_path) == "no"
     (tmp_path / "sshd_config.d" / "60-b.conf").write_text("Match User alice\n  X y\n")
     assert _probe_match(tmp_path) == "yes"
+
+
+def test_a_probe_stopped_at_the_file_cap_with_includes_left_assumes_a_match_block(
+        tmp_path: Path) -> None:
+    d = tmp_path / "sshd_config.d"
+    d.mkdir()
+    (tmp_path / "more").mkdir()
+    (tmp_path / "sshd_config").write_text(f"Include {d}/*.conf\n")
+    for i in range(64):
+        (d / f"{i:02d}.conf").write_text(f"Include {tmp_path}/more/*.conf\n" if i == 63 else "")
+    (tmp_path / "more" / "x.conf").write_text("Port 22\n")  # never read: past the cap
+    assert _probe_match(tmp_path) == "yes"
