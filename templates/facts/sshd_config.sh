@@ -22,7 +22,9 @@ $f
 "; n=$((n + 1)); set -- "$@" "$f"
       printf 'sshdcf\t%s\n' "$f"
     done
-    [ "$#" -gt 0 ] || break
+    # no file at this level (an Include that matches nothing, e.g. an empty
+    # sshd_config.d): nothing is left unread, unlike a stop at the cap below
+    [ "$#" -gt 0 ] || { level=''; break; }
     { found=$(awk -v T="$T" '
       { print "sshdln" T FILENAME T FNR T $0 }
       tolower($1) == "include" { for (i = 2; i <= NF; i++) print "inc " $i > "/dev/fd/3" }

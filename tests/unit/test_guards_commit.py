@@ -28,10 +28,16 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(C, "STATE_DIR", str(tmp_path / "state"))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("systemctl", "iptables-restore", "ip6tables-restore"):
+    for tool in ("iptables-restore", "ip6tables-restore"):
         stub = bin_dir / tool
         stub.write_text(f'#!/bin/sh\necho "{tool} $*" >> {tmp_path}/calls.log\n')
         stub.chmod(0o755)
+    # ssh.socket is inactive (sshd runs as ssh.service) unless the test creates socket-active
+    (bin_dir / "systemctl").write_text(
+        f'#!/bin/sh\necho "systemctl $*" >> {tmp_path}/calls.log\n'
+        f'[ "$*" = "-q is-active ssh.socket" ] && [ ! -e {tmp_path}/socket-active ] && exit 3\n'
+        'exit 0\n')
+    (bin_dir / "systemctl").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     return tmp_path
 
@@ -78,7 +84,7 @@ def test_a_confirmation_first_stops_the_timer_and_the_rollback_then_does_nothing
     assert f"systemctl stop provision-rollback-{CID}.timer" in _calls(host)
     _sh(C.rollback_script(a, CID))
     assert Path(a.files[0].write.path).read_text() == "PasswordAuthentication no\n"
-    assert "reload" not in _calls(host)
+    assert "ssh.service" not in _calls(host), "a rollback after the confirmation touched sshd"
     assert "@result confirmed" in _sh(C.status_script(a, CID, wait=0))
 
 
@@ -88,6 +94,7 @@ def test_a_rollback_first_restores_and_the_late_confirmation_says_too_late(host:
     _sh(C.rollback_script(a, CID))
     assert Path(a.files[0].write.path).read_text() == "PasswordAuthentication yes\n"
     assert "systemctl reload ssh.service" in _calls(host)
+    assert "restart" not in _calls(host)
     assert (d / "result").read_text() == "rolled-back\n"
     out = _sh(C.confirm_script(a, CID))
     assert C.confirmed(out) is False
@@ -96,6 +103,18 @@ def test_a_rollback_first_restores_and_the_late_confirmation_says_too_late(host:
     assert st.result == "rolled-back" and st.armed_at == 100.0
     assert st.restored_at is not None and st.started_at is not None
     assert not d.exists(), "the status script cleans up after reporting"
+
+
+def test_a_rollback_under_socket_activation_restarts_never_reloads(host: Path) -> None:
+    """Started from ssh.socket, a reload's re-exec loses the socket and sshd exits (see the
+    apply script): the rollback restarts the running service instead."""
+    (host / "socket-active").write_text("")
+    a = _action(host)
+    _arm(host, a)
+    _sh(C.rollback_script(a, CID))
+    assert Path(a.files[0].write.path).read_text() == "PasswordAuthentication yes\n"
+    assert "systemctl restart ssh.service" in _calls(host)
+    assert "reload" not in _calls(host)
 
 
 def test_a_file_that_did_not_exist_before_is_removed_by_the_rollback(host: Path) -> None:
@@ -147,7 +166,7 @@ def test_confirm_and_rollback_at_once_exactly_one_wins(host: Path, round_: int) 
     content = Path(a.files[0].write.path).read_text()
     if won:
         assert content == "PasswordAuthentication no\n" and not d.exists()
-        assert "reload" not in _calls(host)
+        assert "ssh.service" not in _calls(host)
     else:
         assert won is False, outs
         assert content == "PasswordAuthentication yes\n"
@@ -280,7 +299,7 @@ def test_exact_texts() -> None:
     with pytest.raises(ValueError, match=r"^the confirmation timeout must be at least 1 s$"):
         C.apply_script(_action(Path("/h")), CID, 0)
     two = C.CommitConfirmed("sshd", "gpu1", (*_action(Path("/h")).files,) * 2, "ssh.service")
-    with pytest.raises(ValueError, match=r"^an sshd commit carries exactly the sshd drop-in$"):
+    with pytest.raises(ValueError, match=r"^an sshd commit carries exactly the sshd drop-in \(and removes old ones\)$"):
         C.apply_script(two, CID, 5)
     assert "-lt 10 ]" in C.status_script(_action(Path("/h")), CID, wait=1.0)
     st = C.Status("rolled-back", 10.0, 16.5, ("rollback started 16.1",))

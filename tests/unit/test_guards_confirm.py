@@ -74,9 +74,22 @@ class Fresh:
         return answer
 
 
+# what each commit installs, and what the apply's read-back after applying shows when it
+# takes effect (`sshd -T`; `iptables-save -t filter`): provision.tasks.verify accepts these
+DROPIN = "PasswordAuthentication no\n"
+RULES = ("*filter\n:PROVISION-INPUT - [0:0]\n-F PROVISION-INPUT\n"
+         "-A PROVISION-INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n-A PROVISION-INPUT -j DROP\nCOMMIT\n")
+LIVE = ("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
+        ":PROVISION-INPUT - [0:0]\n-A INPUT -j PROVISION-INPUT\n"
+        "-A PROVISION-INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n-A PROVISION-INPUT -j DROP\nCOMMIT\n")
+READ_BACK = {"sshd": "@sshdt\t0\tport 22\n@sshdt\t0\tpasswordauthentication no\n",
+             "firewall": "".join(f"@ipt4\t{ln}\n" for ln in LIVE.splitlines())}
+
+
 def _commit(kind: C.Kind) -> C.CommitConfirmed:
     path = "/etc/ssh/sshd_config.d/50-provision.conf" if kind == "sshd" else "/etc/iptables/rules.v4"
-    staged = C.Staged(WriteFile(path, "x\n"), "sshd" if kind == "sshd" else "iptables-v4")
+    staged = C.Staged(WriteFile(path, DROPIN if kind == "sshd" else RULES),
+                      "sshd" if kind == "sshd" else "iptables-v4")
     return C.CommitConfirmed(kind, "gpu1", (staged,),
                              "ssh.service" if kind == "sshd" else "provision-firewall.service",
                              script="/usr/local/sbin/provision-firewall" if kind == "firewall" else "")
@@ -93,7 +106,14 @@ def _applied(*parts: str) -> Out:
     return Out("".join(f"@commit\t{i}\n{p}" for i, p in enumerate(parts)))
 
 
-OK = "@armed\n@armed-at 100.0\n@applied\n@applied-at 100.5\n"
+ARMED = "@armed\n@armed-at 100.0\n@applied\n@applied-at 100.5\n"
+
+
+def ok(kind: C.Kind) -> str:
+    """An apply that armed, applied, and whose read-back shows the change in effect."""
+    return ARMED + READ_BACK[kind]
+
+
 ROLLED = "@result rolled-back\n@armed-at 100.0\n@restored-at 106.0\n@log rollback started 105.9\n"
 
 
@@ -106,7 +126,7 @@ def test_kept_only_after_a_confirmation_over_a_new_connection(
         inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = Fresh([ConnectionError("booting"), "@commit\t0\n@confirmed\n"])
     monkeypatch.setattr(K, "_fresh_exec", fresh)
-    session = Session([_applied(OK)])
+    session = Session([_applied(ok("sshd"))])
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
     assert (run.status, run.done, run.error) == ("changed", 1, "")
     assert len(fresh.scripts) == 2, "retried after the failed connection"
@@ -119,7 +139,7 @@ def test_kept_only_after_a_confirmation_over_a_new_connection(
 def test_no_confirmation_means_rolled_back_with_the_hosts_account(
         inv: Inventory, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
     monkeypatch.setattr(K, "_fresh_exec", Fresh([answer]))
-    session = Session([_applied(OK), Out("@commit\t0\n" + ROLLED)])
+    session = Session([_applied(ok("sshd")), Out("@commit\t0\n" + ROLLED)])
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
     assert run.status == "failed" and run.done == 0
     assert run.error.startswith("sshd: confirmation over a new connection did not arrive "
@@ -132,7 +152,7 @@ def test_no_confirmation_means_rolled_back_with_the_hosts_account(
 def test_a_late_confirmation_the_host_took_is_kept(inv: Inventory,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n"]))
-    session = Session([_applied(OK), Out("@commit\t0\n@result confirmed\n")])
+    session = Session([_applied(ok("firewall")), Out("@commit\t0\n@result confirmed\n")])
     run = K.execute_guarded(inv, _run(inv, session, "firewall"), False, 30)
     assert run.status == "changed" and run.done == 1 and run.error == ""
     assert "confirmed after the 30 s window" in run.note
@@ -143,7 +163,7 @@ def test_the_deadline_is_the_hosts_window_and_every_attempt_is_counted(
     fresh = Fresh([ConnectionError("refused")] * 10_000)
     monkeypatch.setattr(K, "_fresh_exec", fresh)
     # the host says 0.5 s of a 1 s timeout went by between arming and applying
-    session = Session([_applied(OK), Out("@commit\t0\n@result pending\n")])
+    session = Session([_applied(ok("sshd")), Out("@commit\t0\n@result pending\n")])
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 1)
     assert run.status == "failed"
     assert "the host has not rolled back yet (still armed)" in run.error
@@ -172,7 +192,7 @@ def test_a_later_commit_that_failed_does_not_hide_the_earlier_ones_confirmation(
         inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = Fresh(["@commit\t0\n@confirmed\n"])
     monkeypatch.setattr(K, "_fresh_exec", fresh)
-    session = Session([_applied(OK, "@invalid\nbad rules\n")])
+    session = Session([_applied(ok("firewall"), "@invalid\nbad rules\n")])
     run = K.execute_guarded(inv, _run(inv, session, "firewall", "sshd"), False, 30)
     assert run.status == "failed" and run.done == 1
     assert run.error == "sshd: rejected on the host, nothing changed: bad rules"
@@ -195,7 +215,7 @@ def test_a_run_cut_short_names_the_commits_not_applied(
 def test_two_armed_commits_one_answer_each(inv: Inventory,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@confirmed\n@commit\t1\n@too-late\n"]))
-    session = Session([_applied(OK, OK), Out("@commit\t0\n" + ROLLED)])
+    session = Session([_applied(ok("firewall"), ok("sshd")), Out("@commit\t0\n" + ROLLED)])
     run = K.execute_guarded(inv, _run(inv, session, "firewall", "sshd"), False, 30)
     assert run.status == "failed" and run.done == 1
     assert run.error.startswith("sshd: confirmation over a new connection")
@@ -307,7 +327,7 @@ def test_the_window_is_what_the_host_clock_left_of_the_timeout(
     rolling back, and a confirmation that would get through now must not be counted."""
     fresh = Fresh(["@commit\t0\n@confirmed\n"])
     monkeypatch.setattr(K, "_fresh_exec", fresh)
-    late = "@armed\n@armed-at 100.0\n@applied\n@applied-at 131.0\n"
+    late = "@armed\n@armed-at 100.0\n@applied\n@applied-at 131.0\n" + READ_BACK["sshd"]
     session = Session([_applied(late), Out("@commit\t0\n" + ROLLED)])
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
     assert fresh.scripts == []
@@ -320,7 +340,7 @@ def test_every_connection_gets_the_inventory_the_run_and_accept_new(
         inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = Fresh(["@commit\t0\n@too-late\n", "@commit\t0\n@result rolled-back\n"])
     monkeypatch.setattr(K, "_fresh_exec", fresh)
-    session = Session([_applied(OK), Out("", 255, "session gone")])
+    session = Session([_applied(ok("sshd")), Out("", 255, "session gone")])
     run = _run(inv, session, "sshd")
     run.seconds = 5.0
     K.execute_guarded(inv, run, True, 30)
@@ -358,7 +378,7 @@ def test_plain_actions_run_first_in_the_same_exec(inv: Inventory,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@confirmed\n"]))
     write = WriteFile("/etc/motd", "hi\n")
-    session = Session([Out("@step\t0\n@done\n@commit\t0\n" + OK)])
+    session = Session([Out("@step\t0\n@done\n@commit\t0\n" + ok("sshd"))])
     run = _run(inv, session, "sshd")
     run.actions.insert(0, ("files", write))
     K.execute_guarded(inv, run, False, 30)
@@ -393,13 +413,13 @@ def test_without_commits_it_is_the_plain_execute(inv: Inventory) -> None:
 
 def test_problems_and_notes_are_joined(inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n"]))
-    session = Session([_applied(OK, "@invalid\nbad\n"), Out("@commit\t0\n" + ROLLED)])
+    session = Session([_applied(ok("firewall"), "@invalid\nbad\n"), Out("@commit\t0\n" + ROLLED)])
     run = K.execute_guarded(inv, _run(inv, session, "firewall", "sshd"), False, 30)
     rolled, invalid = run.error.split("; sshd: ")
     assert rolled.startswith("firewall: confirmation over a new connection")
     assert invalid == "rejected on the host, nothing changed: bad"
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n"]))
-    session = Session([_applied(OK), Out("@commit\t0\n@result confirmed\n")])
+    session = Session([_applied(ok("sshd")), Out("@commit\t0\n@result confirmed\n")])
     run = _run(inv, session, "sshd")
     run.note = "booting, retried 2×"
     K.execute_guarded(inv, run, False, 30)
@@ -480,7 +500,7 @@ def test_durations_are_the_time_spent_inside(inv: Inventory, monkeypatch: pytest
         after = K.time.monotonic()
         assert 0 < got.seconds <= after - before
     monkeypatch.setattr(K, "_fresh_exec", Fresh(["@commit\t0\n@confirmed\n"]))
-    run = _run(inv, Session([_applied(OK)]), "sshd")
+    run = _run(inv, Session([_applied(ok("sshd"))]), "sshd")
     run.seconds = 5.0
     before = K.time.monotonic()
     K.execute_guarded(inv, run, False, 30)
@@ -524,3 +544,71 @@ def test_the_duration_of_a_confirmation_given_up_on_a_hanging_attempt(
     finally:
         release.set()
     assert 0 < got.seconds <= K.time.monotonic() - before and got.answers == [None]
+
+
+# --- the read-back after applying (provision.tasks.verify): not in effect, never confirmed ---
+
+@pytest.mark.parametrize("read_back, status, why, done", [
+    ("@sshdt\t0\tport 22\n@sshdt\t0\tpasswordauthentication yes\n", "rolled-back",
+     "sshd -T shows passwordauthentication yes, not no (no file sets it: an sshd default, or "
+     "a file we could not read)", "rolled back at once"),
+    ("", "pending", "sshd -T said nothing after the reload",
+     "the host rolls it back by its timer (status: pending)"),
+])
+def test_a_change_not_in_effect_is_never_confirmed_and_is_rolled_back_at_once(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch, read_back: str, status: str, why: str,
+        done: str) -> None:
+    """An apply that returned, armed and applied is still not kept when the host's own
+    read-back does not show the change: no confirmation is sent (it would keep it), the
+    rollback runs now over the session, and the error names the cause and what the host did."""
+    fresh = Fresh(["@commit\t0\n@confirmed\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    session = Session([_applied(ARMED + read_back), Out(f"@commit\t0\n@result {status}\n")])
+    run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
+    assert fresh.scripts == [], "asked for a confirmation of a change not in effect"
+    assert run.status == "failed" and run.done == 0
+    assert run.error == (f"sshd: /etc/ssh/sshd_config.d/50-provision.conf does not take effect: "
+                         f"{why}; {done}")
+    assert run.failed_action == _commit("sshd").describe()
+    assert "provision commit-confirmed rollback now: sshd" in session.scripts[1]
+    assert run.remote_execs == 2
+
+
+def test_only_the_commits_in_effect_are_confirmed(inv: Inventory,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Fresh(["@commit\t0\n@confirmed\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    session = Session([_applied(ARMED, ok("sshd")), Out("@commit\t0\n@result rolled-back\n")])
+    run = K.execute_guarded(inv, _run(inv, session, "firewall", "sshd"), False, 30)
+    assert run.status == "failed" and run.done == 1
+    assert run.error == ("firewall: the loaded rules do not take effect: iptables-save said "
+                         "nothing; rolled back at once")
+    assert run.failed_action == _commit("firewall").describe()
+    (script,) = fresh.scripts
+    assert "confirm: sshd" in script and "confirm: firewall" not in script
+    assert "rollback now: firewall" in session.scripts[1]
+    assert "rollback now: sshd" not in session.scripts[1]
+
+
+# --- the host lock (provision.hosts.lock): the apply runs only while this run holds it ----------
+
+@dataclass
+class Held:
+    token: str = "0123456789abcdef"
+
+
+def test_the_apply_runs_under_the_lock_guard_and_a_lost_lock_applies_nothing(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Fresh(["@commit\t0\n@confirmed\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    lost = "provision: this run no longer holds the host lock (its heartbeat was lost): nothing done\n"
+    session = Session([Out("", 75, lost)])
+    run = _run(inv, session, "sshd")
+    run.lock = Held()  # type: ignore[assignment]
+    K.execute_guarded(inv, run, False, 30)
+    (apply,) = session.scripts
+    assert apply.index("provision_guard\n") < apply.index("commit-confirmed apply: sshd")
+    assert "0123456789abcdef" in apply
+    assert fresh.scripts == [] and run.status == "failed" and run.done == 0
+    assert run.error.startswith("sshd: not applied (the run stopped before it, exit 75: "
+                                "provision: this run no longer holds the host lock")

@@ -479,3 +479,38 @@ def test_plan_is_a_change_for_a_match_block_nobody_probes(inv: Inventory) -> Non
     good = ["port 22", *(f"{k} {v}" for k, v in hardened_effective(step).items())]
     why = verify(a, ApplyResult(effective={i: tuple(good) for i in range(len(a.checks))}), f)  # type: ignore[arg-type]
     assert why is not None and f"{D}/99-local.conf:2 (in `Match User carol`)" in why
+
+
+# --- the probe's Match detection, run here against a temp /etc/ssh ----------------------------
+
+def _probe_match(etc: Path) -> str:
+    """PROBE_SSHD_MATCH as fact_sshd_config leaves it, with /etc/ssh moved to `etc`."""
+    frag = (Path(__file__).parents[2] / "templates" / "facts" / "sshd_config.sh").read_text()
+    script = (frag.replace("/etc/ssh", str(etc)) + "\nT=$(printf '\\t')\n"
+              "fact_sshd_config >/dev/null\necho \"$PROBE_SSHD_MATCH\"\n")
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_an_include_that_matches_no_file_is_not_a_match_block(tmp_path: Path) -> None:
+    """An empty sshd_config.d (a stock Debian host) is not "stopped at the file cap": sshd
+    reads no file we did not send, so no per-user sshd -T is needed. Was: Match assumed."""
+    (tmp_path / "sshd_config.d").mkdir()
+    (tmp_path / "sshd_config").write_text(f"Include {tmp_path}/sshd_config.d/*.conf\nPort 22\n")
+    assert _probe_match(tmp_path) == "no"
+    (tmp_path / "sshd_config.d" / "50-a.conf").write_text("PasswordAuthentication no\n")
+    assert _probe_match(tmp_path) == "no"
+    (tmp_path / "sshd_config.d" / "60-b.conf").write_text("Match User alice\n  X y\n")
+    assert _probe_match(tmp_path) == "yes"
+
+
+def test_a_probe_stopped_at_the_file_cap_with_includes_left_assumes_a_match_block(
+        tmp_path: Path) -> None:
+    d = tmp_path / "sshd_config.d"
+    d.mkdir()
+    (tmp_path / "more").mkdir()
+    (tmp_path / "sshd_config").write_text(f"Include {d}/*.conf\n")
+    for i in range(64):
+        (d / f"{i:02d}.conf").write_text(f"Include {tmp_path}/more/*.conf\n" if i == 63 else "")
+    (tmp_path / "more" / "x.conf").write_text("Port 22\n")  # never read: past the cap
+    assert _probe_match(tmp_path) == "yes"
