@@ -26,6 +26,7 @@ from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
+from provision.ssh.session import SudoPassword
 from provision.tasks import apt_script
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
@@ -143,7 +144,7 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
             actions += [(s.name, a) for a in s.diff(run.facts)]
         run.actions = actions
         run.status = "pending" if actions else "ok"
-    except Refused as e:
+    except (Refused, SudoPassword) as e:
         run.status, run.error = "failed", str(e)
     except Exception as e:
         run.status, run.error = "failed", f"facts: {reason(e)}"

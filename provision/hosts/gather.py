@@ -94,11 +94,15 @@ def open_chain(inv: Inventory, host: Host, accept_new: bool,
         return chain
 
 
+def _probe_failed(remote: Remote, status: int, stderr: str) -> OperationError:
+    return remote.refused(status, stderr) or FactsError(f"probe exited {status}: {stderr.strip()[-500:]}")
+
+
 def probe(remote: Remote, request: Request) -> Facts:
     """One remote exec: the probe for `request`. Raises FactsError."""
     out = remote.sh(probe_script(request), request.args(), timeout=PROBE_TIMEOUT)
     if out.status != 0:
-        raise FactsError(f"probe exited {out.status}: {out.stderr.strip()[-500:]}")
+        raise _probe_failed(remote, out.status, out.stderr)
     return parse(out.stdout)
 
 
@@ -108,7 +112,7 @@ def probe_peek(remote: Remote, request: Request) -> tuple[Facts, lock.Report]:
     out = remote.sh(lock.script(probe_script(request), None), request.args(),
                     timeout=PROBE_TIMEOUT)
     if out.status != 0:
-        raise FactsError(f"probe exited {out.status}: {out.stderr.strip()[-500:]}")
+        raise _probe_failed(remote, out.status, out.stderr)
     lines, answer = lock.split(out.stdout)
     return parse(answer), lock.parse(lines)
 
@@ -188,7 +192,7 @@ def probe_locked(remote: Remote, request: Request, spec: lock.Spec,
                 return None, report, None
             status = ch.recv_exit_status() if ch.exit_status_ready() else -1
             text = b"".join(err + _drain_stderr(ch)).decode("utf-8", "replace")
-            raise FactsError(f"probe exited {status}: {text.strip()[-500:]}")
+            raise _probe_failed(remote, status, text)
         facts = parse(answer)
         held = True
         return facts, report, HeldLock(ch, spec.token)

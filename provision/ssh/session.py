@@ -23,6 +23,14 @@ class RemoteTimeout(OperationError):
     pass
 
 
+class SudoPassword(OperationError):
+    """The login user's sudo wants a password; provision runs `sudo -n` and never types one."""
+
+
+# what `sudo -n` says (exit 1, before the script runs) when it would have to ask
+SUDO_ASKS = ("sudo: a password is required", "sudo: a terminal is required")
+
+
 @dataclass
 class Output:
     status: int
@@ -41,6 +49,14 @@ class Remote:
         if self.sudo:
             argv = ["sudo", "-n", "--", *argv]
         return " ".join(quote(a) for a in argv)
+
+    def refused(self, status: int, stderr: str) -> SudoPassword | None:
+        """The exec never ran because sudo wanted a password: say that, not "probe exited 1"."""
+        if not self.sudo or status != 1 or not stderr.strip().startswith(SUDO_ASKS):
+            return None
+        user = self.chain.host.user
+        return SudoPassword(f"sudo needs a password for {user} (provision runs sudo -n): "
+                            f"give {user} NOPASSWD sudo, or log in as root")
 
     def start(self, script: str, args: list[str] | tuple[str, ...] = ()) -> Any:
         """One exec like `sh`, left running with its stdin open: the caller reads its output
