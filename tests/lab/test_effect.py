@@ -74,7 +74,7 @@ def clean(lab: Lab, world: dict[str, Path]) -> Iterator[None]:
 
 def put(lab: Lab, path: str, text: str) -> None:
     r = subprocess.run(["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "sh", "-c",
-                        f"cat > {path} && chmod 644 {path} && systemctl reload ssh.service"],
+                        f"cat > {path} && chmod 644 {path} && systemctl reload-or-restart ssh.service"],
                        input=text, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
