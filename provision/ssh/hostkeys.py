@@ -179,10 +179,13 @@ def not_known_hosts(text: str) -> str | None:
     return None
 
 
-def read_known_hosts(path: Path) -> str:
+def read_known_hosts(path: Path, every_line: bool = True) -> str:
     """The text of the known_hosts file at `path`: a regular file (a FIFO or device is
-    refused without blocking on it), at most MAX_KNOWN_HOSTS_BYTES, every line a known_hosts
-    line. Raises HostKeyError naming the file and the line; FileNotFoundError when absent."""
+    refused without blocking on it), at most MAX_KNOWN_HOSTS_BYTES, and (`every_line`)
+    every line a known_hosts line. Raises HostKeyError naming the file and the line;
+    FileNotFoundError when absent. Reading keys passes every_line=False: a line that does
+    not parse is skipped, as OpenSSH does (it can only make a host unknown); appending
+    still requires every line to be one (`append_line`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
@@ -194,7 +197,7 @@ def read_known_hosts(path: Path) -> str:
         raise HostKeyError(f"{path} is larger than {MAX_KNOWN_HOSTS_BYTES // (1024 * 1024)} MiB; "
                            "not a known_hosts file provision reads")
     text = data.decode("utf-8", errors="replace")
-    why = not_known_hosts(text)
+    why = not_known_hosts(text) if every_line else None
     if why is not None:
         raise HostKeyError(f"{path}: {why}; defaults.known_hosts must name a known_hosts file")
     return text
@@ -251,7 +254,7 @@ def _parsed(path: Path) -> tuple[Any, frozenset[bytes]]:
         if cached is not None and cached[0] == version:
             return cached[1]
         # refuses a FIFO, a huge file or one that is not known_hosts
-        parsed = _parse(read_known_hosts(path))
+        parsed = _parse(read_known_hosts(path, every_line=False))
         _loaded[path] = (version, parsed)
         return parsed
 
