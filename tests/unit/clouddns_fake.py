@@ -14,8 +14,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+import yaml
 
 PREFIX = "/dns/v1/projects/"
 
@@ -209,3 +212,14 @@ def isolated_fake(monkeypatch: Any, project: str, managed_zone: str, zone: str,
         yield f
     finally:
         f.stop()
+
+
+def inventory_file(tmp_path: Path, fake: FakeCloudDns, project: str, managed_zone: str,
+                   records: dict[str, Any]) -> Path:
+    """An inventory whose zone example.org is `fake`'s managed zone, holding `records`."""
+    doc = {"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "clouddns", "project": project, "managed_zone": managed_zone,
+        "endpoint": fake.url, "records": records}}}}
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump(doc))
+    return p

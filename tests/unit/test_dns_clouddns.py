@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, isolated_fake
+from clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
 
 from provision.cli import main
 
@@ -24,12 +23,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudDns]:
 
 
 def _inventory(tmp_path: Path, fake: FakeCloudDns, records: dict[str, Any]) -> Path:
-    doc = {"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "clouddns", "project": PROJECT, "managed_zone": MZ, "endpoint": fake.url,
-        "records": records}}}}
-    p = tmp_path / "inv.yml"
-    p.write_text(yaml.safe_dump(doc))
-    return p
+    return inventory_file(tmp_path, fake, PROJECT, MZ, records)
 
 
 def _cli(*args: str) -> Any:
