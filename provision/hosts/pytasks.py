@@ -131,8 +131,9 @@ def load(tasks: Iterable[TaskSpec], root: Path, allowed: Iterable[Path] = ()
         module = modules[real]
         fn = module.__dict__.get(spec.function)
         if fn is None:
-            names = sorted(n for n, v in module.__dict__.items()
-                           if isinstance(v, types.FunctionType) and not n.startswith("_"))
+            names = sorted(n for n, v in module.__dict__.items()  # its own, not imported ones
+                           if isinstance(v, types.FunctionType) and not n.startswith("_")
+                           and v.__module__ == module.__name__)
             close = difflib.get_close_matches(spec.function, names, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise TaskError(f"{spec.where}: task: {spec.path} has no function "
