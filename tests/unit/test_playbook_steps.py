@@ -224,3 +224,52 @@ def test_a_playbook_without_tasks_imports_nothing_and_lists_nothing(tmp_path: Pa
     r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
     assert json.loads(r.output)["tasks_imported"] == []
     assert not (d / "tasks" / "IMPORTED").exists()
+
+
+# --- calling a task and its check (the connection is not used by these functions) --------
+
+def _loaded(fn: object, check: object = None) -> object:
+    from provision.tasks.pytask import Loaded
+
+    return Loaded(fn, check, "/inv/tasks/t.py")
+
+
+def test_a_check_must_answer_a_bool() -> None:
+    from provision.hosts import pytasks
+
+    host = object()
+    got = pytasks.check(_loaded(None, lambda c, h: None), None, host, "t.py:f")
+    assert got.error == "check of t.py:f returned NoneType None, not True (done) or False"
+    got = pytasks.check(_loaded(None, lambda c, h: 1 / 0), None, host, "t.py:f")
+    assert got.error.startswith("check of t.py:f: ZeroDivisionError: division by zero")
+    assert pytasks.check(_loaded(None, lambda c, h: False), None, host, "t.py:f").value is False
+
+
+def test_a_failing_command_in_a_task_is_reported_with_its_last_lines() -> None:
+    from invoke.exceptions import UnexpectedExit
+    from invoke.runners import Result
+
+    from provision.hosts import pytasks
+    from provision.tasks.pytask import RunTask
+
+    def fails(c: object, host: object) -> None:
+        raise UnexpectedExit(Result(stdout="", stderr="one\ntwo\nthree\nfour\n", exited=3,
+                                    command="make install"))
+
+    task = RunTask("t", "t.py:fails", _loaded(fails), "no check")
+    assert pytasks.run(task, None, object()) == (
+        "task t.py:fails: 'make install' exited 3: two / three / four")
+
+
+def test_a_task_whose_check_still_says_not_done_fails() -> None:
+    from provision.hosts import pytasks
+    from provision.tasks.pytask import RunTask
+
+    ran: list[int] = []
+    task = RunTask("t", "t.py:f", _loaded(lambda c, h: ran.append(1), lambda c, h: False),
+                   "its check says not done", True)
+    assert pytasks.run(task, None, object()) == (
+        "task t.py:f ran, but its check still says not done: the next apply would run it again")
+    assert ran == [1]
+    done = RunTask("t", "t.py:f", _loaded(lambda c, h: None, lambda c, h: True), "x", True)
+    assert pytasks.run(done, None, object()) == ""
