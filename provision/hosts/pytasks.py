@@ -190,7 +190,7 @@ def call(fn: Callable[[Any, Host], Any], c: Any, host: Host, what: str) -> Calle
     """`fn(c, host)`; an exception becomes its recap line (never raised)."""
     try:
         return Called(fn(c, host))
-    except Exception as e:
+    except (Exception, SystemExit) as e:  # sys.exit() in a task fails its host, not the run
         return Called(error=f"{what}: {_failure(e, getattr(fn, '__code__', None))}")
 
 
@@ -225,7 +225,7 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _failure(e: Exception, code: Any) -> str:
+def _failure(e: BaseException, code: Any) -> str:
     """An invoke UnexpectedExit: the command, its exit status and last lines of output;
     anything else: the exception and where in the task file it was raised."""
     result = getattr(e, "result", None)

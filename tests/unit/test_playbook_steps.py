@@ -273,3 +273,13 @@ def test_a_task_whose_check_still_says_not_done_fails() -> None:
     assert ran == [1]
     done = RunTask("t", "t.py:f", _loaded(lambda c, h: None, lambda c, h: True), "x", True)
     assert pytasks.run(done, None, object()) == ""
+
+
+def test_sys_exit_in_a_task_fails_its_host_not_the_run() -> None:
+    import sys
+
+    from provision.hosts import pytasks
+    from provision.tasks.pytask import RunTask
+
+    task = RunTask("t", "t.py:f", _loaded(lambda c, h: sys.exit(3)), "no check")
+    assert pytasks.run(task, None, object()).startswith("task t.py:f: SystemExit: 3 (")
