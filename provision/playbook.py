@@ -43,7 +43,7 @@ DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 KEYS = ("name", "description", "hosts", "steps")
 # the keys of a custom step entry, by the key that says its kind
 STEP_KEYS = {"run": ("run", "name", "creates", "unless", "sudo"), "task": ("task", "name")}
-MAX_COMMAND = 64 * 1024  # a command travels as one argument of the probe's exec
+MAX_COMMAND = 16 * 1024  # an unless: travels as one argument of the probe's exec (Linux: 128 KiB)
 # A playbook names steps and hosts: a few hundred bytes. The cap keeps a wrong path (a log,
 # /dev/zero behind a symlink) from being read whole.
 MAX_PLAYBOOK_BYTES = 1024 * 1024

@@ -86,6 +86,7 @@ steps:
     ("[{run: ls, name: 'a b'}]", "x.yml:2:25: steps[0].name: a name must not contain whitespace"),
     ('[{run: "ls\\e[2J"}]', "x.yml:2:15: steps[0].run: character '\\\\x1b' is not allowed"),
     ("[{run: [ls]}]", "x.yml:2:15: steps[0].run: must be a string"),
+    ("[{run: ls, unless: " + "x" * 16385 + "}]", "steps[0].unless: at most 16,384 characters"),
     ("[{run: a, name: s}, {run: b, name: s}]", "x.yml:2:28: steps: a step is listed twice ('s')"),
     ("[tasks/a.py:f, tasks/a.py:f]", "steps: a step is listed twice ('tasks/a.py:f')"),
     ("[tasks/../../etc/evil.py:f]", "x.yml:2:9: steps[0]: 'tasks/../../etc/evil.py': a task file "
