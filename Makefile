@@ -50,7 +50,7 @@ docs-cli: $(STAMP)
 	$(PY) scripts/cli_reference.py
 
 docs: docs-cli
-	$(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # Mutation testing of the safety-critical modules (mutmut 3, one module at a time, each with
 # its own pure unit tests, at nice 19). Not part of `make test`. MODULES=word narrows it.

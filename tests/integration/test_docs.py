@@ -7,6 +7,7 @@ left out of the nav into failures; the last test shows that it does.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "mkdocs", "build", "--strict",
          "--config-file", str(config), "--site-dir", str(site)],
         cwd=config.parent, capture_output=True, text=True, timeout=120,
-        env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1"})
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
 
 
 @pytest.fixture(scope="module")
