@@ -97,3 +97,32 @@ def test_strict_build_fails_on_a_broken_link_and_a_page_left_out(tmp_path: Path)
     assert "no-such-heading" in output
     assert "#usage" in output  # the index links to a heading guide.md lacks
     assert "stray.md" in output
+
+
+LIST_ITEM = re.compile(r"^([-*+]|\d+\.)\s")
+
+
+def _glued_blocks(text: str) -> list[int]:
+    """Lines where a list or table starts right under a paragraph line: GitHub renders that,
+    Python-Markdown (mkdocs) folds the list or the table into the paragraph."""
+    lines, fence, found = text.split("\n"), False, []
+    for i, line in enumerate(lines[1:], start=1):
+        prev = lines[i - 1]
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if fence or not prev.strip() or prev.startswith(("#", " ", "```")):
+            continue
+        starts_list = bool(LIST_ITEM.match(line)) and not LIST_ITEM.match(prev)
+        starts_table = line.startswith("|") and not prev.startswith("|")
+        if starts_list or starts_table:
+            found.append(i + 1)
+    return found
+
+
+def test_lists_and_tables_are_blocks_of_their_own() -> None:
+    assert _glued_blocks("Text:\n- item\n") == [2]
+    assert _glued_blocks("Text:\n| a |\n|---|\n") == [2]
+    assert _glued_blocks("Text:\n\n- item\n- item\n  more\n- item\n") == []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        glued = _glued_blocks(page.read_text(encoding="utf-8"))
+        assert not glued, f"docs/{page.name}:{glued[0]}: put a blank line before the list or table"
