@@ -126,3 +126,24 @@ def test_lists_and_tables_are_blocks_of_their_own() -> None:
     for page in sorted((ROOT / "docs").glob("*.md")):
         glued = _glued_blocks(page.read_text(encoding="utf-8"))
         assert not glued, f"docs/{page.name}:{glued[0]}: put a blank line before the list or table"
+
+
+CITATION = re.compile(r"docs/([\w-]+\.md)(?:#([\w-]+))?")
+
+
+def test_citations_of_the_manual_in_the_code_resolve(site: Path) -> None:
+    this = Path(__file__).resolve()
+    cited = 0
+    for folder in ("provision", "tests", "bench", "scripts", "templates"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in (".py", ".sh", ".j2") or path.resolve() == this:
+                continue
+            for page, anchor in CITATION.findall(path.read_text(encoding="utf-8", errors="replace")):
+                where = f"{path.relative_to(ROOT)} cites docs/{page}{'#' + anchor if anchor else ''}"
+                assert (ROOT / "docs" / page).is_file(), f"{where}: no such page"
+                if anchor:
+                    parser = _Ids()
+                    parser.feed(_page(site, f"docs/{page}").read_text(encoding="utf-8"))
+                    assert anchor in parser.ids, f"{where}: no such heading"
+                cited += 1
+    assert cited >= 3
