@@ -229,7 +229,10 @@ def sections(runs: list[Any]) -> list[Any]:
 
     return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
                     error=r.error if r.status in ("failed", "unreachable") else "",
-                    status=r.status if r.status in ("failed", "unreachable") else "")
+                    status=r.status if r.status in ("failed", "unreachable") else "",
+                    # a guarded step that will not run says why (its guard is the reason)
+                    notes=tuple(f"[{d.step}] skipped: {d.why}"
+                                for d in r.decisions if not d.run))
             for r in runs]
 
 

@@ -157,6 +157,11 @@ def test_cold_apply_runs_them_then_a_no_op_apply_runs_nothing(
         assert (r["status"], r["changed"], r["changes"]) == ("ok", 0, 0), r
         assert r["remote_execs"] == 2, r  # the probe, and the task's check
         assert not any(s["run"] for s in r["steps"]), r["steps"]
+        (section,) = [s for s in data["plan"]["sections"] if s["name"] == h]
+        assert section["notes"] == [f"[state-dir] skipped: {STATE} exists",
+                                    "[cuda] skipped: its check says done",
+                                    f"[as-login-user] skipped: unless 'test -s ~/{USER_FILE}' "
+                                    "exited 0"], section
         assert runs_log(lab, h) == ["state-dir", h]  # nothing ran a second time
         assert lab.host(h, "cat", f"/home/{world['login']}/{USER_FILE}").stdout == "as-user\n"
 
