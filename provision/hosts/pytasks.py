@@ -2,8 +2,8 @@
 with the host's Fabric connection. Decides nothing: whether a task runs is
 `provision.tasks.pytask.decide`.
 
-Trust (docs/trust-model-tasks.md): a task is code run on the operator's machine. Only
-`plan` and `apply` call `load`, and it imports a file only when its real path (symlinks
+Trust (docs/trust-model.md#what-a-python-task-or-a-shell-step-can-do): a task is code
+run on the operator's machine. Only `plan` and `apply` call `load`, and it imports a file only when its real path (symlinks
 resolved) lies inside the inventory's directory or is named with `--tasks`; the playbook
 cannot name one through `..`. The bytes imported are the bytes hashed and listed
 (`Imported`): the file is read once, compiled from that text, and no bytecode is written
