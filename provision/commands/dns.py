@@ -21,7 +21,8 @@ from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 @click.group("dns")
 def dns_group() -> None:
-    """DNS records as code (route53, clouddns, rfc2136) and propagation checks."""
+    """DNS records as code (every provider in provision.dns.providers) and propagation
+    checks."""
 
 
 def _zone_option(f: Any) -> Any:
@@ -82,13 +83,25 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
 def zone_endpoint(zone: Any, inv: Any) -> str | None:
     """The API endpoint credentials for `zone` go to, when it is not the provider's own."""
     from provision.dns.endpoint import is_own
+    from provision.dns.providers import capabilities
 
-    url = zone.endpoint
-    if url is None and zone.provider == "route53" and inv is not None and inv.aws is not None:
-        url = inv.aws.endpoint_url
-    if url is None or zone.provider == "rfc2136" or is_own(url, zone.provider):
+    aws = inv.aws.endpoint_url if inv is not None and inv.aws is not None else None
+    url = zone.settings.api_url(aws)
+    if url is None or is_own(url, capabilities(zone.provider).own_api_hosts):
         return None
     return str(url)
+
+
+def _zone_title(zone: Any, inv: Any) -> str:
+    from provision.dns.providers import capabilities
+
+    url = zone_endpoint(zone, inv)
+    if not url:
+        return f"zone {zone.name} ({zone.provider})"
+    if not capabilities(zone.provider).own_api_hosts:  # a server the operator runs
+        return f"zone {zone.name} ({zone.provider} at {url})"
+    # a reviewer sees where the credentials go
+    return f"zone {zone.name} ({zone.provider} at {url}: not {zone.provider}'s own endpoint)"
 
 
 def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section]:
@@ -96,10 +109,7 @@ def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section
 
     out = []
     for run in runs:
-        name = f"zone {run.zone.name} ({run.zone.provider})"
-        url = zone_endpoint(run.zone, inv)
-        if url:  # a reviewer sees where the credentials go
-            name = f"zone {run.zone.name} ({run.zone.provider} at {url}: not {run.zone.provider}'s own endpoint)"
+        name = _zone_title(run.zone, inv)
         if run.error:
             out.append(Section(name, error=run.error, status="failed"))
             continue
@@ -303,8 +313,9 @@ def _print_applied(run: Any) -> None:
         out.print(Text(printable(f"{run.zone.name}: apply failed: {run.error}"), style="bold red"))
         return
     n = len(run.plan.changes)
-    how = ("served by every authoritative server" if run.zone.provider == "rfc2136"
-           else "in sync at the provider")
+    from provision.dns.providers import capabilities
+
+    how = capabilities(run.zone.provider).served()
     again = " (after re-reading the changed zone once)" if run.replanned else ""
     out.print(Text(f"{run.zone.name}: applied {n} change{'s' if n != 1 else ''}{again}, {how} "
                    f"in {run.apply_seconds:.2f} s", style="bold green"))
@@ -345,22 +356,18 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)
     expected = want.values if want is not None else None
+    resolvers = inv.dns.resolvers if inv.dns else ()
     try:
-        from provision.dns.provider_for import provider_for
+        from provision.dns.providers import provider_for
 
-        servers = provider_for(zone, inv).nameservers()
+        provider = provider_for(zone, inv)
+        targets, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
+                                                      resolvers)
     except ProviderError as e:
         raise OperationError(e.message) from None
-    targets = []
-    resolvers = inv.dns.resolvers if inv.dns else ()
-    for label, addr in servers:
-        if addr is None:
-            addr = prop.resolve_address(label, resolvers)
-        if addr is None:
-            raise OperationError(f"cannot find an address for nameserver {label} "
-                                 "(list a resolver under dns.resolvers)")
-        port = zone.port if zone.provider == "rfc2136" and addr == zone.server else 53
-        targets.append(prop.Target(label, addr, "authoritative", port))
+    if unknown:
+        raise OperationError(f"cannot find an address for nameserver {unknown[0]} "
+                             "(list a resolver under dns.resolvers)")
     targets += [prop.Target(r, r, "resolver") for r in resolvers]
     verdict = prop.assess(fq, rtype, prop.probe(targets, fq, rtype), expected)
     if as_json:

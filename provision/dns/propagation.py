@@ -157,6 +157,25 @@ def resolve_address(name: str, resolvers: Sequence[str]) -> str | None:
     return None
 
 
+def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
+                          direct: tuple[str, int] | None,
+                          resolvers: Sequence[str]) -> tuple[list[Target], list[str]]:
+    """The servers to verify a zone against, from a provider's `nameservers()`: a name
+    without an address is resolved through the configured resolvers (only); the server
+    the provider talks to directly (`direct`: address, port) is asked on its own port,
+    the others on 53. Returns (targets, the names no address was found for)."""
+    targets: list[Target] = []
+    unknown: list[str] = []
+    for label, addr in nameservers:
+        addr = addr or resolve_address(label, resolvers)
+        if addr is None:
+            unknown.append(label)
+            continue
+        port = direct[1] if direct is not None and addr == direct[0] else 53
+        targets.append(Target(label, addr, "authoritative", port))
+    return targets, unknown
+
+
 def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
     import dns.flags
     import dns.name

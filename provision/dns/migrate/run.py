@@ -63,7 +63,7 @@ def who() -> str:
 
 
 def make_provider(zone: Zone, inv: Inventory) -> Provider:
-    from provision.dns.provider_for import provider_for
+    from provision.dns.providers import provider_for
 
     return provider_for(zone, inv)
 
@@ -192,17 +192,10 @@ class Ctx:
         """The zone's authoritative servers with an address (names resolved through the
         configured resolvers only; those without an address are skipped, and said)."""
         if self._auth is None:
-            out = []
-            for label, addr in self.provider.nameservers():
-                if addr is None:
-                    addr = prop.resolve_address(label, self.resolvers)
-                if addr is None:
-                    self.notes.append(f"authoritative server {label} not asked: no address "
-                                      "(list a resolver under dns.resolvers)")
-                    continue
-                port = self.zone.port if self.zone.provider == "rfc2136" and \
-                    addr == self.zone.server else 53
-                out.append(prop.Target(label, addr, "authoritative", port))
+            out, unknown = prop.authoritative_targets(self.provider.nameservers(),
+                                                      self.provider.direct, self.resolvers)
+            self.notes += [f"authoritative server {label} not asked: no address (list a "
+                           "resolver under dns.resolvers)" for label in unknown]
             self._auth = out
         return self._auth
 
@@ -287,7 +280,7 @@ def settle(ctx: Ctx, loaded: Loaded) -> Journal | None:
         st = P.state(j, "original" if rec.closed == "rolled back" else
                      "finalized" if rec.closed == "finalized" else
                      "lowered" if j.phase == "lowered" else "switched")
-        if not j.token and ctx.zone.provider != "rfc2136":
+        if not j.token and ctx.provider.capabilities.change_ids:
             ctx.say(f"{ctx.where}: the provider's change id was lost in the interruption: "
                     "the change is taken as served from now")
         served_at = wait_served(ctx, st, ChangeSet(), j.token)
@@ -311,7 +304,7 @@ def wait_served(ctx: Ctx, st: P.State, changes: ChangeSet, token: str) -> float:
     """Until the provider has the change (Route53 INSYNC, Cloud DNS done) and every
     authoritative server we can ask serves `st`; returns that moment."""
     provider = ctx.provider
-    if token and provider.kind != "rfc2136":
+    if token and provider.capabilities.change_ids:  # else: the servers are asked below
         _call(lambda: provider.wait(changes, token, ctx.timeout))
     targets = ctx.auth_targets()
     if not targets:
