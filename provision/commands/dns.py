@@ -86,7 +86,7 @@ def zone_endpoint(zone: Any, inv: Any) -> str | None:
     from provision.dns.providers import capabilities
 
     aws = inv.aws.endpoint_url if inv is not None and inv.aws is not None else None
-    url = zone.settings.api_url(aws)
+    url = zone.settings.credentials_url(aws)
     if url is None or is_own(url, capabilities(zone.provider).own_api_hosts):
         return None
     return str(url)

@@ -56,7 +56,7 @@ class Settings(ProviderSettings):
     def _no_clear_credentials(cls, url: str | None) -> str | None:
         return endpoint.checked(url, "the endpoint")
 
-    def api_url(self, aws_endpoint_url: str | None) -> str | None:
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.endpoint
 
 

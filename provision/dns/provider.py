@@ -63,7 +63,7 @@ class ProviderSettings(BaseModel):
     # editors; a user reading an error should not have to read a regular expression)
     pattern_words: ClassVar[Mapping[str, str]] = {}
 
-    def api_url(self, aws_endpoint_url: str | None) -> str | None:
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         """The API URL credentials are sent to, when the inventory names one (None: the
         provider's own, or no HTTP API). `aws_endpoint_url`: the inventory's aws section."""
         return None

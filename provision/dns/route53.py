@@ -46,7 +46,7 @@ class Settings(ProviderSettings):
     def _no_clear_credentials(cls, url: str | None) -> str | None:
         return endpoint.checked(url, "the endpoint")
 
-    def api_url(self, aws_endpoint_url: str | None) -> str | None:
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.endpoint or aws_endpoint_url
 
 
@@ -63,7 +63,7 @@ def make(zone: Zone, inv: Inventory) -> Route53Provider:
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     aws = inv.aws
     return Route53Provider(zone.name, hosted_zone_id=s.hosted_zone_id,
-                           endpoint_url=s.api_url(aws.endpoint_url if aws else None),
+                           endpoint_url=s.credentials_url(aws.endpoint_url if aws else None),
                            region=aws.region if aws else "us-east-1")
 
 
