@@ -20,6 +20,7 @@ PROVIDERS: dict[str, str] = {
     "route53": "provision.dns.route53",
     "clouddns": "provision.dns.clouddns",
     "rfc2136": "provision.dns.rfc2136",
+    "powerdns": "provision.dns.powerdns",
 }
 
 
