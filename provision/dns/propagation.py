@@ -13,7 +13,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
+    import dns.message
+    import dns.rdata
 
 Role = Literal["authoritative", "resolver"]
 
@@ -176,7 +180,7 @@ def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
     return targets, unknown
 
 
-def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
+def parse_response(target: Target, r: dns.message.Message, name: str, rtype: str) -> Answer:
     import dns.flags
     import dns.name
     import dns.rcode
@@ -203,7 +207,7 @@ def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
     return Answer(target, "NODATA", aa, negative_ttl=negative)
 
 
-def _text(rtype: str, rdata: Any) -> str:
+def _text(rtype: str, rdata: dns.rdata.Rdata) -> str:
     from .records import normalise_value
 
     return normalise_value(rtype, rdata.to_text())

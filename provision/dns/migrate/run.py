@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from provision.dns import names
 from provision.dns import propagation as prop
@@ -45,6 +45,10 @@ from .marker import LABEL, marked_name, marker_name, parse
 from .store import JournalStore
 
 Say = Callable[[str], None]
+R = TypeVar("R")
+
+if TYPE_CHECKING:
+    from provision.inventory.writeback import Edit
 
 
 def who() -> str:
@@ -204,7 +208,7 @@ class Ctx:
 
 
 
-def _call(fn: Callable[[], Any]) -> Any:
+def _call(fn: Callable[[], R]) -> R:
     try:
         return fn()
     except StaleRead as e:
@@ -346,7 +350,7 @@ def change(ctx: Ctx, j: Journal, view: P.ZoneView, intent: str, target: P.StateN
 
 # --- commands ------------------------------------------------------------------------
 
-def _existing(ctx: Ctx, rtype: str | None) -> list[Any]:
+def _existing(ctx: Ctx, rtype: str | None) -> list[RRset]:
     types = [rtype.upper()] if rtype else ["A", "AAAA", "CNAME"]
     found = []
     for t in types:
@@ -471,7 +475,7 @@ def _inventory_target(ctx: Ctx, found: Sequence[RRset], rtype: str | None) -> RR
     return d
 
 
-def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Any:
+def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Edit | None:
     """When `values` differ from what the inventory declares (an ad hoc --to), the edit
     finalize will write, prepared and checked now (None when none is needed or
     --no-write-inventory). An inventory that cannot be updated is refused before any
@@ -507,8 +511,9 @@ def _third_value(ctx: Ctx, j: Journal) -> None:
                          "migration back and start again")
 
 
-def _alias_message(ctx: Ctx, rr: Any) -> str:
+def _alias_message(ctx: Ctx, rr: RRset) -> str:
     a = rr.alias
+    assert a is not None  # called for an alias only
     target = a.dns_name.rstrip(".").lower() + "."
     same_zone = in_zone(target, ctx.zone.name)
     if same_zone:
