@@ -25,8 +25,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from provision.errors import OperationError
-from provision.inventory.model import Aws, SecurityGroup
+from provision.inventory.model import Aws, Host, SecurityGroup
 
+from .attach import AttachPlan, LiveInstance, live_instances
+from .prune import LiveInterface, live_interfaces, plan_deletions
 from .rules import (
     TAG_KEY,
     TAG_VALUE,
@@ -69,28 +71,109 @@ def client(aws: Aws, profile: str | None = None) -> Any:
     return session.client("ec2", **kwargs)
 
 
-def fetch(ec2: Any, declared: Sequence[SecurityGroup]) -> list[LiveGroup]:
-    """Live state of the declared groups (found by id, or by name and VPC)."""
+def fetch(ec2: Any, declared: Sequence[SecurityGroup], managed_in: Sequence[str] = ()) -> list[LiveGroup]:
+    """Live state of the declared groups (found by id, or by name and VPC), and of every
+    group tagged managed-by: provision in the VPCs `managed_in` (candidates for deletion)."""
     with aws_errors():
         raw_groups: list[dict[str, Any]] = []
         names = sorted({g.name for g in declared if g.id is None})
         for chunk in _chunks(names):
             raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
                                 Filters=[{"Name": "group-name", "Values": chunk}])
-        seen = {g["GroupId"] for g in raw_groups}
-        ids = sorted({g.id for g in declared if g.id is not None} - seen)
-        for chunk in _chunks(ids):
-            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
-                                Filters=[{"Name": "group-id", "Values": chunk}])
         wanted = {(g.vpc, g.name) for g in declared if g.id is None}
         wanted_ids = {g.id for g in declared if g.id is not None}
         raw_groups = [g for g in raw_groups
                       if (g.get("VpcId"), g.get("GroupName")) in wanted or g["GroupId"] in wanted_ids]
-        raw_rules: list[dict[str, Any]] = []
-        for chunk in _chunks(sorted({g["GroupId"] for g in raw_groups})):
-            raw_rules += pages(ec2.describe_security_group_rules, "SecurityGroupRules",
-                               Filters=[{"Name": "group-id", "Values": chunk}])
-        return live_groups(raw_groups, raw_rules)
+        seen = {g["GroupId"] for g in raw_groups}
+        ids = sorted(wanted_ids - seen)
+        for chunk in _chunks(ids):
+            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
+                                Filters=[{"Name": "group-id", "Values": chunk}])
+        for chunk in _chunks(sorted(set(managed_in))):
+            seen = {g["GroupId"] for g in raw_groups}
+            raw_groups += [g for g in pages(ec2.describe_security_groups, "SecurityGroups",
+                                            Filters=[{"Name": f"tag:{TAG_KEY}", "Values": [TAG_VALUE]},
+                                                     {"Name": "vpc-id", "Values": chunk}])
+                           if g["GroupId"] not in seen]
+        return live_groups(raw_groups, _rules(ec2, sorted({g["GroupId"] for g in raw_groups})))
+
+
+def _rules(ec2: Any, group_ids: Sequence[str]) -> list[dict[str, Any]]:
+    raw_rules: list[dict[str, Any]] = []
+    for chunk in _chunks(group_ids):
+        raw_rules += pages(ec2.describe_security_group_rules, "SecurityGroupRules",
+                           Filters=[{"Name": "group-id", "Values": chunk}])
+    return raw_rules
+
+
+def fetch_instances(ec2: Any, nodes: Sequence[Host]) -> list[LiveInstance]:
+    """The instances of `nodes`: one paginated call by id, one by private address."""
+    by_id = sorted({n.instance.id for n in nodes if n.instance and n.instance.id})
+    by_ip = sorted({n.instance.private_address for n in nodes
+                    if n.instance and n.instance.private_address})
+    out: list[LiveInstance] = []
+    with aws_errors("reading instances"):
+        for name, values in (("instance-id", by_id), ("private-ip-address", by_ip)):
+            for chunk in _chunks(values):
+                out += live_instances(pages(ec2.describe_instances, "Reservations",
+                                            Filters=[{"Name": name, "Values": chunk}]))
+    return out
+
+
+def fetch_holders(ec2: Any, group_ids: Sequence[str]) -> tuple[list[LiveInterface], list[LiveGroup]]:
+    """What may keep `group_ids` from being deleted: the network interfaces carrying them
+    and the groups whose rules reference them (with their rules)."""
+    if not group_ids:
+        return [], []
+    interfaces: list[LiveInterface] = []
+    raw: dict[str, dict[str, Any]] = {}
+    with aws_errors("reading what uses the groups to delete"):
+        for chunk in _chunks(sorted(group_ids)):
+            interfaces += live_interfaces(pages(ec2.describe_network_interfaces, "NetworkInterfaces",
+                                                Filters=[{"Name": "group-id", "Values": chunk}]))
+            for name in ("ip-permission.group-id", "egress.ip-permission.group-id"):
+                for g in pages(ec2.describe_security_groups, "SecurityGroups",
+                               Filters=[{"Name": name, "Values": chunk}]):
+                    raw[g["GroupId"]] = g
+        groups = live_groups(raw.values(), _rules(ec2, sorted(raw)))
+    return interfaces, groups
+
+
+def vpcs_missing(ec2: Any, vpcs: Sequence[str]) -> list[str]:
+    """The VPCs of `vpcs` that this account and region do not have."""
+    if not vpcs:
+        return []
+    found: set[str] = set()
+    with aws_errors("reading VPCs"):
+        for chunk in _chunks(sorted(set(vpcs))):
+            found |= {v["VpcId"] for v in pages(ec2.describe_vpcs, "Vpcs",
+                                                 Filters=[{"Name": "vpc-id", "Values": chunk}])}
+    return sorted(set(vpcs) - found)
+
+
+def attach(ec2: Any, plan: AttachPlan) -> str:
+    """Make the instance's primary interface carry exactly `plan.want` (all ids by now)."""
+    assert all(g.startswith("sg-") for g in plan.want), plan.want
+    with aws_errors(f"setting the security groups of {plan.machine} ({plan.instance})"):
+        ec2.modify_network_interface_attribute(NetworkInterfaceId=plan.eni, Groups=list(plan.want))
+    return f"{plan.machine}: {plan.eni} of {plan.instance} now carries {', '.join(plan.want)}"
+
+
+def delete(ec2: Any, group: LiveGroup) -> str:
+    """Delete one group; a DependencyViolation names what still holds it."""
+    import botocore.exceptions
+
+    try:
+        ec2.delete_security_group(GroupId=group.id)
+    except botocore.exceptions.ClientError as e:
+        if e.response.get("Error", {}).get("Code") != "DependencyViolation":
+            with aws_errors(f"deleting security group {group.name}"):
+                raise
+        interfaces, referencing = fetch_holders(ec2, [group.id])
+        held = plan_deletions([group], interfaces, referencing, (), (), {})[0]
+        raise OperationError(f"AWS: {held.error or f'cannot delete {group.name} ({group.id}): in use'}"
+                             ) from None
+    return f"{group.name}: deleted {group.id}"
 
 
 def _chunks(values: Sequence[str]) -> Iterator[list[str]]:

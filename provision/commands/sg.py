@@ -1,8 +1,9 @@
 """`provision sg plan|apply`: AWS security groups reconciled with the inventory.
 
-CLI only: load the inventory, call the boto3 shell (`provision.cloud.aws`, imported
-lazily) and the pure reconcile (`provision.cloud.rules`), print through the shared plan
-output. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
+CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`,
+imported lazily), build the pure plan (`provision.cloud.plan`: rules, attachments,
+deletions), print through the shared plan output. Apply order: create groups, reconcile
+rules (revoke before authorize), set each instance's groups, delete dropped groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
 inventory or usage, 3 `plan --detailed-exitcode` found changes.
 """
 
@@ -20,6 +21,7 @@ from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Section, exit_status, print_plan, to_json
 
 if TYPE_CHECKING:
+    from provision.cloud.plan import SgPlan
     from provision.cloud.rules import GroupPlan
     from provision.inventory.model import Inventory
 
@@ -41,21 +43,32 @@ def _inventory(path: str | None) -> Inventory:
     return inv
 
 
-def _plan(inv: Inventory, ec2: Any) -> list[GroupPlan]:
+def _plan(inv: Inventory, ec2: Any) -> SgPlan:
+    """Read what the plan needs (a fixed number of describe calls per page) and build it."""
     from provision.cloud import aws as shell
-    from provision.cloud.rules import plan_groups
+    from provision.cloud.attach import machines
+    from provision.cloud.plan import Live, build, vpcs
 
     assert inv.aws is not None
-    return plan_groups(inv, shell.fetch(ec2, inv.aws.security_groups))
+    in_vpcs = vpcs(inv)
+    missing = shell.vpcs_missing(ec2, in_vpcs)
+    groups = tuple(shell.fetch(ec2, inv.aws.security_groups, [v for v in in_vpcs if v not in missing]))
+    instances = tuple(shell.fetch_instances(ec2, machines(inv)))
+    first = build(inv, Live(groups, instances, tuple(missing)))
+    if not first.deletions:
+        return first
+    interfaces, referencing = shell.fetch_holders(ec2, [d.group.id for d in first.deletions])
+    return build(inv, Live(groups, instances, tuple(missing), tuple(interfaces), tuple(referencing)))
 
 
-def sections(plans: Sequence[GroupPlan], inv: Inventory) -> list[Section]:
+def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]:
     """The plan as shared plan-output sections (pure)."""
+    from provision.cloud.attach import group_text
     from provision.cloud.rules import operator_path, rule_text
 
-    names = {p.group_id: p.name for p in plans if p.group_id}
+    names = plan.names
     out = []
-    for p in plans:
+    for p in plan.groups:
         title = f"security group {p.name}" + (f" ({p.group_id})" if p.group_id else f" (new, {p.vpc})")
         if p.error:
             out.append(Section(title, error=p.error, status="failed"))
@@ -79,6 +92,28 @@ def sections(plans: Sequence[GroupPlan], inv: Inventory) -> list[Section]:
             notes.append(f"removes the operator's SSH path from {', '.join(p.lost_operator_cidrs)} "
                          f"({why}): sg apply refuses this without --force")
         out.append(Section(title, tuple(changes), notes=tuple(notes)))
+    for a in plan.attachments:
+        title = f"instance of {a.machine}" + (f" ({a.instance}, {a.eni})" if a.instance else "")
+        if a.error:
+            out.append(Section(title, error=a.error, status="failed"))
+            continue
+        out.append(Section(title, tuple(
+            [Change("-", f"detach group {group_text(g, names)}", kind="attachment") for g in a.detach]
+            + [Change("+", f"attach group {group_text(g, names)}", kind="attachment") for g in a.attach])))
+    for d in plan.deletions:
+        g = d.group
+        title = f"security group {g.name} ({g.id})"
+        if d.error:
+            out.append(Section(title, error=d.error, status="failed"))
+            continue
+        out.append(Section(title, (Change(
+            "-", f"group {g.name} in {g.vpc} with its {len(g.rules)} rule(s)",
+            detail=("tagged managed-by: provision and no longer in the inventory",), kind="group"),)))
+    for e in plan.errors:
+        out.append(Section("security groups", error=e, status="failed"))
+    if plan.guard:
+        note = plan.guard + (" (--force given)" if force else ": sg apply refuses it without --force")
+        out.append(Section("change guard", notes=(note,)))
     return out
 
 
@@ -94,11 +129,12 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 
     inv = _inventory(inventory_path)
     assert inv.aws is not None
-    plans = _plan(inv, shell.client(inv.aws, profile))
-    secs = sections(plans, inv)
+    plan = _plan(inv, shell.client(inv.aws, profile))
+    secs = sections(plan, inv)
     if as_json:
         data = to_json(secs)
-        data["lockout"] = {p.name: list(p.lost_operator_cidrs) for p in plans if p.lost_operator_cidrs}
+        data["lockout"] = {p.name: list(p.lost_operator_cidrs) for p in plan.groups if p.lost_operator_cidrs}
+        data["guard"] = plan.guard
         emit_json(data)
     else:
         print_plan(secs, title=f"security groups in {inv.aws.region}")
@@ -110,43 +146,55 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @sg_group.command("apply")
 @inventory_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
-@click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path")
+@click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path, "
+              "deleting groups, and revoking more than 30 %% of the managed rules")
 @_profile_option
 def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str | None) -> None:
-    """Revoke, authorize and re-describe rules until AWS matches the inventory."""
+    """Create groups, reconcile rules, attach groups to instances, delete dropped groups."""
     from provision.cloud import aws as shell
 
     inv = _inventory(inventory_path)
     assert inv.aws is not None
     ec2 = shell.client(inv.aws, profile)
-    plans = _plan(inv, ec2)
-    secs = sections(plans, inv)
+    plan = _plan(inv, ec2)
+    secs = sections(plan, inv, force)
     print_plan(secs, title=f"security groups in {inv.aws.region}")
-    if any(s.failed for s in secs):
+    if plan.failed:
         raise Exit(EXIT_FAILED)
-    if not any(p.has_changes for p in plans):
+    if not plan.has_changes:
         return
-    _refuse_lockout(plans, force)
+    _refuse(plan, force)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal: pass --yes to apply")
         if not click.confirm("Apply these changes?", default=False):
             raise OperationError("not applied")
-    creating = [p for p in plans if p.create]
+    creating = [p for p in plan.groups if p.create]
     if creating:
-        shell.check_vpcs(ec2, sorted({p.vpc for p in creating if p.vpc}))
         for name, gid in shell.create_groups(ec2, creating).items():
             echo(f"{name}: created {gid}")  # the group id is AWS's answer
-        plans = _plan(inv, ec2)  # group ids now known: references resolve
-        _refuse_lockout(plans, force)
-    failed = [p for p in plans if p.error or p.create]
-    if failed:
-        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed))
-    for p in plans:
+        plan = _plan(inv, ec2)  # group ids now known: references and attachments resolve
+        _refuse(plan, force)
+    failed = [p for p in plan.groups if p.error or p.create]
+    if failed or plan.failed:
+        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed)
+                             or "the plan changed while applying; run sg plan again")
+    for p in plan.groups:
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
                 echo(line)
+    for a in plan.attachments:
+        if a.has_changes:
+            echo(shell.attach(ec2, a))
+    for d in plan.deletions:
+        echo(shell.delete(ec2, d.group))
     echo("Applied.")
+
+
+def _refuse(plan: SgPlan, force: bool) -> None:
+    _refuse_lockout(plan.groups, force)
+    if plan.guard and not force:
+        raise OperationError(f"refusing: {plan.guard}")
 
 
 def _refuse_lockout(plans: Sequence[GroupPlan], force: bool) -> None:

@@ -22,7 +22,15 @@ from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import is_cidr, is_ip
 from .programs import program
-from .schema import AptSourceDoc, BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
+from .schema import (
+    AptSourceDoc,
+    BastionDoc,
+    ExposeFrom,
+    HostDoc,
+    InstanceDoc,
+    InventoryDoc,
+    ServiceDoc,
+)
 from .source import FieldPath, SourceDoc, dotted
 
 
@@ -112,8 +120,10 @@ def _message(err: Any, path: FieldPath, is_key: bool) -> str:
         return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
     if kind == "missing":
         return "required field is missing"
-    if kind == "string_pattern_mismatch" and path and str(path[-1]) in _PATTERN_WORDS:
-        return f"{_short(value)} is not {_PATTERN_WORDS[str(path[-1])]}"
+    # a list item (keep_groups[0]) is named by its list
+    word = str(path[-2] if path and isinstance(path[-1], int) and len(path) > 1 else path[-1]) if path else ""
+    if kind == "string_pattern_mismatch" and word in _PATTERN_WORDS:
+        return f"{_short(value)} is not {_PATTERN_WORDS[word]}"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return f"{value!r} is out of range ({msg.lower()})"
     if kind in ("too_short", "too_long"):
@@ -137,6 +147,8 @@ _PATTERN_WORDS = {
               "or eu-central-2",
     "vpc": "a VPC id: 'vpc-' and 1 to 17 lowercase hex digits, e.g. vpc-0abc1234",
     "id": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "keep_groups": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "instance_id": "an EC2 instance id: 'i-' and 8 to 17 lowercase hex digits, e.g. i-0123abcd",
     "hosted_zone_id": "a Route53 hosted zone id: 'Z' and 1 to 32 uppercase letters or digits "
                       "(optionally after '/hostedzone/'), e.g. Z0123456789ABC",
     "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
@@ -194,6 +206,7 @@ class _Resolver:
         chains = {name: self._chain(("bastions", name), b) for name, b in d.bastions.items()}
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
+        self._instances_have_groups(bastions, hosts)
         self._reserved_team_names()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
@@ -277,7 +290,8 @@ class _Resolver:
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
-                      security_groups=self._attached(("bastions", name), b.security_groups))
+                      security_groups=self._attached(("bastions", name), b.security_groups),
+                      instance=self._instance(("bastions", name), b.aws, b.address))
 
     def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
             dict[str, tuple[FieldPath, ServiceDoc]], list[str], list[str], list[str]]:
@@ -338,7 +352,7 @@ class _Resolver:
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       apt_sources=self._apt_sources(path, roles, h),
-                      security_groups=tuple(groups))
+                      security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address))
 
     def _apt_sources(self, path: FieldPath, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
         """The roles' apt sources in order, then the host's; a later one of the same name
@@ -415,6 +429,30 @@ class _Resolver:
         ok = [g for i, g in enumerate(names)
               if self._group_name((*path, "security_groups", i), g, "unknown security group")]
         return tuple(dict.fromkeys(ok))
+
+    def _instances_have_groups(self, bastions: tuple[m.Host, ...], hosts: tuple[m.Host, ...]) -> None:
+        """An instance always carries a group (AWS refuses none): an `aws:` block needs some."""
+        for kind, nodes in (("bastions", bastions), ("hosts", hosts)):
+            for n in nodes:
+                if n.instance is not None and not n.security_groups and not n.instance.keep_groups:
+                    self.fail((kind, n.name, "aws"), "an instance needs at least one group: list "
+                              "security_groups (or aws.keep_groups) for it")
+
+    def _instance(self, path: FieldPath, doc: InstanceDoc | None, address: str) -> m.Instance | None:
+        """The EC2 instance of a machine; found by private address unless an id is given."""
+        if doc is None:
+            return None
+        if doc.instance_id is not None and doc.private_address is not None:
+            self.fail((*path, "aws", "private_address"),
+                      "give instance_id or private_address, not both")
+        private = doc.private_address
+        if doc.instance_id is None and private is None:
+            try:
+                private = str(ipaddress.IPv4Address(address))
+            except ValueError:
+                self.fail((*path, "aws"), f"the address {address!r} is not an IPv4 address: give "
+                          "aws.instance_id or aws.private_address to find the instance")
+        return m.Instance(doc.instance_id, private, tuple(dict.fromkeys(doc.keep_groups)))
 
     def _rules(self, path: FieldPath, docs: list[Any], peers: str) -> tuple[m.IngressRule, ...]:
         rules = []
