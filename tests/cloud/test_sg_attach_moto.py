@@ -92,7 +92,7 @@ def test_keep_groups_stay_attached(net: tuple[str, str], tmp_path: Path) -> None
 
 
 def test_dropped_managed_group_is_deleted_with_force_foreign_never(net: tuple[str, str], tmp_path: Path) -> None:
-    vpc, subnet = net
+    vpc, _ = net
     foreign = ec2().create_security_group(GroupName="legacy", Description="hand made", VpcId=vpc)["GroupId"]
     groups = base_groups(vpc)
     groups["old-api"] = {"vpc": vpc, "ingress": [{"port": 8080, "from": ["10.0.0.0/8"]}]}
@@ -149,7 +149,7 @@ OTHER = "192.0.2.0/24"
 
 
 def test_bad_instance_and_vpc_fail_at_plan_nothing_applied(net: tuple[str, str], tmp_path: Path) -> None:
-    vpc, subnet = net
+    vpc, _ = net
     inv = attached_inventory(tmp_path, vpc, "i-0123456789abcdef0")
     result = apply(inv)
     assert result.exit_code == 1, result.output
