@@ -106,6 +106,50 @@ def _rules(ec2: Any, group_ids: Sequence[str]) -> list[dict[str, Any]]:
     return raw_rules
 
 
+def fetch_for_import(ec2: Any, vpcs: Sequence[str], groups: Sequence[str]) -> list[LiveGroup]:
+    """The groups in `vpcs` and the `groups` named (by name or id; everything in the region
+    when both are empty), and every group their rules reference, with their rules."""
+    raw: dict[str, dict[str, Any]] = {}
+
+    def read(**kwargs: Any) -> None:
+        for g in pages(ec2.describe_security_groups, "SecurityGroups", **kwargs):
+            raw[g["GroupId"]] = g
+
+    with aws_errors("reading security groups"):
+        ids = [g for g in groups if g.startswith("sg-")]
+        names = [g for g in groups if not g.startswith("sg-")]
+        for chunk in _chunks(sorted(set(vpcs))):
+            read(Filters=[{"Name": "vpc-id", "Values": chunk}])
+        for chunk in _chunks(sorted(set(names))):
+            read(Filters=[{"Name": "group-name", "Values": chunk}])
+        for chunk in _chunks(sorted(set(ids))):
+            read(Filters=[{"Name": "group-id", "Values": chunk}])
+        if not vpcs and not groups:
+            read()
+        missing = sorted(set(ids) - set(raw)) + sorted(set(names) - {g.get("GroupName") for g in raw.values()})
+        if missing:
+            raise OperationError(f"no security group {', '.join(missing)} in this account and region")
+        rules = _rules(ec2, sorted(raw))
+        while True:  # the referenced groups, level by level (one call per level and page)
+            refs = sorted({str(r["ReferencedGroupInfo"]["GroupId"]) for r in rules
+                           if r.get("ReferencedGroupInfo", {}).get("GroupId")
+                           and r.get("ReferencedGroupInfo", {}).get("UserId") in (None, _owner(raw))} - set(raw))
+            if not refs:
+                break
+            before = set(raw)
+            for chunk in _chunks(refs):
+                read(Filters=[{"Name": "group-id", "Values": chunk}])
+            new = sorted(set(raw) - before)
+            if not new:
+                break
+            rules += _rules(ec2, new)
+    return live_groups(raw.values(), rules)
+
+
+def _owner(raw: dict[str, dict[str, Any]]) -> str | None:
+    return next((str(g["OwnerId"]) for g in raw.values() if g.get("OwnerId")), None)
+
+
 def fetch_instances(ec2: Any, nodes: Sequence[Host]) -> list[LiveInstance]:
     """The instances of `nodes`: one paginated call by id, one by private address."""
     by_id = sorted({n.instance.id for n in nodes if n.instance and n.instance.id})
