@@ -36,6 +36,7 @@ class SgPlan:
     errors: tuple[str, ...] = ()  # plan-wide (a missing VPC)
     guard: str = ""  # why --force is needed
     names: dict[str, str] = field(default_factory=dict)  # group id -> name, for display
+    before: tuple[LiveGroup, ...] = ()  # the live groups the plan was made from (for a revert)
 
     @property
     def failed(self) -> bool:
@@ -71,4 +72,4 @@ def build(inv: Inventory, live: Live) -> SgPlan:
     names.update({g.id: g.name for g in (*live.groups, *live.referencing)})
     names.update({gid: name for name, gid in ids.items()})
     return SgPlan(tuple(plans), tuple(attachments), tuple(deletions), (),
-                  guard(plans, live.groups, deletions), names)
+                  guard(plans, live.groups, deletions), names, live.groups)

@@ -148,8 +148,10 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
 @click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path, "
               "deleting groups, and revoking more than 30 %% of the managed rules")
+@click.option("--no-confirm", is_flag=True, help="do not check that a new SSH connection still gets "
+              "through after a change that touches SSH (and so never revert it)")
 @_profile_option
-def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str | None) -> None:
+def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bool, profile: str | None) -> None:
     """Create groups, reconcile rules, attach groups to instances, delete dropped groups."""
     from provision.cloud import aws as shell
 
@@ -186,9 +188,65 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str |
     for a in plan.attachments:
         if a.has_changes:
             echo(shell.attach(ec2, a))
+    _confirm_ssh(inv, ec2, plan, no_confirm)
     for d in plan.deletions:
         echo(shell.delete(ec2, d.group))
     echo("Applied.")
+
+
+# what a new login runs: the answer `provision.hosts.confirm.confirm` counts as "got through"
+_CONFIRM_SCRIPT = "printf '@commit\\tsg\\n@confirmed\\n'"
+
+
+def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool) -> None:
+    """After a change that touches SSH admission: a new SSH connection through the jump
+    chain (host keys checked) to each touched machine within the window, or the change
+    that touched it is reverted. The commit-confirmed hosts' own confirmation loop."""
+    import time
+
+    from provision.cloud import aws as shell
+    from provision.cloud.admission import revert_attachment, revert_group, touched
+
+    hit = touched(inv, plan.groups, plan.attachments)
+    if not hit:
+        return
+    if skip:
+        echo(f"SSH not confirmed (--no-confirm) for {', '.join(t.machine for t in hit)}")
+        return
+    from provision.hosts.confirm import confirm
+    from provision.hosts.converge import HostRun
+
+    window = inv.confirm_timeout
+    failed = []
+    for t in hit:
+        conf = confirm(inv, HostRun(inv.node(t.machine)), False, _CONFIRM_SCRIPT, 1,
+                       time.monotonic() + window)
+        if conf.answers == [True]:
+            echo(f"{t.machine}: a new SSH connection gets through after the change ({conf.seconds:.1f} s)")
+        else:
+            echo(f"{t.machine}: no new SSH connection within {window} s ({conf.cause}); reverting "
+                 f"{t.why}")
+            failed.append(t)
+    if not failed:
+        return
+    names = {g for t in failed for g in t.groups}
+    before = {g.id: g for g in plan.before}
+    ids = {p.group_id: p.name for p in plan.groups if p.name in names and p.group_id in before}
+    assert inv.aws is not None
+    now = shell.fetch(ec2, [g for g in inv.aws.security_groups if g.name in ids.values()])
+    reverted: list[str] = []
+    for g in now:
+        if g.id in ids:
+            reverted += shell.execute(ec2, revert_group(before[g.id], g))
+    for a in plan.attachments:
+        if a.has_changes and a.machine in {t.machine for t in failed}:
+            reverted.append(shell.attach(ec2, revert_attachment(a)))
+    for line in reverted:
+        echo(f"reverted: {line}")
+    raise OperationError(
+        f"SSH to {', '.join(t.machine for t in failed)} did not get through within {window} s "
+        "after the change: reverted what touched it"
+        + ("; the dropped groups were not deleted" if plan.deletions else ""))
 
 
 def _refuse(plan: SgPlan, force: bool) -> None:

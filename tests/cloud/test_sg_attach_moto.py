@@ -59,8 +59,10 @@ def test_attach_by_id_and_by_address_then_no_op_then_detach(net: tuple[str, str]
     assert f"instance of gpu1 ({gpu}" in shown.output
     assert "- detach group default" in shown.output
 
-    done = apply(inv)
+    # the instances are not reachable from a test: no SSH confirmation (the lab test has it)
+    done = apply(inv, "--no-confirm")
     assert done.exit_code == 0, done.output
+    assert "SSH not confirmed (--no-confirm) for jump, gpu1" in done.output
     assert groups_of(jump) == {"bastion-sg"}
     assert groups_of(gpu) == {"gpu-servers", "monitoring"}
     again = plan(inv)
@@ -71,7 +73,7 @@ def test_attach_by_id_and_by_address_then_no_op_then_detach(net: tuple[str, str]
     shown = plan(inv)
     assert "- detach group monitoring (sg-" in shown.output, shown.output
     assert "Plan: 0 to add, 0 to change, 1 to destroy." in shown.output
-    assert apply(inv).exit_code == 0
+    assert apply(inv, "--no-confirm").exit_code == 0
     assert groups_of(gpu) == {"gpu-servers"}
     assert "monitoring" in groups_by_name()
 
@@ -86,7 +88,7 @@ def test_keep_groups_stay_attached(net: tuple[str, str], tmp_path: Path) -> None
     doc = yaml.safe_load(inv.read_text())
     doc["bastions"]["jump"]["aws"]["keep_groups"] = [eks]
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert apply(inv).exit_code == 0
+    assert apply(inv, "--no-confirm").exit_code == 0
     assert groups_of(jump) == {"bastion-sg", "eks-nodes"}
     assert plan(inv).exit_code == 0
 
