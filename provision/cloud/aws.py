@@ -8,13 +8,16 @@ nothing (`provision check` never imports it; `provision sg` imports it lazily).
 - Endpoint: `aws.endpoint_url` from the inventory when set; otherwise boto3's own
   `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_EC2` handling applies.
 - Throttling and transient errors: botocore's "standard" retry mode, no loop of our own.
-- Reads: one paginated `describe_security_groups` for the declared groups (by name and by
-  id) and one paginated `describe_security_group_rules` filtered on all their ids: one call
-  per page, never one per group or rule. `is-egress` is filtered in Python (moto 5.2
-  answers HTTP 500 to that filter).
+- Reads: paginated describes with filters over every value at once (up to 200 per call):
+  VPCs; groups by name, by id, and the managed ones in the inventory's VPCs; one
+  `describe_security_group_rules` over all their ids; instances by id and by private
+  address; and, only when groups are to be deleted, the interfaces and groups that hold
+  them. One call per page, never one per group, rule or instance. `is-egress` is filtered
+  in Python (moto 5.2 answers HTTP 500 to that filter).
 - Writes: create groups tagged `managed-by: provision`, then per group revoke (by rule id)
   before authorize, so a group at its rule limit still converges; descriptions change
-  with `modify_security_group_rules`, never revoke plus authorize.
+  with `modify_security_group_rules`, never revoke plus authorize; an instance's groups
+  with one `modify_network_interface_attribute` on its primary interface; deletions last.
 - Errors: `OperationError` with one line (credentials, access denied, limits, a missing
   VPC or group, an unreachable endpoint).
 """
