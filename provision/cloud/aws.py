@@ -228,18 +228,6 @@ def _chunks(values: Sequence[str]) -> Iterator[list[str]]:
         yield list(values[i:i + FILTER_VALUES_MAX])
 
 
-def check_vpcs(ec2: Any, vpcs: Sequence[str]) -> None:
-    """Raise a one-line error when a VPC we are about to create a group in does not exist."""
-    if not vpcs:
-        return
-    with aws_errors():
-        found = {v["VpcId"] for v in pages(ec2.describe_vpcs, "Vpcs",
-                                            Filters=[{"Name": "vpc-id", "Values": sorted(set(vpcs))}])}
-    missing = sorted(set(vpcs) - found)
-    if missing:
-        raise OperationError(f"VPC {', '.join(missing)} does not exist in this account and region")
-
-
 def create_groups(ec2: Any, plans: Sequence[GroupPlan]) -> dict[str, str]:
     """Create the groups the plan creates, tagged managed-by: provision. Returns name -> id."""
     created: dict[str, str] = {}
