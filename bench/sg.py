@@ -72,8 +72,15 @@ def main() -> None:
 
         calls: collections.Counter[str] = collections.Counter()
 
+        spent: collections.Counter[str] = collections.Counter()  # seconds per operation
+        started: dict[str, float] = {}
+
         def count(model: Any, **_: Any) -> None:
             calls[model.name] += 1
+            started[model.name] = time.perf_counter()
+
+        def done(model: Any, **_: Any) -> None:
+            spent[model.name] += time.perf_counter() - started.pop(model.name, time.perf_counter())
 
         with tempfile.TemporaryDirectory() as tmp:
             import boto3
@@ -88,6 +95,7 @@ def main() -> None:
             assert inv.aws is not None
             ec2 = shell.client(inv.aws)
             ec2.meta.events.register("before-call.ec2", count)
+            ec2.meta.events.register("after-call.ec2", done)
 
             t0 = time.perf_counter()
             plan = _plan(inv, ec2)
@@ -102,12 +110,14 @@ def main() -> None:
             calls.clear()
 
             times, pure = [], []
+            spent.clear()
             for _ in range(args.rounds):
                 calls.clear()
                 t0 = time.perf_counter()
                 plan = _plan(inv, ec2)
                 times.append(time.perf_counter() - t0)
                 plan_calls = dict(calls)
+            plan_spent = dict(spent)
             from provision.cloud.plan import Live
 
             live = Live(tuple(shell.fetch(ec2, inv.aws.security_groups, [vpc])),
@@ -124,10 +134,11 @@ def main() -> None:
     print(f"sg bench: {args.groups} groups x {args.rules} rules = {n} rules, {args.instances} attached "
           "instances, moto server on 127.0.0.1")
     print(f"  apply from nothing: {sum(apply_calls.values())} API calls {apply_calls}, {apply_s:.2f} s")
+    per_call = {k: f"{v / args.rounds * 1000:.0f} ms" for k, v in sorted(plan_spent.items())}
     print(f"  plan (converged):   {sum(plan_calls.values())} API calls {plan_calls}, "
           f"median {statistics.median(times) * 1000:.0f} ms over {args.rounds} rounds "
           f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}); "
-          f"of which the pure plan {statistics.median(pure) * 1000:.1f} ms")
+          f"of which the pure plan {statistics.median(pure) * 1000:.1f} ms; per round by call: {per_call}")
     # VPCs, groups by name, managed groups, rules, instances by id, instances by address
     if sum(plan_calls.values()) > 6 * (1 + (max(args.groups, args.instances) - 1) // 200):
         print("  FAIL: the plan made more than one call per page", file=sys.stderr)
