@@ -185,3 +185,39 @@ def test_bad_machine_aws_block_exits_2(aws_env: str, tmp_path: Path) -> None:
         "web: {vpc: vpc-0abc1234}", "web: {vpc: vpc-0abc1234, ingress: [{port: 22, from: [nope]}]}"))
     result = sg("plan", "-i", str(path))
     assert result.exit_code == 2 and "no security group named 'nope'" in result.output, result.output
+
+
+def test_a_dependency_violation_at_apply_names_the_holder(net: tuple[str, str], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone attaches the group between plan and delete: AWS refuses (injected here, since
+    moto does not enforce it, after really attaching it), and the message names the holder."""
+    from botocore.exceptions import ClientError
+
+    vpc, subnet = net
+    gpu = instance(subnet, "10.0.1.21")
+    groups = base_groups(vpc)
+    groups["old-api"] = {"vpc": vpc, "ingress": [{"port": 8080, "from": ["10.0.0.0/8"]}]}
+    assert apply(inventory(tmp_path, vpc, groups)).exit_code == 0
+    old = groups_by_name()["old-api"]["GroupId"]
+    eni = ec2().describe_instances(InstanceIds=[gpu])["Reservations"][0]["Instances"][0][
+        "NetworkInterfaces"][0]["NetworkInterfaceId"]
+    del groups["old-api"]
+
+    def race(params: dict[str, Any], **_: Any) -> None:
+        ec2().modify_network_interface_attribute(NetworkInterfaceId=eni, Groups=[old])
+        raise ClientError({"Error": {"Code": "DependencyViolation",
+                                     "Message": f"resource {old} has a dependent object"}}, "DeleteSecurityGroup")
+
+    real_client = boto3.session.Session.client
+
+    def client(self: Any, *a: Any, **kw: Any) -> Any:
+        c = real_client(self, *a, **kw)
+        c.meta.events.register("before-call.ec2.DeleteSecurityGroup", race)
+        return c
+
+    monkeypatch.setattr(boto3.session.Session, "client", client)
+    result = apply(inventory(tmp_path, vpc, groups), "--force")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert f"AWS: cannot delete old-api ({old}): still used by network interface {eni} of instance {gpu}" in out
+    assert "Traceback" not in out
