@@ -19,6 +19,7 @@ import boto3
 import pytest
 import yaml
 from click.testing import CliRunner
+from support.moto_server import aws_test_env, moto_server
 
 from provision.cli import main
 
@@ -68,11 +69,6 @@ class Emulation:
 
 @pytest.fixture
 def world(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from support.moto_server import aws_test_env, moto_server
-
     from provision.cloud import aws as shell
 
     with lab.operator_netns(), moto_server() as url:
