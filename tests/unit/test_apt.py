@@ -13,11 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from probe_records import answer, file_rec
 
 from provision.errors import RenderError
 from provision.facts import parse
-from provision.facts.apt import SPEC as APT
 from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.lab import plan as P
@@ -27,6 +25,7 @@ from provision.tasks import apt_script, script
 from provision.tasks.actions import AptSources, AptUpdate, InstallPackages, RemoveFile
 from provision.tasks.packages import MAX_LIST_AGE, PackagesStep
 from provision.tasks.step import Refused
+from tests.support.probe_records import answer, file_rec
 
 FPR = "EB693B3035CD5710E231E123A4B469963BF863CC"
 KEY = ("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ0000BYJKwYBBAHaRw8BAQdA\n"
@@ -112,14 +111,6 @@ def test_the_lock_timeout_is_bounded(tmp_path: Path) -> None:
 
 
 # --- the fact ------------------------------------------------------------------------
-
-def test_the_apt_fact_parses_lists_stamps_and_candidates() -> None:
-    facts = parse(answer(*apt_recs(stamp=NOW - 7200, cands={"htop": "3.2.2-2", "nvtop": "(none)"}),
-                         f"aptstamp\t{NOW - 60}"))
-    apt = facts.get(APT)
-    assert (apt.lists, apt.age, apt.gpg) == (3, 60, True)  # the newest stamp counts
-    assert apt.candidate("htop") == "3.2.2-2" and apt.candidate("nvtop") is None
-
 
 # --- the step's decisions ------------------------------------------------------------
 

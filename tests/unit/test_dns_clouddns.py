@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
 
 from provision.cli import main
+from tests.support.clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
 
 PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
 

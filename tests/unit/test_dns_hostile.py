@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.cli import main
 from provision.dns.migrate import journal
+from tests.support.clouddns_fake import FakeCloudDns, isolated_fake
 
 CORPUS = sorted(p for p in (Path(__file__).parents[1] / "fixtures" / "hostile_dns").iterdir()
                 if p.name != "README.md")

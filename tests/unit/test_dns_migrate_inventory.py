@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.cli import main
+from tests.support.clouddns_fake import FakeCloudDns, isolated_fake
 
 PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
 API = "api.example.org."

@@ -18,12 +18,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.cli import main
-
-sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: support.*
-from support.moto_server import aws_test_env, moto_server, reset
+from tests.support.clouddns_fake import FakeCloudDns, isolated_fake
+from tests.support.moto_server import aws_test_env, moto_server, reset
 
 PROJECT, MZ, ZONE = "lab-project", "example-org", "example.org."
 API = "api.example.org."

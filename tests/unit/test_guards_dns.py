@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
 
 from provision.cli import main
 from provision.dns import records as R
 from provision.dns.records import RRset, absolute, marker_rrset, plan_zone, rrset
+from tests.support.clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
 
 Z = "example.org."
 BASE = [rrset(Z, "SOA", 3600, ["ns1.example.org. h.example.org. 1 3600 600 86400 5"]),

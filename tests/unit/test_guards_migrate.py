@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clouddns_fake import FakeCloudDns, isolated_fake
 
 from provision.dns.migrate import phases
 from provision.dns.migrate.journal import Journal
@@ -21,6 +20,7 @@ from provision.dns.migrate.run import Ctx, find_zone, run_all
 from provision.dns.migrate.store import JournalStore
 from provision.errors import UsageError
 from provision.inventory import load_inventory
+from tests.support.clouddns_fake import FakeCloudDns, isolated_fake
 
 NAME, ZONE = "api.example.org.", "example.org."
 T0 = 1_800_000_000.0

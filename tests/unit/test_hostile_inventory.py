@@ -36,11 +36,11 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from tools import exec_commands, need_tools, ssh_g
 
 from provision.cli import main
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
+from tests.support.tools import exec_commands, need_tools, ssh_g
 
 # --- keys ---------------------------------------------------------------------------------------
 
@@ -828,12 +828,11 @@ def test_users_step_refuses_an_existing_account_that_is_not_ours(
     """team: a member named like an account that exists on the host with a system uid, or
     that provision did not create (no marker in its authorized_keys), is refused: no key,
     shell, sudoers or directory change for it (an error for that host is fine)."""
-    from probe_records import answer, file_rec, user_rec
-
     from provision.errors import ProvisionError
     from provision.facts import parse
     from provision.tasks.actions import EnsureUser, Mkdir, SetAttrs, WriteFile
     from provision.tasks.users import UsersStep
+    from tests.support.probe_records import answer, file_rec, user_rec
 
     data = inv((f"team.{name}", {"keys": [f"{ED2} x@y"], "sudo": True}))
     path = tmp_path / "inventory.yml"

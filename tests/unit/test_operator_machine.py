@@ -22,7 +22,6 @@ import paramiko
 import pytest
 import yaml
 from click.testing import CliRunner
-from tools import need_tools, ssh_g
 
 from provision.cli import main
 from provision.commands.render import INCLUDE_LINE, install
@@ -30,6 +29,7 @@ from provision.inventory import load_inventory
 from provision.render import render_ssh_config
 from provision.ssh.errors import HostKeyError
 from provision.ssh.hostkeys import KnownHosts, known_hosts_line, not_known_hosts
+from tests.support.tools import need_tools, ssh_g
 
 
 def write_inventory(tmp_path: Path, **doc: Any) -> Path:

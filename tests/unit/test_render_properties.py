@@ -30,12 +30,19 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-from tools import exec_commands, in_netns, make_netns, need_tools, ssh_g, verify_problems
 
 from provision.errors import RenderError
 from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.render import render_host, render_ssh_config
+from tests.support.tools import (
+    exec_commands,
+    in_netns,
+    make_netns,
+    need_tools,
+    ssh_g,
+    verify_problems,
+)
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from tools import in_netns as _in
-from tools import need, need_root, need_tools, run, ssh_g
-from tools import netns as netns  # the fixture
-from tools import verify as _verify
 
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.render import write_tree
+from tests.support.tools import in_netns as _in
+from tests.support.tools import need, need_root, need_tools, run, ssh_g
+from tests.support.tools import netns as netns  # the fixture
+from tests.support.tools import verify as _verify
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
 
