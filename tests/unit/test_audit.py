@@ -21,7 +21,6 @@ from provision.exposure import findings
 from provision.exposure import live as LV
 from provision.facts import Facts, parse, probe_script
 from provision.facts import sshd_effective as S
-from provision.facts.spec import Rec
 from provision.firewall import parse as FP
 from provision.firewall.rules import Rule, host_firewall
 from provision.inventory import Inventory, load_inventory
@@ -30,10 +29,6 @@ ROOT = Path(__file__).parent.parent
 FIX = ROOT / "fixtures" / "facts"
 AUD = ROOT / "fixtures" / "audit"
 INV = AUD / "inventory.yml"
-
-
-def recs(kind: str, text: str) -> list[Rec]:
-    return [Rec(i, kind, tuple(line.split("\t")), line) for i, line in enumerate(text.splitlines(), 1)]
 
 
 @pytest.fixture(scope="module")
@@ -331,29 +326,6 @@ def test_audit_unknown_host_is_a_usage_error() -> None:
 
     r = CliRunner().invoke(main, ["audit", "-i", str(INV), "nope"])
     assert r.exit_code == 2 and "nope" in r.output
-
-
-def test_unreachable_host_fails_the_audit(tmp_path: Path) -> None:
-    """A host whose sshd does not answer (a closed port on 127.0.0.1): exit 1, said per host."""
-    import socket
-
-    import yaml
-
-    from provision.cli import main
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    doc = {"version": 1, "defaults": {"user": "admin", "known_hosts": str(tmp_path / "known_hosts")},
-           "hosts": {"gpu9": {"address": "127.0.0.1", "port": port, "ssh_from": ["10.0.0.0/8"]}}}
-    inv = tmp_path / "inv.yml"
-    inv.write_text(yaml.safe_dump(doc))
-    r = CliRunner().invoke(main, ["audit", "-i", str(inv), "--json"])
-    assert r.exit_code == 1, r.output
-    (h,) = json.loads(r.output)["hosts"]
-    assert h["status"] == "unreachable" and "cannot connect" in h["error"]
-    r = CliRunner().invoke(main, ["audit", "-i", str(inv)])
-    assert r.exit_code == 1 and "gpu9: unreachable" in r.output
 
 
 def test_dhcp_client_port_is_info_while_dropped(inv: Inventory) -> None:

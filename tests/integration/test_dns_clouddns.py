@@ -1,5 +1,5 @@
 """The clouddns provider through the real google-cloud-dns client, against a local server
-that follows the Cloud DNS v1 REST API (tests/unit/clouddns_fake.py) on 127.0.0.1."""
+that follows the Cloud DNS v1 REST API (tests/support/clouddns_fake.py) on 127.0.0.1."""
 
 from __future__ import annotations
 
