@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev pdns-server pdns-backend-sqlite3
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lab-test lint bench mutants deps venv clean docs docs-cli
+.PHONY: demo test unit integration lab-test lint bench mutants deps venv clean docs docs-cli
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check provision tests
 	$(VENV)/bin/mypy
 
+# pure tests only (no process, no socket: tests/support/purity.py enforces it)
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q tests/unit tests/facts tests/steps $(PYTEST_ARGS)
+
+# real programs on this machine (sh, uv build, the CLI as a process), moto, the Cloud DNS fake
+integration: $(STAMP)
+	$(VENV)/bin/pytest -q tests/integration tests/cloud $(PYTEST_ARGS)
 
 test: deps $(STAMP)
 	$(VENV)/bin/ruff check provision tests

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 # this file is named dns.py: keep its folder off the path, or `import dns` finds it
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path.insert(0, str(ROOT))  # tests.support.clouddns_fake
 
 from provision.dns.records import RRset, plan_zone, rrset  # noqa: E402
 from provision.inventory.model import Record, Zone  # noqa: E402
@@ -103,10 +103,9 @@ def bench_route53(n: int) -> None:
 
 
 def bench_clouddns(n: int) -> None:
-    from clouddns_fake import FakeCloudDns
-
     from provision.dns.clouddns import CloudDnsProvider
     from provision.dns.records import desired
+    from tests.support.clouddns_fake import FakeCloudDns
 
     fake = FakeCloudDns(page_size=1000).start()
     try:

@@ -35,7 +35,8 @@ REPORTS = ROOT / "build" / "mutants"
 EQUIVALENT = Path(__file__).with_name("mutants_equivalent.txt")
 MODULE_TIMEOUT = 1800  # seconds for one module's whole mutmut run
 
-# module -> the pure unit tests that judge it (fast, no lab, no network)
+# module -> the tests that judge it (fast, no lab, no network: the pure unit tests, and the
+# tests/integration files split out of them, which run sh or a loopback fake)
 MODULES: dict[str, list[str]] = {
     "provision/render/sinks.py": ["tests/unit/test_render.py", "tests/unit/test_guards_sinks.py"],
     "provision/exposure/internet.py": ["tests/unit/test_internet.py",
@@ -43,14 +44,20 @@ MODULES: dict[str, list[str]] = {
     "provision/ssh/hostkeys.py": ["tests/unit/test_host_keys.py",
                                   "tests/unit/test_guards_hostkeys.py"],
     "provision/tasks/commit.py": ["tests/unit/test_harden_commit.py",
-                                  "tests/unit/test_guards_commit.py"],
+                                  "tests/unit/test_guards_commit.py",
+                                  "tests/integration/test_commit_scripts_sh.py",
+                                  "tests/integration/test_guards_commit_sh.py"],
     "provision/hosts/confirm.py": ["tests/unit/test_guards_confirm.py"],
-    "provision/dns/records.py": ["tests/unit/test_dns_records.py", "tests/unit/test_guards_dns.py"],
+    "provision/dns/records.py": ["tests/unit/test_dns_records.py", "tests/unit/test_guards_dns.py",
+                                 "tests/integration/test_guards_dns_fake.py"],
     "provision/dns/migrate/phases.py": ["tests/unit/test_dns_migrate_phases.py",
-                                        "tests/unit/test_guards_migrate.py"],
+                                        "tests/unit/test_guards_migrate.py",
+                                        "tests/integration/test_dns_migrate_health.py",
+                                        "tests/integration/test_guards_migrate_fake.py"],
     "provision/cloud/rules.py": ["tests/unit/test_sg_rules.py", "tests/unit/test_guards_sg.py"],
     "provision/inventory/fields.py": ["tests/unit/test_inventory.py",
                                       "tests/unit/test_hostile_inventory.py",
+                                      "tests/integration/test_hostile_inventory_limits.py",
                                       "tests/unit/test_guards_fields.py"],
 }
 ALSO_COPY = ["templates", "playbooks", "inventories"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support.moto_server import aws_test_env, moto_server, reset
+
+from tests.support.moto_server import aws_test_env, moto_server, reset
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from provision.lab import plan as P
 from provision.lab.netns import in_netns
@@ -160,6 +161,29 @@ class Lab:
         secret = re.search(r'secret\s+"([^"]+)"', text)
         assert name and secret, "unexpected TSIG key file format"
         return dns.tsigkeyring.from_text({name.group(1): ("hmac-sha256", secret.group(1))})
+
+
+def one_host_inventory(lab: Lab, host: str,
+                       services: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The lab's inventory document reduced to `host`, without roles or DNS: the host as the
+    lab declares it (minus its roles), or, with `services`, only its address, the bastion
+    and those services."""
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc.pop("dns", None)
+    doc.pop("roles", None)
+    entry = doc["hosts"][host]
+    if services is None:
+        doc["hosts"] = {host: {k: v for k, v in entry.items() if k != "roles"}}
+    else:
+        doc["hosts"] = {host: {"address": entry["address"], "via": "bastion", "services": services}}
+    return doc
+
+
+def model_api(lab: Lab) -> dict[str, Any]:
+    """A plain HTTP service on port 8000 exposed to the bastion's private addresses only."""
+    b4, b6 = lab.addr("bastion", "prv"), lab.addr("bastion", "prv", v6=True)
+    return {"port": 8000, "bind": "0.0.0.0", "expose": {"from": [f"{b4}/32", f"{b6}/128"]},
+            "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}
 
 
 def _load(name: str) -> Lab:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import PROVISION, Lab
+from .conftest import PROVISION, Lab, one_host_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -30,10 +30,7 @@ SAVED = "/root/provision-test-faults-etc-ssh.tar"
 @pytest.fixture(scope="module")
 def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     d = tmp_path_factory.mktemp("faults")
-    doc = yaml.safe_load(lab.inventory.read_text())
-    doc.pop("dns", None)
-    doc.pop("roles", None)
-    doc["hosts"] = {HOST: {k: v for k, v in doc["hosts"][HOST].items() if k != "roles"}}
+    doc = one_host_inventory(lab, HOST)
     inv = d / "inventory.yml"
     inv.write_text(yaml.safe_dump(doc, sort_keys=False))
     book = d / "sshd-only.yml"

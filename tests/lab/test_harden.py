@@ -26,7 +26,7 @@ import yaml
 
 from provision.lab.shell import read_state
 
-from .conftest import FAULTY, Lab
+from .conftest import FAULTY, Lab, model_api, one_host_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -50,14 +50,7 @@ def write(path: Path, doc: dict[str, Any]) -> Path:
 @pytest.fixture(scope="module")
 def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     d = tmp_path_factory.mktemp("harden")
-    doc = yaml.safe_load(lab.inventory.read_text())
-    doc.pop("roles", None)
-    doc.pop("dns", None)
-    bastion4, bastion6 = lab.addr("bastion", "prv"), lab.addr("bastion", "prv", v6=True)
-    api = {"port": 8000, "bind": "0.0.0.0", "expose": {"from": [f"{bastion4}/32", f"{bastion6}/128"]},
-           "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}
-    doc["hosts"] = {HOST: {"address": doc["hosts"][HOST]["address"], "via": "bastion",
-                           "services": {"model-api": api}}}
+    doc = one_host_inventory(lab, HOST, {"model-api": model_api(lab)})
     good = write(d / "inventory.yml", doc)
     # a firewall that admits SSH from the bastion's public address only: the bastion's
     # connections to gpu1 come from its private leg, so this locks the operator out

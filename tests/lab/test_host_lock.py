@@ -23,7 +23,7 @@ import yaml
 
 from provision.hosts import lock as L
 
-from .conftest import FAULTY, PROVISION, Lab
+from .conftest import FAULTY, PROVISION, Lab, model_api, one_host_inventory
 from .test_harden import COMMIT_DIR, _unharden, write
 
 pytestmark = pytest.mark.lab
@@ -35,14 +35,7 @@ HELD_UNIT = "test-lock-holder"
 @pytest.fixture(scope="module")
 def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     d = tmp_path_factory.mktemp("lock")
-    doc = yaml.safe_load(lab.inventory.read_text())
-    doc.pop("roles", None)
-    doc.pop("dns", None)
-    b4, b6 = lab.addr("bastion", "prv"), lab.addr("bastion", "prv", v6=True)
-    api = {"port": 8000, "bind": "0.0.0.0", "expose": {"from": [f"{b4}/32", f"{b6}/128"]},
-           "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}
-    doc["hosts"] = {HOST: {"address": doc["hosts"][HOST]["address"], "via": "bastion",
-                           "services": {"model-api": api}}}
+    doc = one_host_inventory(lab, HOST, {"model-api": model_api(lab)})
 
     def variant(name: str, extra: str | None) -> Path:
         v = json.loads(json.dumps(doc))

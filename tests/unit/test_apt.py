@@ -1,32 +1,28 @@
-"""apt: `apt_sources` in the inventory, the apt fact, the packages step's decisions (when to
-refresh the lists, which sources to write or remove), the deb822 template, the host-side key
-check (real gpg), and the lab's cloud flavour as data."""
+"""apt: `apt_sources` in the inventory, the packages step's decisions (when to refresh the
+lists, which sources to write or remove), the deb822 template, and the lab's cloud flavour as
+data. The apt fact: tests/facts/apt; the host side (sh, gpg, the dpkg lock):
+tests/integration/test_apt_host.py."""
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from probe_records import answer, file_rec
 
 from provision.errors import RenderError
 from provision.facts import parse
-from provision.facts.apt import SPEC as APT
 from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.lab import plan as P
 from provision.render.apt import source_file
 from provision.render.sinks import deb822_word
-from provision.tasks import apt_script, script
+from provision.tasks import apt_script
 from provision.tasks.actions import AptSources, AptUpdate, InstallPackages, RemoveFile
 from provision.tasks.packages import MAX_LIST_AGE, PackagesStep
 from provision.tasks.step import Refused
+from tests.support.probe_records import answer, file_rec
 
 FPR = "EB693B3035CD5710E231E123A4B469963BF863CC"
 KEY = ("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ0000BYJKwYBBAHaRw8BAQdA\n"
@@ -109,16 +105,6 @@ def test_the_lock_timeout_is_bounded(tmp_path: Path) -> None:
     path.write_text("version: 1\ndefaults: {apt_lock_timeout: 0}\n")
     with pytest.raises(InventoryError, match=r"defaults\.apt_lock_timeout"):
         load_inventory(path)
-
-
-# --- the fact ------------------------------------------------------------------------
-
-def test_the_apt_fact_parses_lists_stamps_and_candidates() -> None:
-    facts = parse(answer(*apt_recs(stamp=NOW - 7200, cands={"htop": "3.2.2-2", "nvtop": "(none)"}),
-                         f"aptstamp\t{NOW - 60}"))
-    apt = facts.get(APT)
-    assert (apt.lists, apt.age, apt.gpg) == (3, 60, True)  # the newest stamp counts
-    assert apt.candidate("htop") == "3.2.2-2" and apt.candidate("nvtop") is None
 
 
 # --- the step's decisions ------------------------------------------------------------
@@ -225,87 +211,10 @@ def test_the_deb822_sink_refuses_what_would_change_the_file(bad: str) -> None:
         deb822_word(bad)
 
 
-def test_the_batch_with_every_apt_action_is_valid_sh(tmp_path: Path) -> None:
-    inv = inventory(tmp_path, {"packages": ["docker-ce"], "apt_sources": {"docker": docker()}})
-    actions = diff(inv, apt_recs(lists=0), file_rec("/etc/apt/sources.list.d/provision-gone.sources", "x"))
-    text = script.build([*actions, AptUpdate("x")])
-    subprocess.run(["sh", "-n"], input=text, text=True, check=True)
-    # keys are checked, and the lock waited for, before any file is backed up or replaced
-    body = text[text.index("exec 3>&1 1>&2"):]
-    first_put = body.index("provision_apt_put /var")
-    assert body.index("provision_apt_key_check /var") < body.index("provision_apt_wait ") \
-        < body.index("provision_apt_backup 0") < first_put
-    assert "provision_apt_update 300 https://download.docker.com/linux/ubuntu" in body
-
-
 def test_error_and_note_markers_are_read_back() -> None:
     assert apt_script.error_line("x\n@error\tfirst\n@error\tthe one\nE: y\n") == "the one"
     assert apt_script.error_line("nothing\n") is None
     assert apt_script.notes("@step\t0\n@note\twaited 2.0 s\n@done\n") == ["waited 2.0 s"]
-
-
-needs_gpg = pytest.mark.skipif(not shutil.which("gpg"), reason="gpg not installed")
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Path]]:
-    """Two real keys (fingerprint, armored file) and a file holding both."""
-    d = tmp_path_factory.mktemp("gpg")
-    out: dict[str, tuple[str, Path]] = {}
-    for name in ("ours", "theirs"):
-        home = d / name
-        home.mkdir(mode=0o700)
-        g = ["gpg", "--homedir", str(home), "--batch", "--no-tty"]
-        subprocess.run([*g, "--passphrase", "", "--quick-gen-key", f"{name} <{name}@lab.test>",
-                        "ed25519", "sign", "never"], check=True, capture_output=True)
-        listing = subprocess.run([*g, "--with-colons", "--list-keys"], check=True,
-                                 capture_output=True, text=True).stdout
-        fpr = next(x.split(":")[9] for x in listing.splitlines() if x.startswith("fpr:"))
-        (d / f"{name}.asc").write_bytes(subprocess.run([*g, "--armor", "--export", fpr],
-                                                       check=True, capture_output=True).stdout)
-        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
-        out[name] = (fpr, d / f"{name}.asc")
-    (d / "both.asc").write_bytes(out["ours"][1].read_bytes() + out["theirs"][1].read_bytes())
-    out["both"] = (out["ours"][0], d / "both.asc")
-    return out
-
-
-def key_check(path: Path, fingerprint: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["sh", "-c", apt_script.LIB + '\nprovision_apt_key_check "$1" "$2" lab',
-                           "sh", str(path), fingerprint], capture_output=True, text=True)
-
-
-@needs_gpg
-def test_the_host_side_key_check_accepts_the_pinned_key(keys: dict[str, tuple[str, Path]]) -> None:
-    fpr, path = keys["ours"]
-    r = key_check(path, fpr)
-    assert (r.returncode, r.stderr) == (0, "")
-
-
-@needs_gpg
-def test_the_host_side_key_check_refuses_another_key(keys: dict[str, tuple[str, Path]]) -> None:
-    theirs, path = keys["theirs"]
-    r = key_check(path, keys["ours"][0])
-    assert r.returncode == 1
-    assert apt_script.error_line(r.stderr) == (
-        f"apt source lab: the signing key has fingerprint {theirs}, the inventory pins "
-        f"{keys['ours'][0]}; refused, nothing installed")
-
-
-@needs_gpg
-def test_the_host_side_key_check_refuses_a_second_key_riding_along(
-        keys: dict[str, tuple[str, Path]]) -> None:
-    fpr, path = keys["both"]
-    r = key_check(path, fpr)
-    assert r.returncode == 1
-    assert "holds 2 primary keys" in (apt_script.error_line(r.stderr) or ""), r.stderr
-
-
-@needs_gpg
-def test_the_host_side_key_check_refuses_garbage(tmp_path: Path) -> None:
-    (tmp_path / "k.asc").write_text(KEY)  # armored, but no key inside
-    r = key_check(tmp_path / "k.asc", FPR)
-    assert r.returncode == 1 and "holds 0 primary keys" in (apt_script.error_line(r.stderr) or "")
 
 
 # --- the lab's cloud flavour ---------------------------------------------------------
@@ -371,71 +280,6 @@ def test_the_plan_shows_the_sources_file_as_a_diff(tmp_path: Path) -> None:
     change = _change("packages", sources)
     assert "+URIs: https://download.docker.com/linux/ubuntu\n" in change.diff
     assert f"+++ b{SRC}\n" in change.diff and change.kind == "AptSources"
-
-
-# --- the dpkg lock, with a real fcntl lock on a file of our own ----------------------
-
-HOLD = """
-import fcntl, sys, time
-f = open(sys.argv[1], 'a')
-fcntl.lockf(f, fcntl.LOCK_EX)
-print('held', flush=True)
-time.sleep(float(sys.argv[2]))
-"""
-
-
-def lock_shell(lock: Path, body: str) -> subprocess.CompletedProcess[str]:
-    lib = apt_script.LIB.replace(" ".join(apt_script.LOCKS), str(lock))
-    assert lib != apt_script.LIB
-    return subprocess.run(["sh", "-c", f"{lib}\nexec 3>&1\n{body}"], capture_output=True,
-                          text=True, timeout=60)
-
-
-def hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), str(seconds)],
-                         stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None and p.stdout.readline() == "held\n"
-    return p
-
-
-def test_the_holder_of_an_fcntl_lock_is_named_and_a_free_lock_is_not(tmp_path: Path) -> None:
-    lock = tmp_path / "lock-frontend"
-    lock.touch()
-    assert lock_shell(lock, "provision_apt_holder").stdout == ""
-    p = hold(lock, 30)
-    try:
-        said = lock_shell(lock, "provision_apt_holder").stdout
-    finally:
-        p.kill()
-        p.wait()
-    assert re.fullmatch(rf"python[0-9.]* \(pid {p.pid}, {re.escape(str(lock))}\)", said), said
-
-
-def test_a_lock_held_past_the_timeout_fails_in_one_line(tmp_path: Path) -> None:
-    lock = tmp_path / "lock-frontend"
-    p = hold(lock, 60)
-    try:
-        r = lock_shell(lock, "provision_apt_wait 1")
-    finally:
-        p.kill()
-        p.wait()
-    assert r.returncode == 1
-    error = apt_script.error_line(r.stderr) or ""
-    assert error.startswith("the dpkg lock is still held by ") and f"(pid {p.pid}, {lock}) after 1 s" in error
-    assert apt_script.notes(r.stdout) == []
-
-
-def test_a_lock_let_go_in_time_is_waited_for_and_the_wait_reported(tmp_path: Path) -> None:
-    lock = tmp_path / "lock-frontend"
-    p = hold(lock, 0.5)
-    r = lock_shell(lock, "provision_apt_wait 30; echo left=$PROVISION_APT_LEFT")
-    p.wait()
-    assert r.returncode == 0, r.stderr
-    (note,) = apt_script.notes(r.stdout)
-    assert re.fullmatch(rf"waited \d+\.\d s for the dpkg lock \(held by python[0-9.]* "
-                        rf"\(pid {p.pid}, {re.escape(str(lock))}\)\)", note), note
-    left = int(r.stdout.rsplit("left=", 1)[1])
-    assert 1 <= left <= 30
 
 
 def test_one_repository_under_two_names_is_refused(tmp_path: Path) -> None:

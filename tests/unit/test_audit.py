@@ -20,10 +20,7 @@ from click.testing import CliRunner
 from provision.exposure import findings
 from provision.exposure import live as LV
 from provision.facts import Facts, parse, probe_script
-from provision.facts import docker as D
-from provision.facts import listeners as L
 from provision.facts import sshd_effective as S
-from provision.facts.spec import Rec
 from provision.firewall import parse as FP
 from provision.firewall.rules import Rule, host_firewall
 from provision.inventory import Inventory, load_inventory
@@ -32,10 +29,6 @@ ROOT = Path(__file__).parent.parent
 FIX = ROOT / "fixtures" / "facts"
 AUD = ROOT / "fixtures" / "audit"
 INV = AUD / "inventory.yml"
-
-
-def recs(kind: str, text: str) -> list[Rec]:
-    return [Rec(i, kind, tuple(line.split("\t")), line) for i, line in enumerate(text.splitlines(), 1)]
 
 
 @pytest.fixture(scope="module")
@@ -58,60 +51,10 @@ def codes(rep: LV.HostReport, severity: str | None = None) -> list[str]:
     return [f.code for f in rep.findings if severity is None or f.severity == severity]
 
 
-# --- parsers on captured output -----------------------------------------------------------
+# --- parsers on captured output: tests/facts/{listeners,tcpstates,sshd_effective,docker} ---
 
-def test_ss_listeners_tcp_and_udp() -> None:
-    tcp = L.parse(recs("ltcp", (FIX / "ss" / "gpu1-tlnp-planted.txt").read_text()))
-    by = {(s.address, s.port): s for s in tcp}
-    assert by[("0.0.0.0", 9999)].process == "python3" and by[("0.0.0.0", 9999)].pid is not None
-    assert by[("127.0.0.1", 8888)].process == "jupyter-server" and by[("127.0.0.1", 8888)].is_loopback
-    assert by[("::", 22)].families == (6,) and by[("0.0.0.0", 22)].families == (4,)
-    assert by[("::1", 40491)].is_loopback and by[("::", 22)].is_wildcard
-    assert by[("::", 22)].endpoint == "[::]:22"
-    (udp,) = L.parse(recs("ludp", (FIX / "ss" / "gpu1-ulnp.txt").read_text()))
-    assert (udp.proto, udp.address, udp.port, udp.process) == ("udp", "*", 5454, "python3")
-    assert udp.families == (4, 6) and udp.is_wildcard
-
-
-def test_ss_odd_addresses() -> None:
-    lines = ('UNCONN 0 0 127.0.0.53%lo:53 0.0.0.0:* users:(("systemd-resolve",pid=5,fd=13))\n'
-             "UNCONN 0 0 [fe80::1]%eth0:546 [::]:*\n"
-             "garbage\n")
-    got = L.parse(recs("ludp", lines))
-    assert [(s.address, s.port, s.process, s.pid) for s in got] == [
-        ("127.0.0.53", 53, "systemd-resolve", 5), ("fe80::1", 546, "", None)]
-
-
-def test_ss_close_wait_lines_have_no_state_column() -> None:
-    from provision.facts import tcpstates as T
-
-    text = (FIX / "ss" / "gpu1-close-wait.txt").read_text()
-    st = T.parse([*recs("closewait", text), Rec(0, "tcpstate", ("CLOSE-WAIT", "300"), "")])
-    assert st.count("CLOSE-WAIT") == 300
-    ((proc, pid), n), = st.close_wait.items()
-    assert proc == "leaky-server" and isinstance(pid, int) and n == len(text.splitlines())
-
-
-def test_sshd_t_parse() -> None:
-    text = (FIX / "sshd" / "gpu1-hardened.txt").read_text()
-    s = S.parse([*recs("sshdt", text), Rec(0, "sshdrc", ("0",), "0")])
-    assert s.status == 0 and s.get("PasswordAuthentication") == "no"
-    assert s.get("permitrootlogin") == "without-password"
-    assert s.get("allowtcpforwarding") == "local"
-    assert set(s.settings["listenaddress"]) == {"[::]:22", "0.0.0.0:22"}
-    failed = S.parse([Rec(1, "sshdt", (), "sshd: no hostkeys available -- exiting."),
-                      Rec(2, "sshdrc", ("1",), "1")])
-    assert failed.status == 1 and not failed.settings and "no hostkeys" in failed.error
-
-
-def test_docker_published_ports() -> None:
-    got = D.parse(recs("dockerps", "web|0.0.0.0:8080->80/tcp, :::8080->80/tcp, 443/tcp\n"
-                                   "db|127.0.0.1:5432->5432/tcp\n"
-                                   "dns|0.0.0.0:5300-5301->53/udp\n"))
-    assert [(p.container, p.address, p.port, p.proto) for p in got] == [
-        ("web", "0.0.0.0", 8080, "tcp"), ("web", "::", 8080, "tcp"), ("db", "127.0.0.1", 5432, "tcp"),
-        ("dns", "0.0.0.0", 5300, "udp"), ("dns", "0.0.0.0", 5301, "udp")]
-    assert got[2].is_loopback
+def test_sshd_effective_settings_are_looked_up_in_any_case() -> None:
+    assert S.SshdEffective(settings={"passwordauthentication": ("no",)}).get("PasswordAuthentication") == "no"
 
 
 def test_probe_script_has_the_audit_fragments(inv: Inventory) -> None:
@@ -383,29 +326,6 @@ def test_audit_unknown_host_is_a_usage_error() -> None:
 
     r = CliRunner().invoke(main, ["audit", "-i", str(INV), "nope"])
     assert r.exit_code == 2 and "nope" in r.output
-
-
-def test_unreachable_host_fails_the_audit(tmp_path: Path) -> None:
-    """A host whose sshd does not answer (a closed port on 127.0.0.1): exit 1, said per host."""
-    import socket
-
-    import yaml
-
-    from provision.cli import main
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    doc = {"version": 1, "defaults": {"user": "admin", "known_hosts": str(tmp_path / "known_hosts")},
-           "hosts": {"gpu9": {"address": "127.0.0.1", "port": port, "ssh_from": ["10.0.0.0/8"]}}}
-    inv = tmp_path / "inv.yml"
-    inv.write_text(yaml.safe_dump(doc))
-    r = CliRunner().invoke(main, ["audit", "-i", str(inv), "--json"])
-    assert r.exit_code == 1, r.output
-    (h,) = json.loads(r.output)["hosts"]
-    assert h["status"] == "unreachable" and "cannot connect" in h["error"]
-    r = CliRunner().invoke(main, ["audit", "-i", str(inv)])
-    assert r.exit_code == 1 and "gpu9: unreachable" in r.output
 
 
 def test_dhcp_client_port_is_info_while_dropped(inv: Inventory) -> None:

@@ -1,20 +1,18 @@
-"""services step: unit files and configs from render_host, reload/enable/start/restart."""
+"""services step: what a host that already holds the rendered files plans (its records are built
+from the step's own artifacts, so these stay Python). Fixed cases: tests/steps/services."""
 
 from __future__ import annotations
-
-from converge_cases import facts, inventory
-from probe_records import answer, file_rec, unit_block, user_rec
 
 from provision.facts import parse
 from provision.tasks.actions import (
     DaemonReload,
     EnableUnit,
-    Mkdir,
     RestartUnit,
     StartUnit,
-    WriteFile,
 )
 from provision.tasks.services import ServicesStep
+from tests.support.converge_cases import inventory
+from tests.support.probe_records import answer, file_rec, unit_block, user_rec
 
 JUPYTER = "provision-jupyter.service"
 TB = "provision-tensorboard.service"
@@ -39,17 +37,6 @@ def test_only_the_hosts_service_units_are_managed() -> None:
     s = step()
     assert {a.service for a in s.artifacts} == {JUPYTER, TB}  # not the firewall's unit
     assert {a.kind for a in s.artifacts} == {"unit", "jupyter-config"}
-    assert f"S:{JUPYTER}" in s.request().args() and "D:/srv/runs" in s.request().args()
-
-
-def test_fresh_host() -> None:
-    acts = step().diff(facts("fresh.txt"))
-    writes = [a for a in acts if isinstance(a, WriteFile)]
-    assert len(writes) == 3
-    assert Mkdir("/srv/runs", 0o755, "root", "root") in acts
-    tail = acts[len(writes) + 1:]
-    assert tail == [EnableUnit(JUPYTER), EnableUnit(TB), DaemonReload(), StartUnit(JUPYTER),
-                    StartUnit(TB)]
 
 
 def test_converged_is_a_no_op() -> None:
@@ -89,12 +76,3 @@ def test_interrupted_run_is_finished() -> None:
     assert acts[0] == DaemonReload() and RestartUnit(JUPYTER, "unit file changed on disk") in acts
 
 
-def test_a_fresh_host_reloads_systemd_once() -> None:
-    """`systemctl enable` reloads the manager unless told not to: one reload per batch."""
-    from provision.tasks import script
-
-    batch = script.build(step().diff(facts("fresh.txt")))
-    assert batch.count("systemctl daemon-reload") == 1
-    enables = [ln for ln in batch.splitlines() if "systemctl enable" in ln]
-    assert len(enables) == 2 and all("--no-reload" in ln for ln in enables)
-    assert batch.index("systemctl daemon-reload") > max(batch.index(ln) for ln in enables)

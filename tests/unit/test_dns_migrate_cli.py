@@ -79,30 +79,6 @@ def test_check_warns_offline_about_a_migration_open_for_more_than_a_day(
     assert "3.0 days" in found[0]["message"] and "rollback" in found[0]["fix"]
 
 
-def test_the_lock_keeps_a_second_process_out_and_status_can_tell(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from provision.dns.migrate.store import JournalStore
-    from provision.errors import OperationError
-
-    store = JournalStore(tmp_path / "m")
-    assert not store.busy("api.example.org.")
-    with store.lock("api.example.org."):
-        code = ("import sys; from pathlib import Path; from provision.dns.migrate.store import "
-                f"JournalStore; s = JournalStore(Path({str(tmp_path / 'm')!r})); "
-                "print(s.busy('api.example.org.'))")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        assert out.stdout.strip() == "True"
-        probe = ("from pathlib import Path; from provision.dns.migrate.store import JournalStore\n"
-                 f"s = JournalStore(Path({str(tmp_path / 'm')!r}))\n"
-                 "try:\n    s.lock('api.example.org.').__enter__()\nexcept Exception as e:\n"
-                 "    print(type(e).__name__, e)")
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-        assert out.stdout.startswith(OperationError.__name__) and "another provision process" in out.stdout
-    assert not store.busy("api.example.org.")
-
-
 def test_journal_writes_are_atomic_and_archived_on_close(tmp_path: Path) -> None:
     from provision.dns.migrate.store import JournalStore
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -86,21 +84,3 @@ def test_a_providers_field_in_another_providers_zone_is_an_unknown_key(tmp_path:
     assert r.exit_code == 2
     assert f"{inv}:6:7: dns.zones.example.org.tsig_key_file: unknown key" in r.output
     assert "hosted_zone_id" in r.output and "server" not in r.output
-
-
-def test_only_the_providers_an_inventory_names_are_loaded(tmp_path: Path) -> None:
-    """An inventory of Route53 and Cloud DNS zones loads neither boto3, google-cloud nor
-    dnspython for `check` (the rfc2136 module imports dnspython at its top)."""
-    inv = tmp_path / "inv.yml"
-    inv.write_text("version: 1\ndns:\n  zones:\n    example.org: {provider: route53}\n"
-                   "    example.net: {provider: clouddns, project: my-project, managed_zone: n}\n")
-    code = (f"import sys; sys.argv=['provision','check','-i',{str(inv)!r}]\n"
-            "from provision.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('\\n'.join(sorted(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    loaded = set(out.split())
-    assert {"provision.dns.route53", "provision.dns.clouddns"} <= loaded
-    assert "provision.dns.rfc2136" not in loaded
-    assert not {m.split(".")[0] for m in loaded} & {"dns", "boto3", "botocore", "google"}

@@ -21,22 +21,12 @@ from provision.ssh.hostkeys import (
     known_hosts_path,
     refusal,
 )
-
-ED = paramiko.Ed25519Key.from_private_key_file  # keys come from files: ssh-keygen below
+from tests.support.keys import ed25519
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, paramiko.PKey]:
-    import subprocess
-
-    d = tmp_path_factory.mktemp("keys")
-    out: dict[str, paramiko.PKey] = {}
-    for name in ("a", "b"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
-                       check=True)
-        out[name] = ED(str(d / name))
-    out["ecdsa"] = paramiko.ECDSAKey.generate()
-    return out
+def keys() -> dict[str, paramiko.PKey]:
+    return {"a": ed25519(), "b": ed25519(), "ecdsa": paramiko.ECDSAKey.generate()}
 
 
 def _line(host: str, key: paramiko.PKey, marker: str = "") -> str:

@@ -40,14 +40,6 @@ def facts_for(artifacts: tuple[object, ...] = (), *, docker: bool = False,
     return Facts.of(uid=0, files=files, units=units, docker=docker)
 
 
-def test_sshd_missing_dropin_is_one_commit(inv: Inventory) -> None:
-    step = SshdStep.build(inv, inv.node("gpu1"))
-    (a,) = step.diff(facts_for())
-    assert isinstance(a, CommitConfirmed) and a.kind == "sshd" and a.unit == "ssh.service"
-    assert [s.write.path for s in a.files] == ["/etc/ssh/sshd_config.d/00-provision.conf"]
-    assert "drop-in missing" in a.describe()
-
-
 def test_sshd_in_place_is_no_change(inv: Inventory) -> None:
     step = SshdStep.build(inv, inv.node("gpu1"))
     assert step.diff(facts_for((step.artifact,))) == []
@@ -55,10 +47,7 @@ def test_sshd_in_place_is_no_change(inv: Inventory) -> None:
 
 def test_fault_injected_sshd_lines_reach_the_commit(inv: Inventory) -> None:
     """tests/support/faults.py (the lab's lockout tests) changes what the step installs."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent.parent / "support"))
-    from faults import sshd_with_extra
+    from tests.support.faults import sshd_with_extra
 
     plain = SshdStep.build(inv, inv.node("gpu1"))
     hooked = sshd_with_extra(plain, ["AllowUsers nobody"])
@@ -66,23 +55,6 @@ def test_fault_injected_sshd_lines_reach_the_commit(inv: Inventory) -> None:
     assert hooked.content.endswith("AllowUsers nobody\n")
     (a,) = hooked.diff(facts_for((plain.artifact,)))
     assert isinstance(a, CommitConfirmed) and a.files[0].write.old == plain.content
-
-
-def test_firewall_fresh_host_gets_everything_but_docker_dropin(inv: Inventory) -> None:
-    step = FirewallStep.build(inv, inv.node("gpu1"))
-    (a,) = step.diff(facts_for())
-    assert isinstance(a, CommitConfirmed) and a.kind == "firewall"
-    kinds = {s.kind for s in a.files}
-    assert kinds == {"iptables-v4", "iptables-v6", "iptables-docker-v4", "iptables-docker-v6",
-                     "firewall-script", "unit"}
-    assert a.script == "/usr/local/sbin/provision-firewall" and a.unit == UNIT
-
-
-def test_firewall_with_docker_adds_the_docker_dropin(inv: Inventory) -> None:
-    step = FirewallStep.build(inv, inv.node("gpu1"))
-    (a,) = step.diff(facts_for(docker=True))
-    assert isinstance(a, CommitConfirmed)
-    assert "unit-dropin" in {s.kind for s in a.files}
 
 
 def test_firewall_converged_is_no_change(inv: Inventory) -> None:

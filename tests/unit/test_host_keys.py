@@ -3,7 +3,6 @@ key refused, and lookups by address only (never by the inventory's name for the 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import paramiko
@@ -11,13 +10,14 @@ import pytest
 
 from provision.ssh.errors import HostKeyError
 from provision.ssh.hostkeys import KnownHosts, judge, key_name
+from tests.support.keys import ed25519
+
+_KEYS: dict[tuple[Path, str], paramiko.PKey] = {}
 
 
 def _key(tmp_path: Path, name: str = "hostkey") -> paramiko.PKey:
-    path = tmp_path / name
-    if not path.exists():
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-    return paramiko.Ed25519Key.from_private_key_file(str(path))
+    """The key `name` of this test (the same one when asked again), made in-process."""
+    return _KEYS.setdefault((tmp_path, name), ed25519())
 
 
 def test_judge_is_pure() -> None:

@@ -6,10 +6,8 @@ run the rendered lock script with a real `sh` and `flock` against a temporary di
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +24,8 @@ def record(by: str = "alice@laptop", command: str = "apply", since: str = str(SI
     return "\t".join(["provision-lock", "1", by, command, since, token, pid, state, ended])
 
 
+# --- the holder record -------------------------------------------------------------------
+
 @pytest.fixture(autouse=True)
 def utc() -> Iterator[None]:
     old = os.environ.get("TZ")
@@ -38,8 +38,6 @@ def utc() -> Iterator[None]:
         os.environ["TZ"] = old
     time.tzset()
 
-
-# --- the holder record -------------------------------------------------------------------
 
 def test_a_record_we_wrote_parses() -> None:
     h = L.parse_holder(record())
@@ -215,108 +213,6 @@ def test_the_spec_refuses_what_could_reach_the_shell() -> None:
         L.guard("x'y", "true\n")
 
 
-# --- the shell side, run for real --------------------------------------------------------
-
-@pytest.fixture
-def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    run = tmp_path / "run"
-    monkeypatch.setattr(L, "LOCK_DIR", str(run))
-    monkeypatch.setattr(L, "LOCK", str(run / "converge.lock"))
-    monkeypatch.setattr(L, "HOLDER", str(run / "converge.holder"))
-    monkeypatch.setattr(L, "WORK", str(run / "converge.work"))
-    monkeypatch.setattr(L, "STATE_DIR", str(tmp_path / "commit"))
-    (tmp_path / "commit").mkdir()
-    return tmp_path
-
-
-PROBE = "probe_main() {\nprintf 'probe\\t1\\nend\\n'\n}\nprobe_main \"$@\"\n"
-
-
-def start(spec: L.Spec) -> subprocess.Popen[str]:
-    p = subprocess.Popen(["sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, bufsize=1)
-    assert p.stdin is not None and p.stdout is not None
-    p.stdin.write(L.script(PROBE, spec))
-    p.stdin.flush()
-    return p
-
-
-def until_end(p: subprocess.Popen[str]) -> list[str]:
-    assert p.stdout is not None
-    lines = []
-    for line in p.stdout:
-        lines.append(line.rstrip("\n"))
-        if line == "end\n":
-            return lines
-    raise AssertionError(f"no end: {lines}")
-
-
-def test_held_released_taken_over_and_timed_out(paths: Path) -> None:
-    a = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
-    got = until_end(a)
-    assert L.parse(L.split("\n".join(got))[0]).acquired
-    holder = (paths / "run" / "converge.holder").read_text()
-    assert L.parse_holder(holder.strip("\n")) is not None
-    # the guard lets the holder's own execs through, nobody else's
-    ok = subprocess.run(["sh", "-s"], input=L.guard(TOKEN_A, "echo ran\n"), capture_output=True,
-                        text=True)
-    assert (ok.returncode, ok.stdout) == (0, "ran\n")
-    other = subprocess.run(["sh", "-s"], input=L.guard(TOKEN_B, "echo ran\n"),
-                           capture_output=True, text=True)
-    assert other.returncode == L.GUARD_EXIT and other.stdout == ""
-    assert "no longer holds the host lock" in other.stderr
-    # plan sees it held and does not wait
-    plan = subprocess.run(["sh", "-s"], input=L.script(PROBE, None), capture_output=True,
-                          text=True, timeout=30)
-    r = L.parse(L.split(plan.stdout)[0])
-    assert isinstance(r.held, L.Holder) and r.held.token == TOKEN_A
-    # a second apply waits (its operator still there: stdin open), then gives up naming the holder
-    b = start(L.Spec("bob@desk", "apply", TOKEN_B, 3))
-    assert b.stdout is not None and b.stdin is not None
-    b_out = b.stdout.read()  # to the end, stdin kept open until then
-    b.stdin.close()
-    b.wait(timeout=30)
-    rb = L.parse(L.split(b_out)[0])
-    assert b.returncode == L.GUARD_EXIT and "probe\t1" not in b_out
-    assert rb.timeout == "held" and isinstance(rb.busy, L.Holder) and rb.busy.by == "alice@laptop"
-    # a waiter whose operator went away (its input ended) stops waiting at once, says nothing
-    gone = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B,
-                                                                     600)),
-                          capture_output=True, text=True, timeout=60)
-    rg = L.parse(L.split(gone.stdout)[0])
-    assert gone.returncode == L.GUARD_EXIT and rg.busy is not None and rg.timeout == ""
-    # the holder's session ends without `q`: the record says so, the next taker says so
-    assert a.stdin is not None
-    a.stdin.close()
-    assert a.wait(timeout=30) == 0
-    plan = subprocess.run(["sh", "-s"], input=L.script(PROBE, None), capture_output=True,
-                          text=True, timeout=30)
-    stale = L.parse(L.split(plan.stdout)[0]).stale
-    assert isinstance(stale, L.Holder) and stale.state == "closed"
-    c = subprocess.run(["sh", "-s"], input=L.script(PROBE, L.Spec("bob@desk", "apply", TOKEN_B, 5)),
-                       capture_output=True, text=True, timeout=30)
-    rc = L.parse(L.split(c.stdout)[0])
-    assert rc.acquired and isinstance(rc.stale, L.Holder)
-    assert (rc.stale.token, rc.stale.state) == (TOKEN_A, "closed")
-
-
-def test_q_releases_cleanly_and_an_orphaned_rollback_is_set_aside(paths: Path) -> None:
-    d = paths / "commit" / "sshd-0a1b2c3d"
-    d.mkdir()
-    (d / "armed").touch()
-    (d / "armed-at").write_text("1796126470.5\n")
-    p = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
-    r = L.parse(L.split("\n".join(until_end(p)))[0])
-    assert p.stdin is not None
-    p.stdin.write("..q")  # two heartbeats, then the release
-    p.stdin.close()
-    assert p.wait(timeout=30) == 0 and r.acquired and r.stale is None
-    # no timer of that id runs here: it will never fire, so it is set aside, said once
-    assert r.orphans == [L.Armed("sshd-0a1b2c3d", 1796126470.5)]
-    assert not (d / "armed").exists() and (d / "orphaned").exists()
-    assert not (paths / "run" / "converge.holder").exists()  # released: no record left
-
-
 # --- wait-die over one run's hosts (provision.hosts.converge.Contention) -----------------
 
 class FakeLock:
@@ -376,20 +272,6 @@ def test_an_older_run_waits_holding() -> None:
     # an unreadable record: cannot tell who is older, so yield
     c.on_event(gpu2.host, "busy", L.parse(["lock\tbusy\tgarbage"]))
     assert lock1.released == 1 and c.take_redo() == {"gpu1"}
-
-
-def test_a_holder_whose_operator_falls_silent_gives_the_lock_up(
-        paths: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No heartbeat for LIFELINE seconds (the laptop gone without a FIN): the host process
-    ends, the lock with it, and the record says how."""
-    monkeypatch.setattr(L, "LIFELINE", 1)
-    p = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
-    until_end(p)
-    assert p.wait(timeout=60) == 0  # stdin still open: it ended by itself
-    h = L.parse_holder((paths / "run" / "converge.holder").read_text().strip("\n"))
-    assert h is not None and h.state == "silent" and h.ended is not None
-    assert p.stdin is not None
-    p.stdin.close()
 
 
 def test_the_heartbeat_reaches_every_held_lock_until_released() -> None:

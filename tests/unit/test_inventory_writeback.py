@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,20 +106,6 @@ def test_a_record_not_in_the_file_is_refused() -> None:
         rewrite(FIXTURE.read_text(), "inv.yml", "lab.test", "nope", "A", ("10.0.0.9",))
     with pytest.raises(WriteBackError, match="not a CNAME"):
         rewrite(FIXTURE.read_text(), "inv.yml", "lab.test", "app", "CNAME", ("a.b.",))
-
-
-def test_an_immutable_file_is_refused_before_anything(tmp_path: Path) -> None:
-    p = tmp_path / "inv.yml"
-    shutil.copy(FIXTURE, p)
-    inv = load_inventory(p)
-    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(p)]).returncode:
-        pytest.skip("chattr +i is not available here (root is never refused by permissions)")
-    try:
-        with pytest.raises(WriteBackError, match="cannot be written"):
-            prepare(inv, "lab.test", "app", "A", ("10.1.0.9",))
-    finally:
-        subprocess.run(["chattr", "-i", str(p)], check=True)
-    assert p.read_text() == FIXTURE.read_text()
 
 
 def test_lines_ruamel_would_rewrap_elsewhere_stay_as_they_are() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from converge_cases import inventory
 
 from provision.playbook import PlaybookError, load, parse
+from tests.support.converge_cases import inventory
 
 
 def test_shipped_bootstrap_playbook() -> None:

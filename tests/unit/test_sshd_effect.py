@@ -8,13 +8,9 @@ has sshd and we are root (the lab's machine): the fixtures are what sshd really 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from probe_records import answer, file_rec, unit_block
 
 from provision.facts import parse
 from provision.facts import sshd_config as SC
@@ -30,6 +26,7 @@ from provision.tasks.commit import ApplyResult, apply_script, parse_apply, rollb
 from provision.tasks.sshd import SshdStep
 from provision.tasks.step import Refused
 from provision.tasks.verify import verify
+from tests.support.probe_records import answer, file_rec, unit_block
 
 FIX = Path(__file__).parent.parent / "fixtures"
 CASES = FIX / "sshd_config"
@@ -102,32 +99,6 @@ def test_include_detection() -> None:
     assert sshd_refusal(SC.SshdConfig(), SSHD_DROPIN) is None  # not probed: no refusal
     inside = SC.SshdConfig({"/etc/ssh/sshd_config": f"Match User x\nInclude {D}/*.conf\n"})
     assert not SC.included(inside, SSHD_DROPIN)  # only inside a Match block
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("sshd", path="/usr/sbin:/usr/bin"),
-                    reason="needs root and sshd (sshd -T loads the host keys)")
-@pytest.mark.parametrize("case", ["cloud-image", "match", "above-include", "no-include",
-                                  "hidden-check"])
-def test_the_reader_agrees_with_sshd_itself(case: str, tmp_path: Path) -> None:
-    cfg = load(case)
-    for path, text in cfg.files.items():
-        q = tmp_path / path.removeprefix("/etc/ssh/")
-        q.parent.mkdir(parents=True, exist_ok=True)
-        q.write_text(text.replace(f"{D}/", f"{tmp_path}/sshd_config.d/"))
-    keys = ("passwordauthentication", "kbdinteractiveauthentication", "permitemptypasswords",
-            "authenticationmethods", "maxauthtries")
-    for conn in (None, SC.Conn("alice", "10.1.2.3"), SC.Conn("bob", "10.1.2.3"),
-                 SC.Conn("carol", "10.9.1.1")):
-        cmd = ["/usr/sbin/sshd", "-T", "-f", str(tmp_path / "sshd_config")]
-        out = subprocess.run(cmd + (["-C", conn.spec()] if conn else []), capture_output=True,
-                             text=True, check=True).stdout
-        real = dict(ln.split(" ", 1) for ln in out.splitlines() if " " in ln)
-        for key in keys:
-            w = SC.winner(cfg, key, conn)
-            if w is not None:
-                assert SC.normal(key, w.value) == real[key].lower(), (case, conn, key, w)
-        if case == "cloud-image":  # the dot file and the .bak file are not read by sshd either
-            assert (real["permitemptypasswords"], real["permitrootlogin"]) == ("no", "without-password")
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -204,24 +175,6 @@ def test_clean_host_is_no_change(inv: Inventory) -> None:
     f = facts_of("cloud-image", dropin=step.content, effective=hardened_effective(step),
                  users={"alice": hardened_effective(step)})
     assert step.diff(f) == []  # type: ignore[arg-type]
-
-
-def test_missing_dropin_predicts_what_still_wins(inv: Inventory) -> None:
-    step = SshdStep.build(inv, inv.node("gpu1"))
-    f = facts_of("above-include", dropin=None, effective={"passwordauthentication": "yes"},
-                 users={"alice": {}})
-    (a,) = step.diff(f)  # type: ignore[arg-type]
-    why = "; ".join(a.reasons)
-    assert "drop-in missing" in why
-    assert "will not take effect" in why and "/etc/ssh/sshd_config:1" in why and \
-        "kbdinteractiveauthentication yes" in why
-    assert a.checks == ("", "user=alice,host=10.1.2.3,addr=10.1.2.3,laddr=10.1.2.21,lport=22")
-
-
-def test_sshd_config_without_include_is_refused(inv: Inventory) -> None:
-    step = SshdStep.build(inv, inv.node("gpu1"))
-    with pytest.raises(Refused, match="has no `Include"):
-        step.diff(facts_of("no-include", dropin=None, effective={}))  # type: ignore[arg-type]
 
 
 def test_our_old_dropin_is_removed_with_the_commit(inv: Inventory) -> None:
@@ -328,9 +281,8 @@ def test_supported_hosts_pass(system: System) -> None:
 
 
 def test_the_probe_reports_os_and_capabilities() -> None:
+    """The parse itself: tests/facts/system/os-and-capabilities.json."""
     f = parse(answer("os\talpine\t3.19.1\tAlpine Linux v3.19\t", "cap\tsystemd\tno", "cap\tapt\tno"))
-    assert f.os == {"id": "alpine", "version_id": "3.19.1", "pretty_name": "Alpine Linux v3.19",
-                    "id_like": ""}
     assert "not a Debian-family OS" in (refusal(f.get(SYSTEM)) or "")
 
 
@@ -380,34 +332,6 @@ def test_sshd_apply_restarts_instead_of_reloading_under_ssh_socket(inv: Inventor
     s = apply_script(a, "sshd-0a0b", 30)
     sock = s.index("if systemctl -q is-active ssh.socket; then")
     assert s.index("systemctl restart ssh.service", sock) < s.index("systemctl reload ssh.service", sock)
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/etc/ssh/sshd_config")
-                    or not os.path.exists("/usr/sbin/sshd"), reason="needs root and sshd")
-def test_the_fragments_run_here_and_parse() -> None:
-    from provision.facts import Request, probe_script
-
-    req = Request(facts=("sshd_config", "sshd_effective"), sshd_users=("root",))
-    out = subprocess.run(["sh", "-s", "--", *req.args()], input=probe_script(req),
-                         capture_output=True, text=True, check=True).stdout
-    f = parse(out)
-    cfg, eff = f.get(SC.SPEC), f.get(EFF)
-    assert "/etc/ssh/sshd_config" in cfg.files and eff.status == 0 and eff.get("port")
-    matches = any(ln.strip().lower().startswith("match") for t in cfg.files.values()
-                  for ln in t.splitlines())
-    assert eff.uniform is not matches  # per-user runs only where a Match block exists
-    assert eff.users["root"].get("port") == eff.get("port")
-
-
-def test_config_lines_out_of_order_are_refused() -> None:
-    from provision.facts import FactsError
-
-    with pytest.raises(FactsError, match="out of order"):
-        parse(answer("sshdcf\t/etc/ssh/sshd_config", "sshdln\t/etc/ssh/sshd_config\t2\tPort 22"))
-    with pytest.raises(FactsError, match="out of order"):  # a line of a file never announced
-        parse(answer("sshdln\t/etc/ssh/other\t1\tPort 22"))
-    f = parse(answer("sshdcf\t/etc/ssh/sshd_config", "sshdln\t/etc/ssh/sshd_config\t1\tPort\t22"))
-    assert f.get(SC.SPEC).files == {"/etc/ssh/sshd_config": "Port\t22\n"}  # tabs kept
 
 
 def test_host_text_in_messages_is_escaped() -> None:
@@ -479,38 +403,3 @@ def test_plan_is_a_change_for_a_match_block_nobody_probes(inv: Inventory) -> Non
     good = ["port 22", *(f"{k} {v}" for k, v in hardened_effective(step).items())]
     why = verify(a, ApplyResult(effective={i: tuple(good) for i in range(len(a.checks))}), f)  # type: ignore[arg-type]
     assert why is not None and f"{D}/99-local.conf:2 (in `Match User carol`)" in why
-
-
-# --- the probe's Match detection, run here against a temp /etc/ssh ----------------------------
-
-def _probe_match(etc: Path) -> str:
-    """PROBE_SSHD_MATCH as fact_sshd_config leaves it, with /etc/ssh moved to `etc`."""
-    frag = (Path(__file__).parents[2] / "templates" / "facts" / "sshd_config.sh").read_text()
-    script = (frag.replace("/etc/ssh", str(etc)) + "\nT=$(printf '\\t')\n"
-              "fact_sshd_config >/dev/null\necho \"$PROBE_SSHD_MATCH\"\n")
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-def test_an_include_that_matches_no_file_is_not_a_match_block(tmp_path: Path) -> None:
-    """An empty sshd_config.d (a stock Debian host) is not "stopped at the file cap": sshd
-    reads no file we did not send, so no per-user sshd -T is needed. Was: Match assumed."""
-    (tmp_path / "sshd_config.d").mkdir()
-    (tmp_path / "sshd_config").write_text(f"Include {tmp_path}/sshd_config.d/*.conf\nPort 22\n")
-    assert _probe_match(tmp_path) == "no"
-    (tmp_path / "sshd_config.d" / "50-a.conf").write_text("PasswordAuthentication no\n")
-    assert _probe_match(tmp_path) == "no"
-    (tmp_path / "sshd_config.d" / "60-b.conf").write_text("Match User alice\n  X y\n")
-    assert _probe_match(tmp_path) == "yes"
-
-
-def test_a_probe_stopped_at_the_file_cap_with_includes_left_assumes_a_match_block(
-        tmp_path: Path) -> None:
-    d = tmp_path / "sshd_config.d"
-    d.mkdir()
-    (tmp_path / "more").mkdir()
-    (tmp_path / "sshd_config").write_text(f"Include {d}/*.conf\n")
-    for i in range(64):
-        (d / f"{i:02d}.conf").write_text(f"Include {tmp_path}/more/*.conf\n" if i == 63 else "")
-    (tmp_path / "more" / "x.conf").write_text("Port 22\n")  # never read: past the cap
-    assert _probe_match(tmp_path) == "yes"

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
-from converge_cases import inventory
 
 from provision.facts import FactsError, parse
 from provision.playbook import parse as parse_playbook
 from provision.tasks import pytask
 from provision.tasks.shell import RunCommand, ShellStep
+from tests.support.converge_cases import inventory
 
 FIX = Path(__file__).parent.parent / "fixtures" / "steps"
 
