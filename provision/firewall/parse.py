@@ -38,7 +38,6 @@ ICMP6_TYPES = {"echo-request": "128", "echo-reply": "129", "destination-unreacha
 _LIMIT_UNITS = {"s": "sec", "sec": "sec", "second": "sec", "m": "min", "min": "min", "minute": "min",
                 "h": "hour", "hour": "hour", "d": "day", "day": "day"}
 BUILTIN = ("INPUT", "FORWARD", "OUTPUT")
-TERMINAL = ("ACCEPT", "DROP", "REJECT", "RETURN")
 
 
 class ParseError(ValueError):

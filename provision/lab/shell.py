@@ -672,7 +672,3 @@ def status(plan: P.LabPlan, pids: dict[str, int], *, probe: bool = True) -> list
         rows.append(row)
     return rows
 
-
-def current_user_is_root() -> bool:
-    return os.geteuid() == 0
-
