@@ -8,8 +8,10 @@ from pathlib import Path
 
 from provision.text import printable
 
+from .build import build
 from .errors import InventoryError, Problem
 from .model import Inventory
+from .source import load_source
 
 __all__ = ["Inventory", "InventoryError", "Problem", "default_inventory_path", "load_inventory"]
 
@@ -26,9 +28,6 @@ def default_inventory_path() -> Path:
 
 def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Load and validate an inventory file or directory. Raises InventoryError."""
-    from .build import build
-    from .source import load_source
-
     p = Path(path) if path is not None else default_inventory_path()
     if not p.exists():
         what = (f"a symbolic link to {printable(os.readlink(p))}, which does not exist"
