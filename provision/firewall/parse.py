@@ -267,7 +267,7 @@ def rule_text(chain: str, r: Rule, family: Family) -> str:
     return " ".join(parts)
 
 
-def _key(r: LiveRule | Rule) -> tuple[Any, ...]:
+def _key(r: LiveRule | Rule) -> tuple[Rule, tuple[str, ...], tuple[int, int] | None]:
     if isinstance(r, LiveRule):
         return (r.rule, r.unknown, r.dport_range)
     return (r, (), None)
