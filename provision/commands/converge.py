@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import click
@@ -25,17 +26,20 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.errors import Exit, UsageError
+from provision.hosts import pytasks
 from provision.hosts.confirm import execute_guarded
 from provision.hosts.converge import (
     Contention,
     HostRun,
     Memory,
     close,
+    execute_in_order,
     in_parallel,
     machine_forks,
     prepare,
 )
 from provision.hosts.lock import Report, Spec, event_text, new_token, operator_id
+from provision.inventory import default_inventory_path
 from provision.inventory.model import Host, Inventory
 from provision.playbook import DEFAULT_PLAYBOOK, Playbook, waves
 from provision.playbook import load as load_playbook
@@ -87,6 +91,9 @@ def _common(f: F) -> F:
     f = click.option("--playbook", "playbook_name", default=DEFAULT_PLAYBOOK,
                      show_default=True, metavar="NAME",
                      help="a shipped playbook name or a path to a playbook .yml")(f)
+    f = click.option("--tasks", "task_paths", multiple=True, metavar="PATH",
+                     help="also allow the playbook's Python tasks to be imported from this "
+                          "file or directory (outside the inventory's directory); repeatable")(f)
     f = json_option(f)
     f = inventory_option(f)
     return click.argument("hosts", nargs=-1)(f)
@@ -102,11 +109,13 @@ class Run:
 
 
 def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
-           shard_text: str | None = None) -> Run:
+           shard_text: str | None = None, task_paths: tuple[str, ...] = (),
+           as_json: bool = False) -> Run:
     shard = parse_shard(shard_text) if shard_text is not None else None
 
     inv = load(inventory_path)
     pb = load_playbook(playbook_name)  # PlaybookError: exit 2
+    pb = _load_tasks(pb, inventory_path, task_paths, as_json)
     try:
         selected = pb.select(inv, hosts)
     except KeyError as e:
@@ -122,6 +131,24 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
             echo(f"shard {shard}: bastions are global, left to their own run "
                  f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
     return Run(inv, pb, tuple(selected))
+
+
+IMPORTED: list[pytasks.Imported] = []  # the task files this command imported (--json: tasks_imported)
+
+
+def _load_tasks(pb: Playbook, inventory_path: str | None, task_paths: tuple[str, ...],
+                as_json: bool) -> Playbook:
+    """Import the playbook's Python tasks (only plan and apply do), saying which files."""
+    IMPORTED.clear()
+    if not pb.tasks:
+        return pb
+    root = pytasks.root_of(inventory_path or default_inventory_path())
+    code, imported = pytasks.load(pb.tasks, root, [Path(t) for t in task_paths])
+    IMPORTED[:] = imported
+    if not as_json:
+        for i in imported:
+            echo(f"imported task code: {i.path} (sha256 {i.sha256[:16]})", err=True)
+    return pb.with_code(code)
 
 
 def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pending: bool,
@@ -223,7 +250,10 @@ def _change(step: str, a: Planned) -> Change:
 def sections(runs: list[HostRun]) -> list[Section]:
     return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
                     error=r.error if r.status in ("failed", "unreachable") else "",
-                    status=r.status if r.status in ("failed", "unreachable") else "")
+                    status=r.status if r.status in ("failed", "unreachable") else "",
+                    # a guarded step that will not run says why (its guard is the reason)
+                    notes=tuple(f"[{d.step}] skipped: {d.why}"
+                                for d in r.decisions if not d.run))
             for r in runs]
 
 
@@ -250,6 +280,7 @@ def _json(runs: list[HostRun], command: str, pb: Playbook, shard: str | None,
         counts[r.status] = counts.get(r.status, 0) + 1
     emit_json({"command": command, "playbook": pb.name, "summary": counts, "shard": shard,
                "control": memory.finish().to_json(),
+               "tasks_imported": [i.to_json() for i in IMPORTED],
                "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
@@ -264,10 +295,10 @@ def _failed(runs: list[HostRun]) -> bool:
 @click.option("--detailed-exitcode", is_flag=True,
               help="exit 3 when changes are pending (0 none, 1 a host failed)")
 def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-             playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-             detailed_exitcode: bool) -> None:
+             playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
+             forks: int | None, accept_new: bool, detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
-    job = _setup(inventory_path, playbook_name, hosts, shard_text)
+    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
     memory = Memory.now(len(job.selected), forks)
     with Gateways() as gateways:
@@ -293,13 +324,14 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               help="wait this long for another run's lock on a host (and for a rollback "
                    "armed there) before that host fails")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-              playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-              yes: bool, confirm_timeout: int | None, lock_timeout: int) -> None:
+              playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
+              forks: int | None, accept_new: bool, yes: bool, confirm_timeout: int | None,
+              lock_timeout: int) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision plan`, then run apply with --yes")
-    job = _setup(inventory_path, playbook_name, hosts, shard_text)
+    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
     memory = Memory.now(len(job.selected), forks)
     timeout = confirm_timeout or job.inv.confirm_timeout
@@ -317,8 +349,11 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                 click.echo("apply cancelled; nothing changed", err=True)
                 raise Exit(EXIT_FAILED)
             if pending:
-                def execute(run: HostRun) -> HostRun:
+                def guarded(run: HostRun) -> HostRun:
                     return execute_guarded(job.inv, run, accept_new, timeout)
+
+                def execute(run: HostRun) -> HostRun:
+                    return execute_in_order(run, guarded)  # Python tasks first, in order
 
                 done: dict[str, HostRun] = {}
                 for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts

@@ -17,6 +17,7 @@ from .actions import Action
 from .commit import CommitConfirmed
 from .firewall import FirewallStep
 from .packages import PackagesStep
+from .pytask import RunTask
 from .refused import Refused
 from .services import ServicesStep
 from .sshd import SshdStep
@@ -24,8 +25,9 @@ from .users import UsersStep
 
 __all__ = ["STEPS", "Planned", "Refused", "Step"]
 
-# What a diff may plan: plain actions (one batch) or a commit-confirmed change.
-Planned = Action | CommitConfirmed
+# What a diff may plan: plain actions (one batch), a commit-confirmed change, or a Python
+# task (run on the operator's machine, provision.hosts.pytasks).
+Planned = Action | CommitConfirmed | RunTask
 
 
 class Step(Protocol):

@@ -1,7 +1,7 @@
 """The paramiko tunnel backend (I/O): an SSH chain over direct-tcpip channels, our own forwarder.
 
 sshtunnel binds 0.0.0.0, has no ProxyJump and no known_hosts check, and copies in small
-chunks (DESIGN §6), so the forwarder is written directly on paramiko: one Transport per hop,
+chunks (docs/architecture.md#ssh-fabric-and-paramiko), so the forwarder is written directly on paramiko: one Transport per hop,
 each carried by a `direct-tcpip` channel of the hop before it; host keys verified against
 known_hosts with nothing accepted on trust; listeners on 127.0.0.1 that outlive reconnects.
 Works where there is no `ssh` binary.
