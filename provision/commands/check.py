@@ -10,7 +10,7 @@ from provision.dns.migrate.store import JournalStore
 from provision.errors import Exit
 from provision.exposure import Finding, findings
 from provision.inventory import Inventory, InventoryError, Problem
-from provision.inventory.schema import InventoryDoc
+from provision.inventory.schema import json_schema
 from provision.text import printable as p
 
 from .common import EXIT_FAILED, EXIT_OK, console, emit_json, inventory_option, json_option, load
@@ -87,7 +87,7 @@ def _migration_findings(inv: Inventory) -> list[Finding]:
 def _dns_file_findings(inv: Inventory) -> list[Finding]:
     """TSIG key and credentials files, read offline: unusable ones are bad input (exit 2,
     file:line of the field that names them), missing ones a warning."""
-    if inv.dns is None or not any(z.tsig_key_file or z.credentials_file for z in inv.dns.zones):
+    if inv.dns is None or not any(z.settings.local_files for z in inv.dns.zones):
         return []
     from provision.dns.offline import problems  # key and credentials parsers: only when named
 
@@ -119,6 +119,6 @@ def _location(inv: object, field: str) -> str:
 @click.command("schema")
 def schema_cmd() -> None:
     """Print the inventory's JSON Schema (for yaml-language-server and editors)."""
-    schema = InventoryDoc.model_json_schema(by_alias=True)
+    schema = json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     emit_json(schema)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from provision.dns.names import canonical
 
 from .programs import Program, program
+
+if TYPE_CHECKING:
+    from provision.dns.provider import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -164,16 +167,9 @@ class Record:
 @dataclass(frozen=True)
 class Zone:
     name: str
-    provider: Literal["route53", "clouddns", "rfc2136"]
+    provider: str  # a name in provision.dns.providers.PROVIDERS
     records: tuple[Record, ...]
-    hosted_zone_id: str | None = None
-    project: str | None = None
-    managed_zone: str | None = None
-    endpoint: str | None = None
-    credentials_file: str | None = None
-    server: str | None = None
-    port: int = 53
-    tsig_key_file: str | None = None
+    settings: ProviderSettings  # the provider's own fields (its module's `Settings`)
     cutover_above_ttl: int = 300
     closed_migration_days: int = 7
 
