@@ -8,7 +8,6 @@ from pathlib import Path
 
 from provision.text import printable
 
-from .build import build
 from .errors import InventoryError, Problem
 from .model import Inventory
 from .source import load_source
@@ -28,6 +27,10 @@ def default_inventory_path() -> Path:
 
 def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Load and validate an inventory file or directory. Raises InventoryError."""
+    # Not at the top: importing provision.inventory.model (as dns/records does) runs this
+    # file, and build imports the DNS providers, which import the records module back.
+    from .build import build
+
     p = Path(path) if path is not None else default_inventory_path()
     if not p.exists():
         what = (f"a symbolic link to {printable(os.readlink(p))}, which does not exist"

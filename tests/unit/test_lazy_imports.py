@@ -31,6 +31,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "imports the phase machine: only when a finalized migration's record is on this machine",
     ("provision/commands/check.py", "provision.dns.offline"):
         "TSIG and credentials parsers: only when a zone names a key or credentials file",
+    ("provision/inventory/__init__.py", ".build"):
+        "a cycle through the package: dns/records imports inventory.model (running this "
+        "__init__), and build imports the DNS providers, which import dns/records",
 }
 
 # owned by another change, not yet reviewed here (the lead removes entries after merging it)
