@@ -15,7 +15,7 @@ from rich.text import Text
 
 from provision.errors import Exit, UsageError
 from provision.exposure import Finding, live
-from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules
+from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules, sg_rule
 from provision.hosts.gather import HostFacts, gather_many, in_background
 from provision.inventory.model import Host, Inventory
 from provision.text import printable as p
@@ -113,8 +113,9 @@ def _security_groups(inv: Inventory, nodes: Sequence[Host], use_aws: bool,
 
     ec2 = aws.client(inv.aws, profile)
     live = {g.name: g for g in aws.fetch(ec2, inv.aws.security_groups)}
+    names = {g.id: g.name for g in live.values()}  # a referenced group by its inventory name
     for n in attached:
-        out[n.name] = tuple(SgRule(name, r.key.protocol, r.key.from_port, r.key.to_port, r.key.peer)
+        out[n.name] = tuple(sg_rule(inv, name, r.key.protocol, r.key.from_port, r.key.to_port, r.key.peer, names)
                             for name in n.security_groups if name in live
                             for r in live[name].rules if not r.key.egress)
     out.source = "aws"

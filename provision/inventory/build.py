@@ -29,6 +29,7 @@ from .schema import (
     BastionDoc,
     ExposeFrom,
     HostDoc,
+    InstanceDoc,
     InventoryDoc,
     ServiceDoc,
     ZoneDoc,
@@ -138,8 +139,11 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
     if kind == "missing":
         return "required field is missing"
     if kind == "string_pattern_mismatch" and path:
-        holder = _model_at(path[:-1], schema, data)
-        words = {**_PATTERN_WORDS, **getattr(holder, "pattern_words", {})}.get(str(path[-1]))
+        # a list item (keep_groups[0]) is named by its list, and held by the list's holder
+        item = isinstance(path[-1], int) and len(path) > 1
+        key, holder_path = (path[-2], path[:-2]) if item else (path[-1], path[:-1])
+        holder = _model_at(holder_path, schema, data)
+        words = {**_PATTERN_WORDS, **getattr(holder, "pattern_words", {})}.get(str(key))
         if words:
             return f"{_short(value)} is not {words}"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
@@ -166,6 +170,8 @@ _PATTERN_WORDS = {
               "or eu-central-2",
     "vpc": "a VPC id: 'vpc-' and 1 to 17 lowercase hex digits, e.g. vpc-0abc1234",
     "id": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "keep_groups": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "instance_id": "an EC2 instance id: 'i-' and 8 to 17 lowercase hex digits, e.g. i-0123abcd",
     "description": "an AWS rule description: at most 255 letters, digits, spaces and "
                    "._-:/()#,@[]+=&;{}!$* (no quotes, no control characters)",
 }
@@ -219,6 +225,7 @@ class _Resolver:
         chains = {name: self._chain(("bastions", name), b) for name, b in d.bastions.items()}
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
+        self._instances_have_groups(bastions, hosts)
         self._reserved_team_names()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
@@ -302,7 +309,8 @@ class _Resolver:
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
-                      security_groups=self._attached(("bastions", name), b.security_groups))
+                      security_groups=self._attached(("bastions", name), b.security_groups),
+                      instance=self._instance(("bastions", name), b.aws, b.address))
 
     def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
             dict[str, tuple[FieldPath, ServiceDoc]], list[str], list[str], list[str]]:
@@ -363,7 +371,7 @@ class _Resolver:
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       apt_sources=self._apt_sources(path, roles, h),
-                      security_groups=tuple(groups))
+                      security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address))
 
     def _apt_sources(self, path: FieldPath, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
         """The roles' apt sources in order, then the host's; a later one of the same name
@@ -440,6 +448,30 @@ class _Resolver:
         ok = [g for i, g in enumerate(names)
               if self._group_name((*path, "security_groups", i), g, "unknown security group")]
         return tuple(dict.fromkeys(ok))
+
+    def _instances_have_groups(self, bastions: tuple[m.Host, ...], hosts: tuple[m.Host, ...]) -> None:
+        """An instance always carries a group (AWS refuses none): an `aws:` block needs some."""
+        for kind, nodes in (("bastions", bastions), ("hosts", hosts)):
+            for n in nodes:
+                if n.instance is not None and not n.security_groups and not n.instance.keep_groups:
+                    self.fail((kind, n.name, "aws"), "an instance needs at least one group: list "
+                              "security_groups (or aws.keep_groups) for it")
+
+    def _instance(self, path: FieldPath, doc: InstanceDoc | None, address: str) -> m.Instance | None:
+        """The EC2 instance of a machine; found by private address unless an id is given."""
+        if doc is None:
+            return None
+        if doc.instance_id is not None and doc.private_address is not None:
+            self.fail((*path, "aws", "private_address"),
+                      "give instance_id or private_address, not both")
+        private = doc.private_address
+        if doc.instance_id is None and private is None:
+            try:
+                private = str(ipaddress.IPv4Address(address))
+            except ValueError:
+                self.fail((*path, "aws"), f"the address {address!r} is not an IPv4 address: give "
+                          "aws.instance_id or aws.private_address to find the instance")
+        return m.Instance(doc.instance_id, private, tuple(dict.fromkeys(doc.keep_groups)))
 
     def _rules(self, path: FieldPath, docs: list[Any], peers: str) -> tuple[m.IngressRule, ...]:
         rules = []

@@ -87,6 +87,15 @@ class AptSource:
 
 
 @dataclass(frozen=True)
+class Instance:
+    """The EC2 instance a machine is: by id, else found by its private address."""
+
+    id: str | None
+    private_address: str | None  # None when `id` is given
+    keep_groups: tuple[str, ...] = ()  # ids of groups made elsewhere that stay attached
+
+
+@dataclass(frozen=True)
 class Host:
     """A machine we reach over SSH: a bastion or a managed host."""
 
@@ -104,6 +113,7 @@ class Host:
     apt_sources: tuple[AptSource, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
+    instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

@@ -95,6 +95,23 @@ class ServiceDoc(Strict):
 ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]
 
 
+InstanceId = Annotated[StrictStr, Field(pattern=r"^i-[0-9a-f]{8,17}$")]
+GroupId = Annotated[StrictStr, Field(pattern=r"^sg-[0-9a-f]{8,17}$")]
+
+
+class InstanceDoc(Strict):
+    """The EC2 instance a machine is: `sg apply` attaches its security_groups to it."""
+
+    instance_id: InstanceId | None = Field(
+        None, description="the instance (default: found by private_address in the VPC of its groups)")
+    private_address: IP | None = Field(
+        None, description="the instance's private IPv4 address, when no instance_id is given "
+                          "(default: the machine's address)")
+    keep_groups: list[GroupId] = Field(
+        default_factory=list, description="ids of groups made elsewhere that stay attached "
+                                          "to the instance beside the declared ones")
+
+
 class BastionDoc(Strict):
     address: Address
     user: User | None = None
@@ -108,6 +125,8 @@ class BastionDoc(Strict):
                     "(default: its address when that is an IP)")
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    aws: InstanceDoc | None = Field(
+        None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
 
 
 class AptSourceDoc(Strict):
@@ -152,6 +171,8 @@ class HostDoc(Strict):
         default_factory=dict, description="apt repositories (name -> source), merged over the roles'")
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    aws: InstanceDoc | None = Field(
+        None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
 
 
 class RoleDoc(Strict):
@@ -204,7 +225,7 @@ class EgressDoc(_RuleDoc):
 
 
 class SecurityGroupDoc(Strict):
-    id: Annotated[StrictStr, Field(pattern=r"^sg-[0-9a-f]{8,17}$")] | None = Field(
+    id: GroupId | None = Field(
         None, description="an existing group created elsewhere (then 'vpc' is optional)")
     vpc: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")] | None = None
     description: Description = "managed by provision"

@@ -42,6 +42,8 @@ NOT_YET_REVIEWED = (
     "provision/commands/dns.py",
     "provision/commands/dns_migrate.py",
     "provision/commands/exec.py",
+    "provision/commands/import_.py",
+    "provision/commands/import_sg.py",
     "provision/commands/sg.py",
     "provision/commands/tunnel.py",
     "provision/dns/",
