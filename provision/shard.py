@@ -13,7 +13,7 @@ groups and DNS are global as well (`provision sg apply`, `provision dns apply`, 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -48,7 +48,8 @@ def shard_of(name: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count + 1
 
 
-def split(hosts: Sequence[T], shard: Shard, name: Any, is_bastion: Any) -> tuple[list[T], list[T]]:
+def split(hosts: Sequence[T], shard: Shard, name: Callable[[T], str],
+          is_bastion: Callable[[T], bool]) -> tuple[list[T], list[T]]:
     """(the shard's hosts, the bastions it leaves to the global run), in the given order."""
     mine = [h for h in hosts if not is_bastion(h) and shard.holds(name(h))]
     return mine, [h for h in hosts if is_bastion(h)]

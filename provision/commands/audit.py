@@ -7,11 +7,18 @@ in `provision.exposure.live`, and the security groups of `aws` read with describ
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
 
 import click
+from rich.table import Table
+from rich.text import Text
 
 from provision.errors import Exit, UsageError
+from provision.exposure import Finding, live
+from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules, sg_rule
+from provision.hosts.gather import HostFacts, gather_many, in_background
+from provision.inventory.model import Host, Inventory
+from provision.text import printable as p
 
 from .common import EXIT_FAILED, EXIT_OK, console, emit_json, inventory_option, json_option, load
 
@@ -39,9 +46,6 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     Exit 0 when clean (warnings allowed), 1 when an error-level finding exists or a host is
     unreachable, 2 for a bad inventory or usage.
     """
-    from provision.exposure import live
-    from provision.hosts.gather import gather_many, in_background
-
     inv = load(inventory_path)
     try:
         nodes = inv.select(list(hosts)) if hosts else (*inv.bastions, *inv.hosts)
@@ -50,16 +54,14 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     started = time.monotonic()
     probes = in_background(lambda: gather_many(inv, list(nodes), live.request(inv), accept_new, forks))
     # while the probes are on the wire: render what they are compared with, the declared
-    # layer, the security groups (describe calls), and the output's imports
+    # layer and the security groups (describe calls)
     try:
         want = {n.name: live.expected(inv, n) for n in nodes}
         declared = live.declared_findings(inv)
         sg = _security_groups(inv, nodes, use_aws, profile)
-        if not as_json:
-            import rich.table  # noqa: F401
     finally:
         gathered = probes.result()
-    reports = []
+    reports: list[tuple[HostFacts, HostReport | None]] = []
     for g in gathered:
         rep = None if g.facts is None else live.report(inv, g.host, g.facts, sg.get(g.host.name),
                                                         want[g.host.name])
@@ -86,19 +88,18 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     raise Exit(status)
 
 
-def _host_status(rep: Any) -> str:
+def _host_status(rep: HostReport) -> str:
     c = rep.counts()
     return "error" if c["error"] else "warning" if c["warning"] else "ok"
 
 
-class _Groups(dict[str, Any]):
+class _Groups(dict[str, tuple[SgRule, ...] | None]):
     source: str = "none"
 
 
-def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -> _Groups:
+def _security_groups(inv: Inventory, nodes: Sequence[Host], use_aws: bool,
+                     profile: str | None) -> _Groups:
     """Host name -> SgRules of its attached groups (live from AWS, or as declared)."""
-    from provision.exposure.live import declared_sg_rules, sg_rule
-
     out = _Groups()
     attached = [n for n in nodes if n.security_groups]
     if inv.aws is None or not attached:
@@ -108,7 +109,7 @@ def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -
             out[n.name] = declared_sg_rules(inv, n)
         out.source = "inventory"
         return out
-    from provision.cloud import aws
+    from provision.cloud import aws  # boto3, ~0.3 s: only when the groups are read
 
     ec2 = aws.client(inv.aws, profile)
     live = {g.name: g for g in aws.fetch(ec2, inv.aws.security_groups)}
@@ -121,15 +122,11 @@ def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -
     return out
 
 
-def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: str, wall: float) -> None:
+def _print(inv: Inventory, reports: list[tuple[HostFacts, HostReport | None]],
+           declared: Sequence[Finding], sg_source: str, wall: float) -> None:
     """The report. Listener addresses, process names, drift and errors are a host's own
     output, findings quote the inventory: every one goes through `printable`, into Text
     (the console interprets no markup)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.text import printable as p
-
     def styled(text: str, style: str) -> Text:
         return Text(p(text), style=style)
 
@@ -190,12 +187,10 @@ def _print(inv: Any, reports: list[tuple[Any, Any]], declared: Any, sg_source: s
               soft_wrap=True)
 
 
-def _side(side: Any) -> str:
-    from provision.text import printable
-
+def _side(side: Side) -> str:
     if not side.bound:
         return "-"
     if not side.sources:
         return "dropped"
     shown = ", ".join(side.sources[:3]) + (" …" if len(side.sources) > 3 else "")
-    return printable(shown)
+    return p(shown)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
 
 import click
 
+from provision.dns.migrate.store import JournalStore
 from provision.errors import Exit
+from provision.exposure import Finding, findings
+from provision.inventory import Inventory, InventoryError, Problem
+from provision.inventory.schema import json_schema
+from provision.text import printable as p
 
-from .common import EXIT_FAILED, EXIT_OK, emit_json, inventory_option, json_option, load
+from .common import EXIT_FAILED, EXIT_OK, console, emit_json, inventory_option, json_option, load
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -22,8 +27,6 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     Exit 0 when clean or only warnings, 1 when an error-level finding exists,
     2 when the inventory itself is invalid.
     """
-    from provision.exposure import findings
-
     inv = load(inventory_path)
     found = (*findings(inv), *_migration_findings(inv), *_dns_file_findings(inv))
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
@@ -36,16 +39,10 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
                f"{len(inv.team)} people, {services} services")
     if not found:  # the common case stays fast: no rich import
-        from provision.text import printable
-
-        click.echo(f"{click.style('ok', fg='green')} {printable(summary)}; no findings")
+        click.echo(f"{click.style('ok', fg='green')} {p(summary)}; no findings")
         raise Exit(status)
     from rich.table import Table
     from rich.text import Text
-
-    from provision.text import printable as p
-
-    from .common import console
 
     out = console()  # inventory text: escaped, and the console interprets no markup
     table = Table(show_header=True, header_style="bold", expand=False)
@@ -62,58 +59,50 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     raise Exit(status)
 
 
-def _migration_findings(inv: Any) -> list[Any]:
+def _migration_findings(inv: Inventory) -> list[Finding]:
     """Open `dns migrate` journals on this machine older than a day, and migrations
     finalized here whose old values the inventory still declares (offline: the journal
     directory only; a teammate's migration shows in `dns migrate status`, from the zone,
     and their finished one in `dns plan`, from its closed record)."""
-    import time
-
-    from provision.dns.migrate.store import JournalStore
-
     found = JournalStore().all()
     journals = [j for _, j, _ in found if j is not None]
     closed = [j for _, j, _ in JournalStore().closed() if j is not None] if inv.dns else []
-    out: list[Any] = []
+    out: list[Finding] = []
     if len(journals) < len(found):
-        from provision.exposure import Finding
-
         out = [Finding("warning", "dns-journal-refused", str(path),
                        f"the migration journal {path} is refused: {err}",
                        "move the file away; `provision dns migrate status` reads the "
                        "migration from the zone's marker") for path, j, err in found if j is None]
-    if journals:  # the usual case is none: no phase machine to import (start-up time)
+    if journals:  # the usual case is none: no phase machine to import (~0.2 s of start-up)
         from provision.dns.migrate.phases import overdue_findings
 
         out += overdue_findings(journals, time.time())
-    if closed:
+    if closed:  # the same: the guard imports the phase machine
         from provision.dns.migrate.guard import check_findings
 
         out += check_findings(inv, closed, time.time())
     return out
 
 
-def _dns_file_findings(inv: Any) -> list[Any]:
+def _dns_file_findings(inv: Inventory) -> list[Finding]:
     """TSIG key and credentials files, read offline: unusable ones are bad input (exit 2,
     file:line of the field that names them), missing ones a warning."""
     if inv.dns is None or not any(z.settings.local_files for z in inv.dns.zones):
         return []
-    from provision.dns.offline import problems
-    from provision.exposure import Finding
-    from provision.inventory.errors import InventoryError, Problem
+    from provision.dns.offline import problems  # key and credentials parsers: only when named
 
     found = problems(inv)
     bad = []
-    for p in found:
-        if p.missing:
+    for fp in found:
+        if fp.missing:
             continue
-        where = _location(inv, p.field) or f"{inv.source.split(',')[0]}:1:1"
+        where = _location(inv, fp.field) or f"{inv.source.split(',')[0]}:1:1"
         file, line, col = where.rsplit(":", 2)
-        bad.append(Problem(file, int(line), int(col), p.field, p.message))
+        bad.append(Problem(file, int(line), int(col), fp.field, fp.message))
     if bad:
         raise InventoryError(bad)
-    return [Finding("warning", "dns-file-missing", p.field, p.message,
-                    "create it, or run dns commands where it is") for p in found]
+    return [Finding("warning", "dns-file-missing", fp.field, fp.message,
+                    "create it, or run dns commands where it is") for fp in found]
 
 
 def _location(inv: object, field: str) -> str:
@@ -130,8 +119,6 @@ def _location(inv: object, field: str) -> str:
 @click.command("schema")
 def schema_cmd() -> None:
     """Print the inventory's JSON Schema (for yaml-language-server and editors)."""
-    from provision.inventory.schema import json_schema
-
     schema = json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     emit_json(schema)

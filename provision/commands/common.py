@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from provision.inventory import Inventory
+from provision.inventory import Inventory, load_inventory
+from provision.text import printable, printable_lines
+
+if TYPE_CHECKING:  # rich costs start-up time: `check` with no findings prints without it
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
 __all__ = ["EXIT_CHANGES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "console", "echo",
            "emit_json", "inventory_option", "json_option", "load"]
@@ -36,12 +41,10 @@ def json_option(f: F) -> F:
 
 def load(path: str | None) -> Inventory:
     """Load the inventory; an invalid one raises InventoryError (exit 2, every problem)."""
-    from provision.inventory import load_inventory
-
     return load_inventory(path)
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
@@ -49,12 +52,10 @@ def echo(line: object, err: bool = False) -> None:
     """One line of plain output: every character `provision.text.printable` escapes is
     escaped (a newline inside `line` too: it is one line). The way commands print a line
     without rich; colours, if any, are added around escaped text, never inside it."""
-    from provision.text import printable
-
     click.echo(printable(str(line)), err=err)
 
 
-def console(stderr: bool = False, file: Any = None) -> Any:
+def console(stderr: bool = False, file: IO[str] | None = None) -> Console:
     """A rich Console that never interprets markup or emoji codes in what it prints (styles
     come from `rich.text.Text` objects only) and escapes, as a last guard, every character
     `provision.text.printable` escapes in every segment it renders, so no string from
@@ -63,10 +64,9 @@ def console(stderr: bool = False, file: Any = None) -> Any:
     from rich.console import Console
     from rich.segment import Segment
 
-    from provision.text import printable_lines
-
     class SafeConsole(Console):
-        def render(self, renderable: Any, options: Any = None) -> Any:
+        def render(self, renderable: RenderableType,
+                   options: ConsoleOptions | None = None) -> Iterable[Segment]:
             for seg in super().render(renderable, options):
                 text = seg.text if seg.control else printable_lines(seg.text)
                 # line breaks between rendered lines stay; everything else unsafe is escaped

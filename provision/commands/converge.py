@@ -8,14 +8,54 @@ per host that has changes, and a recap table (ok / changed / failed / unreachabl
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
+import getpass
+import secrets
+import socket
 import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import click
+from rich.table import Table
+from rich.text import Text
 
 from provision.errors import Exit, UsageError
+from provision.hosts import pytasks
+from provision.hosts.confirm import execute_guarded
+from provision.hosts.converge import (
+    Contention,
+    HostRun,
+    Memory,
+    close,
+    execute_in_order,
+    in_parallel,
+    machine_forks,
+    prepare,
+)
+from provision.hosts.lock import Report, Spec, event_text, new_token, operator_id
+from provision.inventory import default_inventory_path
+from provision.inventory.model import Host, Inventory
+from provision.playbook import DEFAULT_PLAYBOOK, Playbook, waves
+from provision.playbook import load as load_playbook
+from provision.shard import parse_shard, split
+from provision.ssh.connect import Gateways
+from provision.tasks.actions import (
+    AptSources,
+    EnsureUser,
+    Mkdir,
+    RemoveFile,
+    RemoveTemps,
+    WriteFile,
+)
+from provision.tasks.commit import CommitConfirmed
+from provision.tasks.step import Planned
+from provision.text import printable as p
 
 from .common import (
     EXIT_FAILED,
@@ -27,12 +67,18 @@ from .common import (
     json_option,
     load,
 )
+from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
                 "failed": "bold red", "unreachable": "bold red"}
 
 
-def _common(f: Any) -> Any:
+F = TypeVar("F", bound=Callable[..., None])
+T = TypeVar("T")
+Tick = Callable[[HostRun], None] | None  # progress callback: one host finished
+
+
+def _common(f: F) -> F:
     f = click.option("--accept-new", is_flag=True,
                      help="record unknown host keys in known_hosts (like StrictHostKeyChecking="
                           "accept-new); a changed key is always refused")(f)
@@ -42,7 +88,7 @@ def _common(f: Any) -> Any:
     f = click.option("--shard", "shard_text", default=None, metavar="K/N",
                      help="only the hosts in slice K of N (a stable hash of the name); "
                           "bastions are left to a run of their own (`apply bastions`)")(f)
-    f = click.option("--playbook", "playbook_name", default="bootstrap-gpu-server",
+    f = click.option("--playbook", "playbook_name", default=DEFAULT_PLAYBOOK,
                      show_default=True, metavar="NAME",
                      help="a shipped playbook name or a path to a playbook .yml")(f)
     f = click.option("--tasks", "task_paths", multiple=True, metavar="PATH",
@@ -53,12 +99,18 @@ def _common(f: Any) -> Any:
     return click.argument("hosts", nargs=-1)(f)
 
 
+@dataclass(frozen=True)
+class Run:
+    """What a plan or apply works on: the inventory, the playbook, the hosts it selects."""
+
+    inv: Inventory
+    pb: Playbook
+    selected: tuple[Host, ...]
+
+
 def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
            shard_text: str | None = None, task_paths: tuple[str, ...] = (),
-           as_json: bool = False) -> tuple[Any, Any, Any]:
-    from provision.playbook import load as load_playbook
-    from provision.shard import parse_shard, split
-
+           as_json: bool = False) -> Run:
     shard = parse_shard(shard_text) if shard_text is not None else None
 
     inv = load(inventory_path)
@@ -78,21 +130,18 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
         if bastions:
             echo(f"shard {shard}: bastions are global, left to their own run "
                  f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
-    return inv, pb, tuple(selected)
+    return Run(inv, pb, tuple(selected))
 
 
-IMPORTED: list[Any] = []  # the task files this command imported (--json: tasks_imported)
+IMPORTED: list[pytasks.Imported] = []  # the task files this command imported (--json: tasks_imported)
 
 
-def _load_tasks(pb: Any, inventory_path: str | None, task_paths: tuple[str, ...],
-                as_json: bool) -> Any:
+def _load_tasks(pb: Playbook, inventory_path: str | None, task_paths: tuple[str, ...],
+                as_json: bool) -> Playbook:
     """Import the playbook's Python tasks (only plan and apply do), saying which files."""
     IMPORTED.clear()
     if not pb.tasks:
         return pb
-    from provision.hosts import pytasks
-    from provision.inventory import default_inventory_path
-
     root = pytasks.root_of(inventory_path or default_inventory_path())
     code, imported = pytasks.load(pb.tasks, root, [Path(t) for t in task_paths])
     IMPORTED[:] = imported
@@ -102,23 +151,18 @@ def _load_tasks(pb: Any, inventory_path: str | None, task_paths: tuple[str, ...]
     return pb.with_code(code)
 
 
-def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
-                 quiet: bool, keep_pending: bool, gateways: Any, spec: Any = None) -> list[Any]:
+def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pending: bool,
+                 gateways: Gateways, spec: Spec | None = None) -> list[HostRun]:
     """Connect and probe every host, `forks` at a time, through the run's shared bastion
     hops. A host's connection is closed as soon as it is probed unless it has changes that
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
     channels through a bastion. With a lock `spec` (apply) each probe takes the host lock;
     what it waits for is said on stderr as it happens."""
-    import dataclasses
-    import functools
-    import time
-
-    from provision.hosts.converge import Contention, close, in_parallel, prepare
-
+    inv, pb, selected = job.inv, job.pb, job.selected
     contention = None if spec is None else Contention(spec.token, _say_lock_event)
     started = time.monotonic()
 
-    def one(round_spec: Any, h: Any) -> Any:
+    def one(round_spec: Spec | None, h: Host) -> HostRun:
         run = prepare(inv, h, pb, accept_new, gateways, round_spec,
                       None if contention is None else contention.on_event)
         if contention is not None:
@@ -127,13 +171,13 @@ def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
             close(run)
         return run
 
-    todo, done = list(selected), {}
+    todo, done = list(selected), dict[str, HostRun]()
     round_spec = spec
     while todo:
         runs = _with_progress("gathering facts", todo, quiet,
-                              lambda cb, todo=todo, s=round_spec: in_parallel(
-                                  functools.partial(one, s), todo, forks, cb))
-        redo = set() if contention is None else contention.take_redo()
+                              functools.partial(in_parallel, functools.partial(one, round_spec),
+                                                todo, forks))
+        redo: set[str] = set() if contention is None else contention.take_redo()
         for run in runs:
             if run.host.name in redo:
                 close(run)  # let go already; probed again from fresh facts
@@ -146,25 +190,14 @@ def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
     return [done[h.name] for h in selected]
 
 
-def _say_lock_event(host: Any, kind: str, report: Any) -> None:
-    import time
-
-    from provision.hosts.lock import event_text
-
+def _say_lock_event(host: Host, kind: str, report: Report) -> None:
     text = event_text(report, kind, time.time())
     if text:
         echo(f"{host.name}: {text}", err=True)
 
 
-def _lock_spec(timeout: int) -> Any:
+def _lock_spec(timeout: int) -> Spec:
     """Who this run is, for the host lock: `$USER@hostname` of this machine, the command."""
-    import getpass
-    import secrets
-    import socket
-    import time
-
-    from provision.hosts.lock import Spec, new_token, operator_id
-
     try:
         user = getpass.getuser()
     except Exception:  # no login name in the environment or the passwd database
@@ -173,12 +206,13 @@ def _lock_spec(timeout: int) -> Any:
                 new_token(time.time(), secrets.token_hex(6)), timeout)
 
 
-def _with_progress(what: str, items: Any, quiet: bool, work: Any) -> list[Any]:
+def _with_progress(what: str, items: Sequence[T], quiet: bool,
+                   work: Callable[[Tick], list[HostRun]]) -> list[HostRun]:
     if quiet or not sys.stderr.isatty():
         return work(None)
     total, done = len(items), [0]
     with console(stderr=True).status(f"{what}: 0/{total} hosts") as status:
-        def tick(run: Any) -> None:
+        def tick(run: HostRun) -> None:
             done[0] += 1
             status.update(f"{what}: {done[0]}/{total} hosts (last: {run.host.name} {run.status})")
         return work(tick)
@@ -193,19 +227,8 @@ def _file_diff(old: str | None, new: str, path: str) -> tuple[str, ...]:
                                       tofile=f"b{path}"))
 
 
-def _change(step: str, a: Any) -> Any:
+def _change(step: str, a: Planned) -> Change:
     """One planned action as a line of the shared plan output."""
-    from provision.commands.plan_output import Change, Op
-    from provision.tasks.actions import (
-        AptSources,
-        EnsureUser,
-        Mkdir,
-        RemoveFile,
-        RemoveTemps,
-        WriteFile,
-    )
-    from provision.tasks.commit import CommitConfirmed
-
     diff: tuple[str, ...] = ()
     op: Op = "~"
     if isinstance(a, WriteFile):
@@ -224,9 +247,7 @@ def _change(step: str, a: Any) -> Any:
     return Change(op, f"[{step}] {a.describe()}", diff=diff, kind=type(a).__name__)
 
 
-def sections(runs: list[Any]) -> list[Any]:
-    from provision.commands.plan_output import Section
-
+def sections(runs: list[HostRun]) -> list[Section]:
     return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
                     error=r.error if r.status in ("failed", "unreachable") else "",
                     status=r.status if r.status in ("failed", "unreachable") else "",
@@ -236,18 +257,11 @@ def sections(runs: list[Any]) -> list[Any]:
             for r in runs]
 
 
-def _print_plan(runs: list[Any]) -> None:
-    from provision.commands.plan_output import print_plan
-
+def _print_plan(runs: list[HostRun]) -> None:
     print_plan(sections(runs))
 
 
-def _print_recap(runs: list[Any], title: str) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.text import printable as p
-
+def _print_recap(runs: list[HostRun], title: str) -> None:
     # the playbook's name and a run's error or note (a host's output) came from outside
     t = Table(title=p(title), title_justify="left")
     for col in ("host", "status", "changed", "remote execs", "seconds", "reason"):
@@ -259,9 +273,8 @@ def _print_recap(runs: list[Any], title: str) -> None:
     console().print(t)
 
 
-def _json(runs: list[Any], command: str, pb: Any, shard: str | None, memory: Any) -> None:
-    from provision.commands.plan_output import to_json
-
+def _json(runs: list[HostRun], command: str, pb: Playbook, shard: str | None,
+          memory: Memory) -> None:
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -271,7 +284,7 @@ def _json(runs: list[Any], command: str, pb: Any, shard: str | None, memory: Any
                "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
-def _failed(runs: list[Any]) -> bool:
+def _failed(runs: list[HostRun]) -> bool:
     return any(r.status in ("failed", "unreachable") for r in runs)
 
 
@@ -285,23 +298,17 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
              playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
              forks: int | None, accept_new: bool, detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
-    from provision.hosts.converge import Memory, machine_forks
-    from provision.ssh.connect import Gateways
-
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths,
-                               as_json)
+    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
-    memory = Memory.now(len(selected), forks)
+    memory = Memory.now(len(job.selected), forks)
     with Gateways() as gateways:
-        runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
-                            keep_pending=False, gateways=gateways)
-    from provision.commands.plan_output import exit_status
-
+        runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=False,
+                            gateways=gateways)
     if as_json:
-        _json(runs, "plan", pb, shard_text, memory)
+        _json(runs, "plan", job.pb, shard_text, memory)
     else:
         _print_plan(runs)
-        _print_recap(runs, f"plan: {pb.name}")
+        _print_recap(runs, f"plan: {job.pb.name}")
     raise Exit(exit_status(sections(runs), detailed_exitcode))
 
 
@@ -321,31 +328,18 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               forks: int | None, accept_new: bool, yes: bool, confirm_timeout: int | None,
               lock_timeout: int) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
-    from provision.hosts.confirm import execute_guarded
-    from provision.hosts.converge import (
-        Memory,
-        close,
-        execute_in_order,
-        in_parallel,
-        machine_forks,
-    )
-    from provision.playbook import waves
-    from provision.ssh.connect import Gateways
-
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision plan`, then run apply with --yes")
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths,
-                               as_json)
+    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
-    memory = Memory.now(len(selected), forks)
-    timeout = confirm_timeout or inv.confirm_timeout
-    runs: list[Any] = []
+    memory = Memory.now(len(job.selected), forks)
+    timeout = confirm_timeout or job.inv.confirm_timeout
+    runs: list[HostRun] = []
     with Gateways() as gateways:  # closed after the hosts' chains, which ride on it
         try:
-            runs = _prepare_all(inv, pb, selected, forks, accept_new, quiet=as_json,
-                                keep_pending=True, gateways=gateways,
-                                spec=_lock_spec(lock_timeout))
+            runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=True,
+                                gateways=gateways, spec=_lock_spec(lock_timeout))
             pending = [r for r in runs if r.status == "pending"]
             if pending and not as_json:
                 _print_plan(runs)
@@ -355,21 +349,23 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                 click.echo("apply cancelled; nothing changed", err=True)
                 raise Exit(EXIT_FAILED)
             if pending:
-                def execute(run: Any) -> Any:
-                    return execute_in_order(  # Python tasks first, in the playbook's order
-                        run, lambda r: execute_guarded(inv, r, accept_new, timeout))
+                def guarded(run: HostRun) -> HostRun:
+                    return execute_guarded(job.inv, run, accept_new, timeout)
 
-                done: dict[str, Any] = {}
+                def execute(run: HostRun) -> HostRun:
+                    return execute_in_order(run, guarded)  # Python tasks first, in order
+
+                done: dict[str, HostRun] = {}
                 for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
                     applied = _with_progress("applying", wave, as_json,
-                                             lambda cb, wave=wave: in_parallel(execute, wave, forks, cb))
+                                             functools.partial(in_parallel, execute, wave, forks))
                     done.update((run.host.name, run) for run in applied)
                 runs = [done[run.host.name] for run in runs]
         finally:
-            for r in runs:
-                close(r)
+            for run in runs:
+                close(run)
     if as_json:
-        _json(runs, "apply", pb, shard_text, memory)
+        _json(runs, "apply", job.pb, shard_text, memory)
     else:
-        _print_recap(runs, f"apply: {pb.name}")
+        _print_recap(runs, f"apply: {job.pb.name}")
     raise Exit(EXIT_FAILED if _failed(runs) else EXIT_OK)

@@ -4,28 +4,34 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.table import Table
+from rich.text import Text
 
+import provision
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
+    console,
     echo,
     emit_json,
     json_option,
 )
 from provision.errors import Exit, OperationError, UsageError
+from provision.lab import plan as P
+from provision.lab import shell
+from provision.text import printable as p
 
 
 def lab_name() -> str:
-    from provision.lab.plan import PlanError, check_name
-
     name = os.environ.get("PROVISION_LAB_NAME", "lab")
     try:
-        return check_name(name)
-    except PlanError as e:
+        return P.check_name(name)
+    except P.PlanError as e:
         raise UsageError(f"$PROVISION_LAB_NAME: {e}") from None
 
 
@@ -36,9 +42,7 @@ def _require_root() -> None:
 
 
 def _state_or_exit(name: str) -> dict[str, Any]:
-    from provision.lab.shell import read_state
-
-    state = read_state(name)
+    state = shell.read_state(name)
     if state is None:
         raise UsageError(f"lab {name!r} is not up (no state in /run/provision-lab/{name}/); "
                          "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)")
@@ -46,8 +50,6 @@ def _state_or_exit(name: str) -> dict[str, Any]:
 
 
 def _repo_root() -> str | None:
-    import provision
-
     root = Path(provision.__file__).resolve().parents[1]
     return str(root) if (root / "pyproject.toml").exists() else None
 
@@ -76,13 +78,10 @@ def lab_group() -> None:
 def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
     """Build and boot the lab (a no-op when it is already up)."""
     _require_root()
-    from provision.lab import plan as P
-    from provision.lab import shell
-
     name = lab_name()
     if directory is not None and (os.path.realpath(directory) + "/").startswith("/tmp/"):
         raise UsageError("--dir must not be under /tmp: the containers get a fresh /tmp")
-    extra = tuple(p for p in {sys.base_prefix} if p not in ("/usr", "/") and p != sys.prefix)
+    extra = tuple(x for x in {sys.base_prefix} if x not in ("/usr", "/") and x != sys.prefix)
     try:
         plan = P.make_plan(name, gpus, os.path.abspath(directory) if directory else None,
                            venv=sys.prefix, repo=_repo_root(), extra_binds=extra, image=image)
@@ -125,11 +124,6 @@ def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
 def down_cmd(as_json: bool) -> None:
     """Stop every container and remove namespaces, mounts and state."""
     _require_root()
-    import time
-
-    from provision.lab import plan as P
-    from provision.lab import shell
-
     name = lab_name()
     t0 = time.monotonic()
     with shell.lab_lock(name):
@@ -154,9 +148,6 @@ def down_cmd(as_json: bool) -> None:
 def status_cmd(as_json: bool) -> None:
     """Hosts, addresses and whether each is up (exit 1 when some host is down)."""
     _require_root()
-    from provision.lab import plan as P
-    from provision.lab import shell
-
     name = lab_name()
     state = _state_or_exit(name)
     plan = P.plan_from_state(state)
@@ -167,12 +158,6 @@ def status_cmd(as_json: bool) -> None:
                    "inventory": plan.paths["inventory"], "ssh_config": plan.paths["ssh_config"],
                    "up": all_up, "hosts": rows})
     else:
-        from rich.table import Table
-        from rich.text import Text
-
-        from provision.commands.common import console
-        from provision.text import printable as p
-
         # the state file under /run is read back: its strings are printed escaped
         t = Table(title=p(f"lab {name} ({plan.dir})"))
         for col in ("host", "addresses", "up", "memory"):
@@ -194,8 +179,6 @@ def exec_cmd(command: tuple[str, ...]) -> None:
     Example: provision lab exec -- ssh -F /var/lib/provision-lab/lab/ssh_config gpu1
     """
     _require_root()
-    from provision.lab import plan as P
-
     name = lab_name()
     plan = P.plan_from_state(_state_or_exit(name))
     sys.stdout.flush()

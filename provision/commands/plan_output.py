@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from rich.console import Console
+from rich.text import Text
 
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+from provision.text import printable as p
+
+from .common import console
 
 Op = Literal["+", "-", "~"]
 _WORD = {"+": "add", "~": "change", "-": "destroy"}
@@ -28,7 +34,7 @@ class Change:
     diff: tuple[str, ...] = ()  # unified diff lines of a file, printed coloured
     kind: str = ""  # the producer's own type name (an action class, "rule", "rrset")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"op": self.op, "action": _WORD[self.op], "subject": self.subject,
                 "detail": list(self.detail), "type": self.kind}
 
@@ -77,23 +83,17 @@ def exit_status(sections: Sequence[Section], detailed_exitcode: bool) -> int:
     return EXIT_OK
 
 
-def to_json(sections: Sequence[Section]) -> dict[str, Any]:
+def to_json(sections: Sequence[Section]) -> dict[str, object]:
     return {"summary": counts(sections),
             "sections": [{"name": s.name, "error": s.error or None, "status": s.status or None,
                           "notes": list(s.notes), "changes": [c.to_json() for c in s.changes]}
                          for s in sections]}
 
 
-def print_plan(sections: Sequence[Section], out: Any = None, *, title: str = "") -> None:
+def print_plan(sections: Sequence[Section], out: Console | None = None, *, title: str = "") -> None:
     """Print the sections and the count line on a rich Console (stdout by default). Every
     name, subject, detail, note, error and diff line came from outside (the inventory, a
     host's files, a zone, a provider): each goes through `printable`, into a Text."""
-    from rich.text import Text
-
-    from provision.text import printable as p
-
-    from .common import console
-
     out = out or console()
     if title:
         out.print(Text(p(title), style="bold"))
@@ -118,12 +118,8 @@ def print_plan(sections: Sequence[Section], out: Any = None, *, title: str = "")
     out.print(Text(count_line(sections), style="bold"))
 
 
-def _diff_line(line: str) -> Any:
-    from rich.text import Text
-
-    from provision.text import printable
-
-    text = printable(line.rstrip("\n"))  # a host's file: its old content is the host's
+def _diff_line(line: str) -> Text:
+    text = p(line.rstrip("\n"))  # a host's file: its old content is the host's
     if line.startswith(("+++", "---")):
         return Text(text, style="bold")
     if line.startswith("@@"):

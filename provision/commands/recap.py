@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from provision.errors import Exit, UsageError
+from provision.shard import merge
 
 from .common import EXIT_FAILED, EXIT_OK, emit_json
 
@@ -23,8 +24,6 @@ def recap_group() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def merge_cmd(files: tuple[str, ...]) -> None:
     """Merge the --json recaps of shards (`apply --shard K/N --json > K.json`) into one."""
-    from provision.shard import merge
-
     reports = []
     for f in files:
         try:

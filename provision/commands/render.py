@@ -15,8 +15,12 @@ from provision.commands.common import (
     json_option,
     load,
 )
+from provision.dns.localfile import read_regular
 from provision.errors import UsageError
-from provision.text import printable
+from provision.inventory.fields import check_path, check_user
+from provision.render import render_ssh_config, write_tree
+from provision.state import atomic_write
+from provision.text import printable, printable_lines
 
 INCLUDE_LINE = "Include config.d/*.conf"
 CONF_NAME = "provision.conf"
@@ -33,8 +37,6 @@ _COVERING = re.compile(r"""^["']?(~/\.ssh/|%d/\.ssh/)?config\.d/(\*|\*\.conf|pro
 @json_option
 def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
     """Write every artifact: the ssh_config and, per host, the files at their remote paths."""
-    from provision.render import write_tree
-
     if not out_dir.strip():  # Path("") is the current directory: never by accident
         raise UsageError("--out needs a directory (it is empty)")
     inv = load(inventory_path)
@@ -66,10 +68,6 @@ def render_cmd(inventory_path: str | None, out_dir: str, as_json: bool) -> None:
 def ssh_config_cmd(inventory_path: str | None, write: bool, user: str | None,
                    identity_file: str | None, as_json: bool) -> None:
     """Print the ssh_config for the inventory, or install it with --write."""
-    from provision.inventory.fields import check_path, check_user
-    from provision.render import render_ssh_config
-    from provision.text import printable_lines
-
     try:
         if user is not None:
             check_user(user)
@@ -118,15 +116,11 @@ def with_include(config_text: str) -> str:
 # --- the shell: writes only what differs ------------------------------------------------------
 
 def _write_atomic(path: Path, content: str, mode: int) -> None:
-    from provision.state import atomic_write
-
     atomic_write(path, content, mode)  # O_EXCL | O_NOFOLLOW temp file, fsync, rename
 
 
 def _read_config(path: Path) -> str:
     """An ssh config file's text: a regular file (a FIFO would hang the read), UTF-8."""
-    from provision.dns.localfile import read_regular
-
     try:
         data = read_regular(path, 4 * 1024 * 1024, "OpenSSH config file", follow=True)
     except OSError as e:

@@ -8,27 +8,16 @@ same layers from facts probed on the hosts.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from typing import Literal
 
 from provision.inventory.model import Host, Inventory, Service
+from provision.tunnel.forwards import local_forwards
 
+from .cloud import findings as cloud_findings
 from .dns import dns_findings
+from .finding import Finding, Severity, sort_findings
 from .internet import covers_internet
 
-Severity = Literal["error", "warning", "info"]
-_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    code: str
-    subject: str  # host or host/service
-    message: str
-    fix: str
-    field: str = ""  # inventory field path, for file:line
-
+__all__ = ["Finding", "Severity", "findings", "sort_findings"]
 
 FEW = 8  # names listed in one finding; a fleet sharing a port would print 10,000 of them
 
@@ -50,11 +39,9 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
             out += _service_findings(host, s)
         out += _port_clashes(host)
     out += _forward_collisions(inv)
-    from .cloud import findings as cloud_findings
-
     out += cloud_findings(inv)
     out += dns_findings(inv)
-    return tuple(sorted(out, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
+    return sort_findings(out)
 
 
 def _port_sources(host: Host, port: int) -> list[str]:
@@ -138,8 +125,6 @@ def _binds_overlap(a: str, b: str) -> bool:
 
 def _forward_collisions(inv: Inventory) -> list[Finding]:
     """LocalForwards in the rendered ssh_config use the remote port as the local port."""
-    from provision.tunnel.forwards import local_forwards
-
     users: dict[int, list[str]] = {}
     for host in inv.hosts:
         for fwd in local_forwards(host):

@@ -31,7 +31,7 @@ from typing import Any
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, IngressRule, Inventory, SecurityGroup
 
-from . import Finding
+from .finding import Finding
 from .internet import covers_internet
 from .members import group_members
 

@@ -13,20 +13,17 @@ Pure: an Inventory in, findings out; no DNS query, no provider import.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
 
+from provision.dns.names import canonical
 from provision.inventory.fields import is_ip
 from provision.inventory.model import Host, Inventory, Record, Zone
 
-if TYPE_CHECKING:
-    from . import Finding
+from .finding import Finding
 
 
 def _fqdn(name: str, zone: str) -> str:
     """The one normalisation `dns plan` uses too (``api.example.org`` in example.org is
     api.example.org, not api.example.org.example.org), without the trailing dot."""
-    from provision.dns.names import canonical
-
     return canonical(name, zone).rstrip(".")
 
 
@@ -65,8 +62,6 @@ def _resolve(name: str, records: Declared) -> tuple[str, ...] | None:
 
 
 def dns_findings(inv: Inventory) -> list[Finding]:
-    from . import Finding
-
     if inv.dns is None:
         return []
     records = _records(inv)

@@ -66,7 +66,7 @@ def public_share(cidrs: Iterable[str], version: int) -> float:
                 covered += u.num_addresses
             elif p.subnet_of(u):
                 covered += p.num_addresses
-    total = sum(p.num_addresses for p in space)
+    total: int = sum(p.num_addresses for p in space)
     return covered / total
 
 

@@ -39,8 +39,14 @@ from provision.facts.spec import Request
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall, host_firewall, ssh_sources
 from provision.inventory.model import Host, Inventory, Service
+from provision.render import SSHD_DROPIN, render_host
+from provision.tasks import sshd_effect as E
+from provision.tasks.files import sha256
+from provision.tasks.users import authorized_keys
+from provision.tasks.verify import in_the_way
 
-from . import _ORDER, Finding
+from . import findings
+from .finding import Finding, sort_findings
 from .internet import covers_internet
 from .members import group_members
 
@@ -161,10 +167,6 @@ class HostReport:
                 "docker": list(self.docker)}
 
 
-def sort_findings(found: Sequence[Finding]) -> tuple[Finding, ...]:
-    return tuple(sorted(found, key=lambda f: (_ORDER[f.severity], f.subject, f.code)))
-
-
 # --- the join ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -269,8 +271,6 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
 
 def declared_findings(inv: Inventory) -> tuple[Finding, ...]:
     """The declared layer: exactly what `provision check` reports for this inventory."""
-    from . import findings
-
     return findings(inv)
 
 
@@ -289,8 +289,6 @@ def _firewall(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,
         d = FP.Drift(fam, "", "unreadable", str(e))
         return None, [d], [Finding("warning", "firewall-unreadable", host.name, d.describe(),
                                    "report this output; audit assumes no firewall")]
-    from provision.tasks.verify import in_the_way
-
     rs = fw.v4 if fam == 4 else fw.v6
     drifts = FP.drift(rs, live)
     drifts += FP.drift(fw.docker_v4 if fam == 4 else fw.docker_v6, live, hook_required=False)
@@ -444,20 +442,14 @@ def _jupyter_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Fi
 
 def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:
     """The hardening baseline: the settings of the rendered sshd drop-in, lower-case keys."""
-    from provision.render import render_host
-    from provision.tasks.sshd_effect import hardened
-
     (dropin,) = [a for a in render_host(inv, host) if a.kind == "sshd"]
-    return hardened(dropin.content)
+    return E.hardened(dropin.content)
 
 
 def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffective,
                    cfg: SC.SshdConfig) -> list[Finding]:
     """A way in with a password that the hardening closes is an error, named with the file
     and line that opens it; any other difference from the baseline is a warning."""
-    from provision.render import SSHD_DROPIN
-    from provision.tasks import sshd_effect as E
-
     if sshd.status is None:
         return []
     if sshd.status != 0:
@@ -483,9 +475,6 @@ def _sshd_findings(host: Host, baseline: dict[str, str], sshd: SSHD.SshdEffectiv
 
 
 def _key_findings(inv: Inventory, host: Host, facts: Facts) -> list[Finding]:
-    from provision.tasks.files import sha256
-    from provision.tasks.users import authorized_keys
-
     if not facts.users and not facts.absent_users:
         return []  # users were not probed
     out = []

@@ -38,7 +38,6 @@ ICMP6_TYPES = {"echo-request": "128", "echo-reply": "129", "destination-unreacha
 _LIMIT_UNITS = {"s": "sec", "sec": "sec", "second": "sec", "m": "min", "min": "min", "minute": "min",
                 "h": "hour", "hour": "hour", "d": "day", "day": "day"}
 BUILTIN = ("INPUT", "FORWARD", "OUTPUT")
-TERMINAL = ("ACCEPT", "DROP", "REJECT", "RETURN")
 
 
 class ParseError(ValueError):
@@ -268,7 +267,7 @@ def rule_text(chain: str, r: Rule, family: Family) -> str:
     return " ".join(parts)
 
 
-def _key(r: LiveRule | Rule) -> tuple[Any, ...]:
+def _key(r: LiveRule | Rule) -> tuple[Rule, tuple[str, ...], tuple[int, int] | None]:
     if isinstance(r, LiveRule):
         return (r.rule, r.unknown, r.dport_range)
     return (r, (), None)

@@ -15,16 +15,21 @@ One host run with commit-confirmed actions (sshd, firewall) costs, after the fac
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from provision.inventory.model import Inventory
+from provision.ssh.connect import connect
+from provision.ssh.session import Remote
 from provision.tasks import apt_script
 from provision.tasks import commit as C
 from provision.tasks import script as batch
+from provision.tasks.actions import Action
 from provision.tasks.verify import verify
 
 from .converge import HostRun, add_notes, batch_failed, execute, locked_script, plain_actions
@@ -33,25 +38,27 @@ from .gather import reason as _reason
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
 RETRY_PAUSE = 0.5
 STATUS_GRACE = 15.0
+T = TypeVar("T")
 
 
-def _bounded(fn: Any, timeout: float) -> tuple[bool, Any, BaseException | None]:
+def _bounded(fn: Callable[[], T], timeout: float) -> tuple[bool, T | None, BaseException | None]:
     """Run fn() in a daemon thread: (finished, result, error). A connection attempt that
     hangs (its SYN dropped by the new rules) is abandoned, never waited on past `timeout`."""
-    box: dict[str, Any] = {}
+    result: list[T] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["result"] = fn()
+            result.append(fn())
         except BaseException as e:
-            box["error"] = e
+            error.append(e)
 
     t = threading.Thread(target=target, daemon=True)
     t.start()
     t.join(max(0.0, timeout))
     if t.is_alive():
         return False, None, None
-    return True, box.get("result"), box.get("error")
+    return True, (result[0] if result else None), (error[0] if error else None)
 
 
 def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
@@ -60,9 +67,6 @@ def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
     what a confirmation proves is that a new login to this host works after its change, and
     the bastions settled (and proved their own new logins) in an earlier wave. Under load,
     a fresh bastion login per confirmation made confirmations miss their window."""
-    from provision.ssh.connect import connect
-    from provision.ssh.session import Remote
-
     chain = connect(inv, run.host, accept_new=accept_new, gateways=run.gateways)
     try:
         return Remote(chain).sh(script, timeout=timeout).stdout
@@ -89,7 +93,7 @@ def confirm(inv: Inventory, run: HostRun, accept_new: bool, script: str, n: int,
                                 time.monotonic() - t0)
         attempts += 1
         done, stdout, err = _bounded(
-            lambda left=left: _fresh_exec(inv, run, accept_new, script, left), left)
+            functools.partial(_fresh_exec, inv, run, accept_new, script, left), left)
         if not done:
             cut = "the last one still not through at the deadline"
             return Confirmation([None] * n, f"{attempts} attempt(s), {cut}"
@@ -173,7 +177,7 @@ def _verified(inv: Inventory, run: HostRun, accept_new: bool, guarded: list[C.Co
     return [k for k in armed if k not in failed]
 
 
-def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Any],
+def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Action],
          guarded: list[C.CommitConfirmed], ids: list[str], fresh: list[int]) -> None:
     script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
                         batch=batch.build(plain) if plain else None,

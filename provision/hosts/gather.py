@@ -7,12 +7,16 @@ Decides nothing: the request comes from the caller, the parse from `provision.fa
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
+
+# paramiko's first import is not thread-safe (circular imports): done here, before any pool
+import paramiko
 
 from provision.errors import OperationError
 from provision.facts import Facts, FactsError, Request, parse, probe_script
@@ -20,7 +24,7 @@ from provision.inventory.model import Host, Inventory
 from provision.ssh.connect import Chain, Gateways, connect
 from provision.ssh.errors import HostKeyError
 from provision.ssh.retry import RETRY_WINDOW, Retried, backoff, transient
-from provision.ssh.session import Remote
+from provision.ssh.session import Remote, RemoteTimeout
 
 from . import lock
 
@@ -122,18 +126,18 @@ class _Beats:
     `lock.BEAT` s (the host gives the lock up after `lock.LIFELINE` s of silence)."""
 
     def __init__(self) -> None:
-        self.channels: set[Any] = set()
+        self.channels: set[paramiko.Channel] = set()
         self.mutex = threading.Lock()
         self.thread: threading.Thread | None = None
 
-    def add(self, ch: Any) -> None:
+    def add(self, ch: paramiko.Channel) -> None:
         with self.mutex:
             self.channels.add(ch)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, daemon=True, name="lock-beats")
                 self.thread.start()
 
-    def discard(self, ch: Any) -> None:
+    def discard(self, ch: paramiko.Channel) -> None:
         with self.mutex:
             self.channels.discard(ch)
 
@@ -154,7 +158,7 @@ class HeldLock:
     one byte, no round trip waited for; closing the connection without it ends the lock too
     (the host then marks the record: its session ended without releasing)."""
 
-    def __init__(self, channel: Any, token: str) -> None:
+    def __init__(self, channel: paramiko.Channel, token: str) -> None:
         self.channel = channel
         self.token = token
         self.released = False
@@ -201,22 +205,18 @@ def probe_locked(remote: Remote, request: Request, spec: lock.Spec,
             ch.close()
 
 
-def _drain_stderr(ch: Any) -> list[bytes]:
+def _drain_stderr(ch: paramiko.Channel) -> list[bytes]:
     out: list[bytes] = []
     while ch.recv_stderr_ready():
         out.append(ch.recv_stderr(65536))
     return out
 
 
-def _read_locked(ch: Any, report: lock.Report, on_event: Callable[[str, lock.Report], None] | None,
+def _read_locked(ch: paramiko.Channel, report: lock.Report, on_event: Callable[[str, lock.Report], None] | None,
                  timeout: float, err: list[bytes]) -> str | None:
     """Read the held probe's stdout line by line: lock lines go to `report` (and `on_event`)
     as they arrive; returns the probe's answer once its `end` record is in, None when the
     exec ended first."""
-    import select
-
-    from provision.ssh.session import RemoteTimeout
-
     deadline = time.monotonic() + timeout
     buf = b""
     answer: list[str] = []
@@ -265,7 +265,7 @@ def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = Fals
 
 
 def connecting(inv: Inventory, host: Host, accept_new: bool,
-               gateways: Gateways | None = None) -> Future[Any]:
+               gateways: Gateways | None = None) -> Future[Chain]:
     """Start `open_chain` in the background (network round trips while the caller renders)."""
     return in_background(lambda: open_chain(inv, host, accept_new, gateways=gateways))
 
@@ -299,11 +299,6 @@ def gather_one(inv: Inventory, host: Host, request: Request, accept_new: bool = 
 def gather_many(inv: Inventory, hosts: tuple[Host, ...] | list[Host], request: Request,
                 accept_new: bool = False, forks: int = 10) -> list[HostFacts]:
     """One connection chain and one probe per host, hosts in parallel; in the order given."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    # paramiko's first import is not thread-safe (circular imports): import it here first
-    import paramiko  # noqa: F401
-
     with Gateways() as gateways, \
             ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts) or 1))) as pool:
         return list(pool.map(lambda h: gather_one(inv, h, request, accept_new, gateways), hosts))

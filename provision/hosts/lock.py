@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from provision.render.env import render as _render
-from provision.tasks.commit import STATE_DIR
+from provision.tasks.commit import ROLLBACK_UNIT_PREFIX, STATE_DIR
 from provision.text import printable
 
 LOCK_DIR = "/run/provision"
@@ -92,7 +92,8 @@ def script(probe: str, spec: Spec | None) -> str:
     """`probe` (a complete probe script) wrapped in the lock: apply mode with `spec`, plan
     mode (never waits, only reports) without."""
     common = {"probe": probe, "lock": LOCK, "holder": HOLDER, "work": WORK,
-              "lock_dir": LOCK_DIR, "commit_dir": STATE_DIR}
+              "lock_dir": LOCK_DIR, "commit_dir": STATE_DIR,
+              "rollback_prefix": ROLLBACK_UNIT_PREFIX}
     if spec is None:
         return _render("host-lock.sh.j2", mode="plan", **common)
     return _render("host-lock.sh.j2", mode="apply", by=spec.by, command=spec.command,

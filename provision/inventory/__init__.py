@@ -10,6 +10,7 @@ from provision.text import printable
 
 from .errors import InventoryError, Problem
 from .model import Inventory
+from .source import load_source
 
 __all__ = ["Inventory", "InventoryError", "Problem", "default_inventory_path", "load_inventory"]
 
@@ -26,8 +27,9 @@ def default_inventory_path() -> Path:
 
 def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Load and validate an inventory file or directory. Raises InventoryError."""
+    # Not at the top: importing provision.inventory.model (as dns/records does) runs this
+    # file, and build imports the DNS providers, which import the records module back.
     from .build import build
-    from .source import load_source
 
     p = Path(path) if path is not None else default_inventory_path()
     if not p.exists():

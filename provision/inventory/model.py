@@ -7,6 +7,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from provision.dns.names import canonical
+
 from .programs import Program, program
 
 if TYPE_CHECKING:
@@ -169,9 +171,7 @@ class Record:
     ttl: int
 
     def fqdn(self, zone: str) -> str:
-        from provision.dns.names import canonical  # the one normalisation (dns plan's)
-
-        return canonical(self.name, zone).rstrip(".")
+        return canonical(self.name, zone).rstrip(".")  # the one normalisation (dns plan's)
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,8 @@ class _Builder:
     def _scalar(self, event: Any, path: FieldPath) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
-            tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            # types-PyYAML leaves Resolver.resolve untyped
+            tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
         if tag not in _PLAIN_TAGS:
             raise self.fail(event, path, f"YAML tag {tag!r} is not allowed (plain data only)")
         if tag == _STR:  # most values: no constructor needed

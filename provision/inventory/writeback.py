@@ -38,6 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import ScalarString
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from .build import build
 from .errors import InventoryError
 from .model import Inventory, Record
 from .source import dotted, load_yaml_text, merge_docs
@@ -101,8 +107,6 @@ def _get(data: Any, path: tuple[str | int, ...]) -> Any:
 
 def _styled(old: Any, new: str) -> Any:
     """`new` in the quoting style of `old` (a ruamel scalar string keeps its quotes)."""
-    from ruamel.yaml.scalarstring import ScalarString
-
     return type(old)(new) if isinstance(old, ScalarString) else new
 
 
@@ -117,10 +121,6 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
             values: tuple[str, ...]) -> tuple[str, int, tuple[str, ...]]:
     """The file's text with record `name`'s values replaced by `values`: (new text, the
     line the record is declared on, the values as written). Raises WriteBackError."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-    from ruamel.yaml.util import load_yaml_guess_indent
-
     try:
         before = load_yaml_text(text, file)
     except InventoryError as e:
@@ -350,8 +350,6 @@ def _files(inv: Inventory, file: Path) -> list[Path]:
 def _load_with(inv: Inventory, file: Path, text: str, where: str) -> Inventory:
     """The inventory `inv` was loaded from, with `file`'s text replaced by `text` (the
     other files of a directory as they are on disk). Raises WriteBackError."""
-    from .build import build
-
     try:
         docs = []
         for f in _files(inv, file):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provision.errors import UsageError
+from provision.render.env import render as _render
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
@@ -363,8 +364,6 @@ def cloud_links(plan: LabPlan, node: Node) -> dict[str, str | None]:
 
 def render(template: str, **ctx: Any) -> str:
     """A lab template (templates/lab/NAME) through the one environment."""
-    from provision.render.env import render as _render
-
     return _render(f"lab/{template}", **ctx)
 
 
@@ -526,12 +525,6 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) ->
                              "tsig_key_file": p["tsig_key"], "records": records}},
         },
     }
-
-
-def fallback_ssh_config(plan: LabPlan) -> str:
-    """Used only while provision.render is not available."""
-    return render("ssh_config.j2", plan=plan, identity=plan.paths["identity"],
-                  known_hosts=plan.paths["known_hosts"])
 
 
 # --- state --------------------------------------------------------------------------

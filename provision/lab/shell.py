@@ -6,8 +6,10 @@ Every decision (names, addresses, file contents) comes from `plan.py`.
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,7 +23,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import dns.message
+import dns.query
+import dns.rcode
+import yaml
+
 from provision.errors import OperationError
+from provision.inventory import load_inventory
+from provision.render import render_ssh_config
+from provision.text import printable_lines
 
 from . import plan as P
 from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
@@ -36,8 +46,6 @@ class LabError(OperationError):
 
 
 def log(msg: str) -> None:
-    from provision.text import printable_lines
-
     print(printable_lines(msg), file=sys.stderr, flush=True)  # quotes the containers' output
 
 
@@ -412,10 +420,6 @@ def _banner(address: str, port: int = 22) -> bool:
 
 
 def _dns_ok(address: str, qname: str) -> bool:
-    import dns.message
-    import dns.query
-    import dns.rcode
-
     try:
         r = dns.query.udp(dns.message.make_query(qname, "A"), address, timeout=0.5)
     except Exception:
@@ -528,8 +532,6 @@ def memory_kib(node: P.Node) -> int | None:
 # --- tear-down --------------------------------------------------------------------
 
 def _lab_netns(plan: P.LabPlan) -> list[str]:
-    import re
-
     pat = re.compile(rf"^plab-{re.escape(plan.name)}-(sw|op|mirror|bastion|ns1|resolver|gpu\d+)$")
     return [ns for ns in netns_list() if pat.match(ns)]
 
@@ -584,28 +586,13 @@ def teardown(plan: P.LabPlan, pids: dict[str, int]) -> None:
 # --- up ---------------------------------------------------------------------------
 
 def write_operator_files(plan: P.LabPlan, host_keys: dict[str, str], team_keys: dict[str, str]) -> None:
-    import importlib.util
-
-    import yaml
-
-    from provision.inventory import load_inventory
-
     paths = plan.paths
     Path(paths["known_hosts"]).write_text(P.known_hosts(plan, host_keys))
     jupyter = importlib.util.find_spec("jupyter_server") is not None
     doc = P.inventory_doc(plan, team_keys, jupyter=jupyter)
     Path(paths["inventory"]).write_text(
         f"# lab {plan.name}: written by `provision lab up`\n" + yaml.safe_dump(doc, sort_keys=False))
-    inv = load_inventory(paths["inventory"])
-    text = None
-    if importlib.util.find_spec("provision.render") is not None:
-        try:
-            from provision.render import render_ssh_config
-
-            text = render_ssh_config(inv)
-        except ImportError:
-            text = None
-    Path(paths["ssh_config"]).write_text(text if text is not None else P.fallback_ssh_config(plan))
+    Path(paths["ssh_config"]).write_text(render_ssh_config(load_inventory(paths["inventory"])))
 
 
 def up(plan: P.LabPlan) -> dict[str, float]:
@@ -671,8 +658,4 @@ def status(plan: P.LabPlan, pids: dict[str, int], *, probe: bool = True) -> list
             row["up"] = netns_inode(node.netns) is not None
         rows.append(row)
     return rows
-
-
-def current_user_is_root() -> bool:
-    return os.geteuid() == 0
 

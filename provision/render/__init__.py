@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from provision.errors import RenderError
 
+from .artifact import Artifact
 from .host import (
     FIREWALL_SCRIPT,
     FIREWALL_UNIT,
     SSHD_DROPIN,
-    Artifact,
     exec_start,
     host_directories,
     jupyter_config_path,

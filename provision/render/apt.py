@@ -7,8 +7,8 @@ from __future__ import annotations
 from provision.inventory.apt import key_path, source_path
 from provision.inventory.model import AptSource, Host
 
+from .artifact import Artifact
 from .env import render
-from .host import Artifact
 
 
 def source_file(src: AptSource) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from provision.errors import RenderError
 from provision.firewall.rules import (
@@ -39,6 +38,8 @@ from provision.firewall.rules import (
 )
 from provision.inventory.model import Host, Inventory, Service
 
+from .apt import apt_artifacts
+from .artifact import Artifact
 from .env import render as _render
 
 # 00-: sshd keeps the first value it reads and reads sshd_config.d in C order, so ours
@@ -79,20 +80,6 @@ _KEY_ALGORITHMS: dict[str, tuple[str, ...]] = {
 }
 CLIENT_ALIVE_INTERVAL = 60
 CLIENT_ALIVE_COUNT_MAX = 3
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """One file that lands on a node (or, for ssh_config, on the operator's machine)."""
-
-    path: str  # absolute remote path
-    content: str
-    kind: str  # sshd | iptables-v4 | iptables-v6 | iptables-docker-v4 | iptables-docker-v6 |
-    #            firewall-script | unit | unit-dropin | jupyter-config | apt-source | apt-key
-    mode: int = 0o644
-    owner: str = "root"
-    group: str = "root"
-    service: str | None = None  # the systemd unit to reload/restart when this changes
 
 
 # --- per node ----------------------------------------------------------------------------
@@ -218,8 +205,6 @@ def render_host(inv: Inventory, host: Host, *, allow_lockout: bool = False) -> t
     artifacts = [_sshd(inv, host), *_firewall(host, fw)]
     for service in host.services:
         artifacts.extend(_service(host, service))
-    from .apt import apt_artifacts  # imports Artifact from here
-
     artifacts.extend(apt_artifacts(host))
     paths = [a.path for a in artifacts]
     dupes = sorted({p for p in paths if paths.count(p) > 1})

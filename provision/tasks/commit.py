@@ -29,6 +29,7 @@ from provision.render.env import render as _render
 from .actions import WriteFile
 
 STATE_DIR = "/var/lib/provision/commit"
+ROLLBACK_UNIT_PREFIX = "provision-rollback-"  # + commit id: the transient rollback unit
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 Kind = Literal["sshd", "firewall"]
 SSHD = "/usr/sbin/sshd"
@@ -84,8 +85,9 @@ def state_dir(commit_id: str) -> str:
     return f"{STATE_DIR}/{check_id(commit_id)}"
 
 
-def timer_unit(commit_id: str) -> str:
-    return f"provision-rollback-{check_id(commit_id)}.timer"
+def rollback_unit(commit_id: str) -> str:
+    """The transient unit `systemd-run` arms the rollback as (`.timer` and `.service`)."""
+    return f"{ROLLBACK_UNIT_PREFIX}{check_id(commit_id)}"
 
 
 
@@ -104,7 +106,7 @@ def _context(action: CommitConfirmed, commit_id: str) -> dict[str, Any]:
     tests = [{"index": i, "restore": RESTORE[TESTED_KINDS[s.kind]], "path": s.write.path}
              for i, s in enumerate(action.files) if s.kind in TESTED_KINDS]
     return {"kind": action.kind, "host": action.host, "id": check_id(commit_id),
-            "dir": state_dir(commit_id), "files": fs, "tests": tests, "unit": action.unit,
+            "dir": state_dir(commit_id), "rollback_unit": rollback_unit(commit_id), "files": fs, "tests": tests, "unit": action.unit,
             "script": action.script, "sshd": SSHD, "checks": list(action.checks), "dropin": SSHD_DROPIN,
             "dropin_dir": posixpath.dirname(SSHD_DROPIN),
             "dropin_name": posixpath.basename(SSHD_DROPIN)}

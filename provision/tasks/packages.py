@@ -25,7 +25,7 @@ from provision.render.apt import apt_artifacts
 
 from .actions import Action, AptKey, AptSources, AptUpdate, InstallPackages, RemoveFile, WriteFile
 from .files import sha256
-from .step import Refused
+from .refused import Refused
 
 MAX_LIST_AGE = 24 * 3600  # lists older than this are refreshed before an install
 GPG_PACKAGES = ("gpg", "gnupg")  # either brings /usr/bin/gpg, which the key check needs

@@ -26,7 +26,7 @@ from . import sshd_effect as E
 from .actions import WriteFile
 from .commit import CommitConfirmed, Staged
 from .files import sha256
-from .step import Refused
+from .refused import Refused
 
 SOCKET = "ssh.socket"
 MARK = "# Managed by provision"  # the drop-in's first line (templates/sshd_config.conf.j2)

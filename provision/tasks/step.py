@@ -10,21 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from provision.errors import OperationError
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 
 from .actions import Action
 from .commit import CommitConfirmed
+from .firewall import FirewallStep
+from .packages import PackagesStep
 from .pytask import RunTask
+from .refused import Refused
+from .services import ServicesStep
+from .sshd import SshdStep
+from .users import UsersStep
+
+__all__ = ["STEPS", "Planned", "Refused", "Step"]
 
 # What a diff may plan: plain actions (one batch), a commit-confirmed change, or a Python
 # task (run on the operator's machine, provision.hosts.pytasks).
 Planned = Action | CommitConfirmed | RunTask
-
-
-class Refused(OperationError):
-    """A step will not touch this host as it is (the recap says why); nothing is applied."""
 
 
 class Step(Protocol):
@@ -37,27 +40,22 @@ class Step(Protocol):
 
 
 def _users(inv: Inventory, host: Host) -> Step:
-    from .users import UsersStep
     return UsersStep(inv, host)
 
 
 def _packages(inv: Inventory, host: Host) -> Step:
-    from .packages import PackagesStep
     return PackagesStep(inv, host)
 
 
 def _services(inv: Inventory, host: Host) -> Step:
-    from .services import ServicesStep
     return ServicesStep.build(inv, host)
 
 
 def _sshd(inv: Inventory, host: Host) -> Step:
-    from .sshd import SshdStep
     return SshdStep.build(inv, host)
 
 
 def _firewall(inv: Inventory, host: Host) -> Step:
-    from .firewall import FirewallStep
     return FirewallStep.build(inv, host)
 
 

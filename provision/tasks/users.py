@@ -16,7 +16,7 @@ from provision.render.env import render as render_template
 
 from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
 from .files import diff_file
-from .step import Refused
+from .refused import Refused
 
 SUDOERS_DIR = "/etc/sudoers.d"
 SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"

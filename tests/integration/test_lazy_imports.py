@@ -1,13 +1,95 @@
-"""`provision check` must not import boto3, google-cloud, fabric or paramiko (start-up time)."""
+"""Start-up: `provision check` must not import boto3, google-cloud, fabric or paramiko, and
+no module imports inside a function unless start-up needs it and it is listed here, with
+why. An import inside a function hides an import cycle as easily as it saves start-up
+time: a new one fails `test_in_function_imports_are_listed` until it is listed (or moved
+to the top of its module)."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).parents[2] / "inventories" / "example.yml"
+ROOT = Path(__file__).parents[2]
+EXAMPLE = ROOT / "inventories" / "example.yml"
 FORBIDDEN = ("boto3", "botocore", "google", "fabric", "paramiko", "jinja2", "sshtunnel")
+
+# (module file, module imported as written) -> why it is imported only when used
+ALLOWED: dict[tuple[str, str], str] = {
+    ("provision/commands/audit.py", "provision.cloud"):
+        "boto3 (~0.3 s): only when the attached security groups are read from AWS",
+    ("provision/commands/check.py", "rich.table"):
+        "rich (~0.1 s): `check` with no findings prints one line without it",
+    ("provision/commands/check.py", "rich.text"): "rich: as rich.table",
+    ("provision/commands/common.py", "rich.console"):
+        "rich: every command imports common, `check` with no findings needs no console",
+    ("provision/commands/common.py", "rich.segment"): "rich: as rich.console",
+    ("provision/commands/check.py", "provision.dns.migrate.phases"):
+        "the phase machine (~0.2 s): only when an open migration journal is on this machine",
+    ("provision/commands/check.py", "provision.dns.migrate.guard"):
+        "imports the phase machine: only when a finalized migration's record is on this machine",
+    ("provision/commands/check.py", "provision.dns.offline"):
+        "TSIG and credentials parsers: only when a zone names a key or credentials file",
+    ("provision/inventory/__init__.py", ".build"):
+        "a cycle through the package: dns/records imports inventory.model (running this "
+        "__init__), and build imports the DNS providers, which import dns/records",
+}
+
+# owned by another change, not yet reviewed here (the lead removes entries after merging it)
+NOT_YET_REVIEWED = (
+    "provision/cloud/",
+    "provision/commands/dns.py",
+    "provision/commands/dns_migrate.py",
+    "provision/commands/exec.py",
+    "provision/commands/import_.py",
+    "provision/commands/import_sg.py",
+    "provision/commands/sg.py",
+    "provision/commands/tunnel.py",
+    "provision/dns/",
+    "provision/hosts/converge.py",
+    "provision/hosts/pytasks.py",
+    "provision/playbook.py",
+    "provision/ssh/",
+    "provision/tasks/",
+    "provision/tunnel/",
+)
+
+
+def in_function_imports(root: Path) -> set[tuple[str, str]]:
+    """(file relative to the repository, module as written) of every import statement
+    inside a function or method of the package."""
+    found: set[tuple[str, str]] = set()
+
+    def walk(node: ast.AST, rel: str, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, ast.Import):
+                found.update((rel, a.name) for a in child.names)
+            elif inside and isinstance(child, ast.ImportFrom):
+                found.add((rel, "." * child.level + (child.module or "")))
+            walk(child, rel, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    for path in sorted((root / "provision").rglob("*.py")):
+        walk(ast.parse(path.read_text(encoding="utf-8")), path.relative_to(root).as_posix(), False)
+    return found
+
+
+def test_in_function_imports_are_listed() -> None:
+    found = {f for f in in_function_imports(ROOT) if not f[0].startswith(NOT_YET_REVIEWED)}
+    unlisted = sorted(found - ALLOWED.keys())
+    assert not unlisted, ("imports inside functions: move them to the top of the module, or, "
+                          f"when start-up needs them there, list them in ALLOWED with why: {unlisted}")
+    stale = sorted(ALLOWED.keys() - found)
+    assert not stale, f"listed in ALLOWED but imported at the top now: remove {stale}"
+
+
+def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
+    pkg = tmp_path / "provision"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("import os\n\ndef f():\n    import json\n    from . import x\n\n"
+                              "class C:\n    def g(self):\n        from a.b import c\n")
+    assert in_function_imports(tmp_path) == {("provision/m.py", "json"), ("provision/m.py", "."),
+                                             ("provision/m.py", "a.b")}
 
 
 def test_check_imports_nothing_heavy() -> None:

@@ -89,8 +89,8 @@ def test_script_guards() -> None:
     with pytest.raises(ValueError, match="exactly the sshd drop-in"):
         C.apply_script(two, CID, 5)
     with pytest.raises(ValueError, match="bad commit id"):
-        C.timer_unit("A")
-    assert C.timer_unit(CID) == f"provision-rollback-{CID}.timer"
+        C.rollback_unit("A")
+    assert C.rollback_unit(CID) == f"provision-rollback-{CID}"
     assert C.check_id("a" * 63) and C.state_dir("a") == f"{C.STATE_DIR}/a"
     with pytest.raises(ValueError):
         C.check_id("a" * 64)

@@ -456,9 +456,6 @@ def test_an_abandoned_attempt_never_holds_the_process(inv: Inventory) -> None:
 
 def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
         inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import provision.ssh.connect as connect_mod
-    import provision.ssh.session as session_mod
-
     seen: dict[str, Any] = {}
 
     class Chain:
@@ -479,8 +476,8 @@ def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
             seen.update(script=script, timeout=timeout)
             return Out("@confirmed\n")
 
-    monkeypatch.setattr(connect_mod, "connect", connect)
-    monkeypatch.setattr(session_mod, "Remote", Remote)
+    monkeypatch.setattr(K, "connect", connect)
+    monkeypatch.setattr(K, "Remote", Remote)
     run = _run(inv, Session([]), "sshd")
     run.gateways = object()  # type: ignore[assignment]
     assert K._fresh_exec(inv, run, True, "the script", 12.5) == "@confirmed\n"

@@ -219,14 +219,6 @@ def test_without_jupyter_server_a_stand_in_command_is_used(tmp_path: Path) -> No
     assert svc and "http.server" in (svc.command or "")
 
 
-def test_fallback_ssh_config_jumps_through_the_bastion() -> None:
-    plan = make()
-    text = P.fallback_ssh_config(plan)
-    assert f"Host gpu1\n\tHostName {plan.address('gpu1')}\n\tProxyJump bastion" in text
-    assert "StrictHostKeyChecking yes" in text
-    assert f"UserKnownHostsFile {plan.paths['known_hosts']}" in text
-
-
 def test_state_round_trip() -> None:
     plan = P.make_plan("x1", 3, "/srv/lab", venv="/v", repo=None, extra_binds=("/py",))
     doc = P.state_doc(plan, {"gpu1": 42}, "up")
