@@ -43,9 +43,9 @@ def _host(inv: Any, name: str) -> Any:
 
 
 def _login(inv: Any, user: str | None) -> Any:
-    from provision.tunnel.plan import choose_login
+    from provision.ssh.login import choose_login
 
-    return choose_login(inv, user, os.environ.get("USER"))  # TunnelError: exit 2
+    return choose_login(inv, user, os.environ.get("USER"))  # LoginError: exit 2
 
 
 def _parse_ports(values: Sequence[str]) -> dict[str, int]:
@@ -82,8 +82,9 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     reconnecting when the link drops, until Ctrl-C.
     """
     from provision.ssh.errors import ConnectError, HostKeyError
+    from provision.ssh.login import hops
     from provision.tunnel.local import port_is_free
-    from provision.tunnel.plan import hops, plan_forwards, select_services
+    from provision.tunnel.plan import plan_forwards, select_services
     from provision.tunnel.session import Interrupted, Session, until_stopped
 
     inv = load(inventory_path)
@@ -98,7 +99,7 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
 
         err.print(Text("tunnel:", style="dim") + Text(f" {printable(message)}"), soft_wrap=True)
 
-    chosen = select_services(node, services)  # TunnelError: exit 2
+    chosen = select_services(node, services)  # LoginError: exit 2
     forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
     for s, f in zip(chosen, forwards, strict=True):
         wanted = _parse_ports(ports).get(s.name, s.port)

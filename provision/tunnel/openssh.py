@@ -19,12 +19,11 @@ from pathlib import Path
 from provision.inventory.model import Host, Inventory
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
+from provision.ssh.login import Login, hops
+from provision.tunnel.forwards import Forward
 from provision.tunnel.local import port_accepts
 from provision.tunnel.plan import (
-    Forward,
-    Login,
     classify_ssh_error,
-    hops,
     is_host_key_failure,
     openssh_exec_argv,
     openssh_tunnel_argv,
