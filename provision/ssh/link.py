@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +171,20 @@ def _transport_factory(hop: Hop, store: KnownHosts, settings: Settings) -> Any:
 
 
 class Link(Connection):  # type: ignore[misc,unused-ignore]  # fabric ships no types
-    """A fabric.Connection whose jump channel is a `ChannelSocket`; otherwise Fabric's own."""
+    """A fabric.Connection whose jump channel is a `ChannelSocket`, and whose `open` is
+    safe from several threads (a bastion shared by a ThreadingGroup's hosts: fabric #2262);
+    otherwise Fabric's own."""
+
+    open_lock: threading.Lock | None = None  # declared here: Fabric turns unknown attributes into config
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_lock = threading.Lock()
+
+    def open(self) -> Any:
+        assert self.open_lock is not None
+        with self.open_lock:
+            return super().open()
 
     def open_gateway(self) -> Any:
         gateway = self.gateway
