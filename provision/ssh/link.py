@@ -103,7 +103,8 @@ class KeyStrategy(AuthStrategy):
             return None
         try:
             return paramiko.PKey.from_path(full)
-        except paramiko.PasswordRequiredException:
+        except (paramiko.PasswordRequiredException, TypeError):
+            # cryptography's loaders raise TypeError for a passphrase-protected file
             self.tried.append(f"{src.path} (encrypted: load it into ssh-agent)")
         except (paramiko.SSHException, ValueError, OSError) as e:
             self.tried.append(f"{src.path} ({e})")
