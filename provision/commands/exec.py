@@ -9,10 +9,11 @@ never stops the others. Ctrl-C stops every remote command on its host before exi
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -103,8 +104,8 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
              printer: _Printer | None) -> tuple[list[Result], bool]:
     import paramiko  # noqa: F401  # its first import is not thread-safe: import it here first
 
-    from provision.hosts.converge import machine_forks
     from provision.ssh.connect import Gateways
+    from provision.ssh.limits import machine_forks
 
     stop = threading.Event()
     interrupted = False
@@ -112,21 +113,35 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
             ThreadPoolExecutor(max_workers=max(1, min(forks or machine_forks(), len(selected)))) as pool:
         futures = [pool.submit(_one, inv, h, login, line, sudo, cap, timeout, accept_new,
                                gateways, stop, printer) for h in selected]
+        previous = _on_signals(stop)
         try:
-            _wait(futures)
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            echo("interrupted: stopping the command on every host", err=True)
-            _wait(futures)
+            _wait(futures, stop)
+            if stop.is_set():
+                interrupted = True
+                echo("interrupted: stopping the command on every host", err=True)
+                _wait(futures, None)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return [f.result() for f in futures], interrupted
 
 
-def _wait(futures: list[Future[Result]]) -> None:
-    # wait in short steps: a blocking wait would not see Ctrl-C until every host is done
+def _on_signals(stop: threading.Event) -> dict[int, Any]:
+    """Ctrl-C, SIGTERM and SIGHUP set `stop` (each host's runner then kills its command on
+    the host); installed even when the shell started us with SIGINT ignored (`cmd &`)."""
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    return {sig: signal.signal(sig, handler)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+
+def _wait(futures: list[Future[Result]], stop: threading.Event | None) -> None:
+    """Until every host is done, or `stop` is set."""
     for f in futures:
         while not f.done():
-            time.sleep(0.05)
+            if stop is not None and stop.wait(0.05):
+                return
 
 
 def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: int,
