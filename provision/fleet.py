@@ -94,6 +94,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._bastions: dict[str, Link] = {}
         self._hosts: list[Link] = []
+        self._names: dict[int, str] = {}
 
     def select(self, patterns: Iterable[str] = ()) -> tuple[Host, ...]:
         return select(self.inv, patterns)
@@ -117,7 +118,12 @@ class Fleet:
                        gateway=self._bastion(self.inv.chain(node)), config=self.config)
         with self._lock:
             self._hosts.append(c)
+            self._names[id(c)] = node.name
         return c
+
+    def name(self, conn: Connection) -> str:
+        """The inventory name of a connection this fleet made (Fabric knows the address)."""
+        return self._names.get(id(conn), str(conn.host))
 
     def group(self, patterns: Iterable[str] = ()) -> ThreadingGroup:
         """A `fabric.ThreadingGroup` of the selected hosts (each host runs in a thread of
