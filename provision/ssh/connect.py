@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import paramiko
+
 from provision.inventory.model import Host, Inventory
 
 from .channel_socket import ChannelSocket
+from .errors import ConnectError
 from .fanout import connect_slots
 from .hostkeys import KnownHosts, known_hosts_path
 from .link import CONNECT_TIMEOUT, Link, connection, fabric_config
@@ -195,8 +198,13 @@ def connect(inv: Inventory, host: Host, accept_new: bool = False,
     try:
         sock = None
         if hops is not None and path:
-            channel = hops.hop(path, store, login).transport.open_channel(
-                "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
+            bastion = hops.hop(path, store, login)
+            try:
+                channel = bastion.transport.open_channel(
+                    "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
+            except paramiko.ChannelException as e:  # the bastion's own connect failed
+                raise ConnectError(f"{path[-1].name} cannot reach {host.address}:{host.port} "
+                                   f"({e.text}: sshd down, or the port filtered)") from None
             sock = ChannelSocket(channel)
         chain.conn = _connection(host, login, None, store, sock=sock)
         _open_capped(chain.conn, host)

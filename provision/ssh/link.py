@@ -23,6 +23,7 @@ Only Fabric's and paramiko's public API is used.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -48,6 +49,9 @@ from .hostkeys import KnownHosts
 from .login import Hop
 
 CONNECT_TIMEOUT = 10.0
+
+# paramiko logs refused channel opens and failed handshakes on its own; callers report them
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
