@@ -25,7 +25,11 @@ from provision.commands.common import (
 )
 from provision.errors import Exit, OperationError, UsageError
 
-BACKEND_CHOICES = ("auto", "openssh", "paramiko")
+
+def _backend_choices() -> list[str]:
+    from provision.tunnel.backends import AUTO, names
+
+    return [AUTO, *names()]
 
 
 def _user_option(f: Any) -> Any:
@@ -64,9 +68,9 @@ def _parse_ports(values: Sequence[str]) -> dict[str, int]:
 @inventory_option
 @json_option
 @_user_option
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default=None,
-              help="openssh (system ssh; the default when installed) or paramiko (no ssh "
-                   "binary needed); default: $PROVISION_TUNNEL_BACKEND or auto")
+@click.option("--backend", type=click.Choice(_backend_choices()), default=None,
+              help="how to open the tunnel (auto: the first backend usable here, in "
+                   "provision.tunnel.backends order); default: $PROVISION_TUNNEL_BACKEND or auto")
 @click.option("--keepalive", type=click.IntRange(1, 3600), default=15, show_default=True,
               metavar="SECONDS", help="keepalive interval; the link is dead after 3 misses")
 @click.option("--port", "ports", multiple=True, metavar="SERVICE=PORT",
@@ -83,6 +87,7 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     """
     from provision.ssh.errors import ConnectError, HostKeyError
     from provision.ssh.login import hops
+    from provision.tunnel.backends import Request, choose
     from provision.tunnel.local import port_is_free
     from provision.tunnel.plan import plan_forwards, select_services
     from provision.tunnel.session import Interrupted, Session, until_stopped
@@ -106,11 +111,12 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
         if f.local_port != wanted:
             log(f"{s.name}: local port {wanted} is busy, using {f.local_port}")
     chain = hops(inv, node, login)
-    name = _backend_name(backend)
+    spec = choose(backend or os.environ.get("PROVISION_TUNNEL_BACKEND"))  # UsageError: exit 2
+    name = spec.name
     stop = threading.Event()
     _on_signals(stop)
     try:
-        be = _make_backend(name, inv, node, login, chain, forwards, keepalive, log)
+        be = spec.make(Request(inv, node, login, chain, tuple(forwards), keepalive, log))
     except ConnectError as e:
         raise OperationError(str(e)) from None
     session = Session(be, node, chosen, forwards, chain[-1].user, keepalive, log)
@@ -150,30 +156,6 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     finally:
         session.close()
     raise Exit(code)
-
-
-def _backend_name(choice: str | None) -> str:
-    from provision.tunnel.openssh import find_ssh
-
-    choice = choice or os.environ.get("PROVISION_TUNNEL_BACKEND") or "auto"
-    if choice not in BACKEND_CHOICES:
-        raise UsageError(f"PROVISION_TUNNEL_BACKEND={choice!r} (allowed: {', '.join(BACKEND_CHOICES)})")
-    if choice == "auto":
-        return "openssh" if find_ssh() else "paramiko"
-    if choice == "openssh" and not find_ssh():
-        raise UsageError("--backend openssh: no `ssh` on PATH (use --backend paramiko)")
-    return choice
-
-
-def _make_backend(name: str, inv: Any, node: Any, login: Any, chain: Any, forwards: Any,
-                  keepalive: int, log: Any) -> Any:
-    from provision.tunnel.openssh import OpenSSHBackend, known_hosts_path
-
-    if name == "openssh":
-        return OpenSSHBackend(inv, node, login, forwards, keepalive, log)
-    from provision.tunnel.paramiko_backend import ParamikoBackend
-
-    return ParamikoBackend(chain, forwards, known_hosts_path(inv), keepalive, log, node.name)
 
 
 def _on_signals(stop: threading.Event) -> None:

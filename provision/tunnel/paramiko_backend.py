@@ -24,9 +24,10 @@ from fabric import Connection
 
 from provision.ssh.channel_socket import READ_ALL, ChannelSocket
 from provision.ssh.errors import ConnectError
-from provision.ssh.hostkeys import KnownHosts
+from provision.ssh.hostkeys import KnownHosts, known_hosts_path
 from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
+from provision.tunnel.backends import BackendSpec, Request
 from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
 
@@ -308,6 +309,14 @@ class ParamikoBackend:
         if now - self._reported.get(fwd.service, -1e9) > 10:
             self._reported[fwd.service] = now
             self.log(message)
+
+
+def _make(r: Request) -> ParamikoBackend:
+    return ParamikoBackend(r.hops, r.forwards, str(known_hosts_path(r.inv.known_hosts)),
+                           r.keepalive, r.log, r.host.name)
+
+
+BACKEND = BackendSpec("paramiko", "paramiko in-process (no ssh binary needed)", lambda: None, _make)
 
 
 def _pump(conn: socket.socket, chan: paramiko.Channel) -> None:
