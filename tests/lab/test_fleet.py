@@ -151,8 +151,11 @@ def test_every_host_rides_on_one_connection_to_the_bastion(fleet: tuple[Lab, Pat
 # These run after the converge tests above (they need no converged host: the login user
 # and its sudo are the lab's own). The stopped-host test restarts sshd when done.
 
-def _exec(lab: Lab, inventory: Path, *args: str, timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-    return lab.provision_json("exec", "-i", str(inventory), *args, timeout=timeout)
+def _exec(lab: Lab, inventory: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """`provision exec --json ARGS` in the operator namespace (--json before the command)."""
+    r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "--json", *args, check=False,
+               timeout=240)
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
 
 
 def _by_host(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
