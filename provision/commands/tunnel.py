@@ -8,8 +8,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,6 +25,14 @@ from provision.commands.common import (
 )
 from provision.errors import Exit, OperationError, UsageError
 
+if TYPE_CHECKING:
+    from provision.inventory.model import Host, Inventory
+    from provision.ssh.login import Login
+    from provision.tunnel.plan import Row
+    from provision.tunnel.session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _backend_choices() -> list[str]:
     from provision.tunnel.backends import AUTO, names
@@ -32,13 +40,13 @@ def _backend_choices() -> list[str]:
     return [AUTO, *names()]
 
 
-def _user_option(f: Any) -> Any:
+def _user_option(f: F) -> F:
     return click.option("--user", "user", default=None, metavar="NAME",
                         help="remote account (default: $USER when a team member, else the "
                              "inventory's login user); a team member's identity_file is used")(f)
 
 
-def _host(inv: Any, name: str) -> Any:
+def _host(inv: Inventory, name: str) -> Host:
     try:
         return inv.node(name)
     except KeyError:
@@ -46,7 +54,7 @@ def _host(inv: Any, name: str) -> Any:
         raise UsageError(f"unknown host '{name}' (known: {names})") from None
 
 
-def _login(inv: Any, user: str | None) -> Any:
+def _login(inv: Inventory, user: str | None) -> Login:
     from provision.ssh.login import choose_login
 
     return choose_login(inv, user, os.environ.get("USER"))  # LoginError: exit 2
@@ -159,19 +167,19 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
 
 
 def _on_signals(stop: threading.Event) -> None:
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: object) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
 
 
-def _doc(host: str, backend: str, ready: float, table: Any) -> dict[str, Any]:
+def _doc(host: str, backend: str, ready: float, table: Sequence[Row]) -> dict[str, Any]:
     return {"host": host, "backend": backend, "ready_seconds": round(ready, 3),
             "forwards": [r.as_dict() for r in table]}
 
 
-def _print_table(host: str, backend: str, table: Any) -> None:
+def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -195,7 +203,8 @@ def _print_table(host: str, backend: str, table: Any) -> None:
     out.print(t)
 
 
-def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) -> int:
+def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
+           ready: float) -> int:
     """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
     from provision.tunnel.local import http_answers, port_accepts
 
@@ -269,8 +278,9 @@ def sync_cmd(src: str, dst: str, inventory_path: str | None, user: str | None, d
                               private_dir, write_ssh_config))
 
 
-def _run_with_config(inv: Any, login: Any, argv_for: Any, private_dir: Any,
-                     write_ssh_config: Any) -> int:
+def _run_with_config(inv: Inventory, login: Login, argv_for: Callable[[str], list[str]],
+                     private_dir: Callable[[], str],
+                     write_ssh_config: Callable[[Inventory, Login, str], str]) -> int:
     """Render the config to a private file, run the command in the foreground, clean up."""
     directory = private_dir()
     try:
