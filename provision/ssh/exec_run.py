@@ -63,6 +63,7 @@ def run(chain: Chain, command: str, *, sudo: bool, cap: int, timeout: float | No
     out, err = Capped(cap), Capped(cap)
     lines_out, lines_err = _Lines("out", on_line), _Lines("err", on_line)
     head = b""
+    seeking = True
     pgid: int | None = None
     deadline = None if timeout is None else time.monotonic() + timeout
     ch = transport.open_session(timeout=KILL_TIMEOUT * 2)
@@ -91,12 +92,12 @@ def run(chain: Chain, command: str, *, sudo: bool, cap: int, timeout: float | No
             select.select([ch], [], [], POLL)
             while ch.recv_ready():
                 data = ch.recv(65536)
-                if pgid is None and head is not None:
+                if seeking:  # the pid line first, then the command's own output
                     head += data
                     pgid, rest = split_pgid(head)
                     if pgid is None and len(head) < MAX_PGID_PREFIX and b"\n" not in head:
                         continue
-                    head, data = b"", rest
+                    seeking, head, data = False, b"", rest
                 take_out(data)
             while ch.recv_stderr_ready():
                 take_err(ch.recv_stderr(65536))
@@ -107,6 +108,9 @@ def run(chain: Chain, command: str, *, sudo: bool, cap: int, timeout: float | No
             if ch.closed and not ch.recv_ready() and not ch.recv_stderr_ready():
                 ran.exit_status = ch.recv_exit_status() if ch.exit_status_ready() else None
                 break
+        if (ran.interrupted or ran.timed_out) and seeking:
+            # stopped before the pid line came: the command may be starting; wait for it
+            pgid = _pid_line(ch, head)
         if (ran.interrupted or ran.timed_out) and pgid is not None:
             ran.kill_error = _kill(transport, pgid, sudo)
     finally:
@@ -115,6 +119,20 @@ def run(chain: Chain, command: str, *, sudo: bool, cap: int, timeout: float | No
         with contextlib.suppress(Exception):
             ch.close()
     return ran
+
+
+def _pid_line(ch: paramiko.Channel, head: bytes, wait: float = KILL_TIMEOUT) -> int | None:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not ch.closed:
+        pgid, _ = split_pgid(head)
+        if pgid is not None or b"\n" in head or len(head) >= MAX_PGID_PREFIX:
+            return pgid
+        select.select([ch], [], [], POLL)
+        while ch.recv_ready():
+            head += ch.recv(MAX_PGID_PREFIX)
+        if ch.exit_status_ready() and not ch.recv_ready():
+            break
+    return split_pgid(head)[0]
 
 
 def _kill(transport: paramiko.Transport, pgid: int, sudo: bool) -> str:
