@@ -163,51 +163,46 @@ def _by_host(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_exec_runs_everywhere_and_a_stopped_host_fails_only_itself(fleet: tuple[Lab, Path]) -> None:
+    """As the login user, every host but the stopped one answers; the recap names it; exit 1."""
     lab, inventory = fleet
     stopped = f"gpu{GPUS}"
+    login = yaml.safe_load(inventory.read_text())["defaults"]["user"]
+    assert login != "root"
     lab.host(stopped, "systemctl", "stop", "ssh.socket", "ssh.service", check=False)
     try:
-        code, data, err = _exec(lab, inventory, "all,bastions", "--", "hostname; echo to-stderr >&2")
+        code, data, err = _exec(lab, inventory, "all,bastions", "--",
+                                "hostname; id -un; echo to-stderr >&2")
         hosts = _by_host(data)
         assert code == 1, err[-2000:]
         assert len(hosts) == GPUS + 1
         assert hosts[stopped]["status"] == "unreachable" and hosts[stopped]["error"], hosts[stopped]
         ok = {n: h for n, h in hosts.items() if n != stopped}
         assert all(h["status"] == "ok" and h["exit_status"] == 0 for h in ok.values()), ok
-        # each host's own output, stdout and stderr apart
-        assert all(h["stdout"].strip() == n and h["stderr"] == "to-stderr\n" for n, h in ok.items())
-        # the text recap names the stopped host as unreachable, and still exits 1
-        r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "all", "--", "true", check=False)
+        # each host's own output, stdout and stderr apart, as the login user
+        assert all(h["stdout"] == f"{n}\n{login}\n" and h["stderr"] == "to-stderr\n"
+                   for n, h in ok.items()), ok
+        # the text recap names the stopped host as unreachable, says what it cut, exits 1
+        r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "all", "--max-output", "1000",
+                   "--", "head -c 3000 /dev/zero | tr '\\0' a", check=False)
         assert r.returncode == 1, r.stderr[-2000:]
         row = [ln for ln in r.stdout.splitlines() if f" {stopped} " in ln]
         assert row and "unreachable" in row[0], r.stdout
+        assert r.stdout.count("[stdout cut at 1000 bytes: 3000 bytes in all]") == GPUS - 1, r.stdout
+        assert "stdout cut at 1000 of 3000 bytes" in r.stdout  # the recap's note
     finally:
         lab.host(stopped, "systemctl", "start", "ssh.service", check=False)
 
 
-def test_exec_sudo_runs_as_root_and_without_it_as_the_login_user(fleet: tuple[Lab, Path]) -> None:
+def test_exec_sudo_runs_as_root_and_output_over_the_cap_is_cut(fleet: tuple[Lab, Path]) -> None:
     lab, inventory = fleet
-    code, data, err = _exec(lab, inventory, "gpu1,gpu2", "--sudo", "--", "id -un")
+    code, data, err = _exec(lab, inventory, "gpu1,gpu2", "--sudo", "--max-output", "1000", "--",
+                            "id -un; head -c 300000 /dev/zero | tr '\\0' a; echo done >&2")
     assert code == 0, err[-2000:]
-    assert {h["stdout"] for h in data["hosts"]} == {"root\n"}
-    login = yaml.safe_load(inventory.read_text())["defaults"]["user"]
-    assert login != "root"
-    code, data, err = _exec(lab, inventory, "gpu1", "--", "id -un")
-    assert code == 0 and data["hosts"][0]["stdout"] == f"{login}\n", err[-2000:]
-
-
-def test_exec_output_over_the_cap_is_cut_and_said(fleet: tuple[Lab, Path]) -> None:
-    lab, inventory = fleet
-    code, data, err = _exec(lab, inventory, "gpu1,gpu2", "--max-output", "1000", "--",
-                            "head -c 300000 /dev/zero | tr '\\0' a; echo done >&2")
-    assert code == 0, err[-2000:]
+    assert len(data["hosts"]) == 2
     for h in data["hosts"]:
-        assert h["stdout"] == "a" * 1000 and h["stdout_bytes"] == 300000 and h["stdout_truncated"]
+        assert h["stdout"] == "root\n" + "a" * 995, h["stdout"][:80]
+        assert h["stdout_bytes"] == 300005 and h["stdout_truncated"]
         assert h["stderr"] == "done\n" and not h["stderr_truncated"]
-    r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "gpu1", "--max-output", "1000", "--",
-               "head -c 300000 /dev/zero | tr '\\0' a")
-    assert "[stdout cut at 1000 bytes: 300000 bytes in all]" in r.stdout
-    assert "stdout cut at 1000 of 300000 bytes" in r.stdout  # the recap's note
 
 
 def _marked(lab: Lab, host: str, marker: str) -> list[str]:
