@@ -111,7 +111,7 @@ class Server:
 def _inventory(tmp: Path, port: int, identity: str, known: str = "", via: bool = False) -> C.Inventory:
     kh = tmp / "known_hosts"
     kh.write_text(known)
-    bastion = "bastions:\n  jump: {address: 127.0.0.1, port: %d}\n" % port if via else ""
+    bastion = f"bastions:\n  jump: {{address: 127.0.0.1, port: {port}}}\n" if via else ""
     p = tmp / "inventory.yml"
     p.write_text(f"version: 1\ndefaults:\n  user: root\n  identity_file: {identity}\n"
                  f"  known_hosts: {kh}\n{bastion}hosts:\n"
