@@ -41,6 +41,7 @@ from paramiko.auth_strategy import (
     InMemoryPrivateKey,
     OnDiskPrivateKey,
 )
+from paramiko.pkey import PublicBlob
 
 from .auth import AgentKeys, KeyFile, key_offer
 from .channel_socket import ChannelSocket
@@ -84,18 +85,26 @@ class KeyStrategy(AuthStrategy):
         self.tried: list[str] = []
 
     def get_sources(self) -> Iterator[AuthSource]:
+        loaded: set[str] = set()
         for src in self.offer:
             if isinstance(src, AgentKeys):
+                if src.only_for in loaded:
+                    continue  # the file's own key was offered already
+                want = None if src.only_for is None else _public_blob(src.only_for)
+                if src.only_for is not None and want is None:
+                    continue  # no .pub beside it: nothing to match an agent key with
                 try:
                     keys = paramiko.Agent().get_keys()
                 except (paramiko.SSHException, OSError) as e:
                     self.tried.append(f"ssh-agent ({e})")
                     continue
                 for k in keys:
-                    yield InMemoryPrivateKey(self.hop.user, k)
+                    if want is None or k.asbytes() == want:
+                        yield InMemoryPrivateKey(self.hop.user, k)
                 continue
             key = self._load(src)
             if key is not None:
+                loaded.add(src.path)
                 yield OnDiskPrivateKey(self.hop.user, "python-config" if src.named else
                                        "implicit-home", Path(src.path), key)
 
@@ -128,6 +137,15 @@ class KeyStrategy(AuthStrategy):
             self.tried.append(_source_name(source) + " (partial)")
         raise AuthError(f"{_label(self.hop)}: authentication failed as {self.hop.user} "
                         f"(tried: {', '.join(self.tried) or 'no keys found'})")
+
+
+def _public_blob(identity_file: str) -> bytes | None:
+    """The public key of an identity file, from the `.pub` beside it (None: none readable)."""
+    try:
+        blob: bytes = PublicBlob.from_file(os.path.expanduser(identity_file) + ".pub").key_blob
+        return blob
+    except (OSError, ValueError, paramiko.SSHException):
+        return None
 
 
 def _source_name(source: AuthSource) -> str:

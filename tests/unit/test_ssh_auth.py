@@ -23,9 +23,9 @@ from provision.tunnel.paramiko_backend import Link as TunnelLink
 # --- the policy (pure) --------------------------------------------------------------------
 
 
-def test_a_named_identity_is_offered_first_then_the_agent() -> None:
+def test_a_named_identity_is_the_only_key_the_agent_may_stand_in_for_it() -> None:
     assert key_offer("~/.ssh/team", agent_running=True) == (
-        KeyFile("~/.ssh/team", named=True), AgentKeys())
+        KeyFile("~/.ssh/team", named=True), AgentKeys(only_for="~/.ssh/team"))
 
 
 def test_a_named_identity_without_an_agent_is_the_only_key() -> None:
@@ -100,7 +100,10 @@ class Server:
             t = paramiko.Transport(conn)
             t.add_server_key(self.host_key)
             self.transports.append(t)
-            t.start_server(server=self.recorder)
+            try:
+                t.start_server(server=self.recorder)
+            except (EOFError, OSError, paramiko.SSHException):
+                continue  # the test closed us mid-handshake
 
     def close(self) -> None:
         self.listener.close()
@@ -181,3 +184,67 @@ def test_both_paths_refuse_an_unknown_host_key_before_offering_any_key(
     finally:
         server.close()
     assert server.recorder.offered == []
+
+
+# --- with a real ssh-agent ------------------------------------------------------------------
+
+@pytest.fixture()
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, list[paramiko.RSAKey]]]:
+    """An ssh-agent of our own holding two keys; HOME moved so no default key of the
+    machine's is found."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("ssh-agent") and shutil.which("ssh-add")):
+        pytest.skip("no ssh-agent on this machine")
+    sock = tmp_path / "agent.sock"
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if sock.exists():
+                break
+            threading.Event().wait(0.05)
+        keys = []
+        for i in range(2):
+            k = paramiko.RSAKey.generate(1024)
+            path = tmp_path / f"agent{i}"
+            k.write_private_key_file(str(path))
+            subprocess.run(["ssh-add", "-q", str(path)], env={"SSH_AUTH_SOCK": str(sock)},
+                           check=True, capture_output=True)
+            keys.append(k)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        yield sock, keys
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+@pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
+def test_an_encrypted_identity_is_used_through_the_agent_and_no_other_agent_key(
+        login: object, agent: tuple[Path, list[paramiko.RSAKey]], tmp_path: Path) -> None:
+    _, (_other, mine) = agent  # the agent holds _other first: it must not be offered
+    identity = tmp_path / "id_locked"
+    mine.write_private_key_file(str(identity), password="pw")
+    (tmp_path / "id_locked.pub").write_text(f"{mine.get_name()} {mine.get_base64()}\n")
+    server = Server(accept=mine.asbytes())
+    try:
+        login(_inventory(tmp_path, server.port, str(identity), _known(server)))  # type: ignore[operator]
+    finally:
+        server.close()
+    assert server.recorder.offered == [("root", mine.get_base64())]
+
+
+@pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
+def test_a_readable_identity_is_offered_alone_even_with_an_agent(
+        login: object, agent: tuple[Path, list[paramiko.RSAKey]], keys: tuple[paramiko.RSAKey, Path],
+        tmp_path: Path) -> None:
+    _, agent_keys = agent
+    key, path = keys
+    server = Server(accept=agent_keys[0].asbytes())  # only an agent key would be let in
+    try:
+        with pytest.raises(AuthError):
+            login(_inventory(tmp_path, server.port, str(path), _known(server)))  # type: ignore[operator]
+    finally:
+        server.close()
+    assert server.recorder.offered == [("root", key.get_base64())]
