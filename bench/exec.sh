@@ -61,10 +61,10 @@ fi
 export ANSIBLE_CONFIG=$OUT/peers/ansible.cfg ANSIBLE_NOCOLOR=1
 
 t_run() {  # seconds for one command in the operator namespace; a failure is reported
-  local s e
+  local s e tag=${TAG:-run}
   s=$(date +%s.%N)
   if ! ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
-    echo "  FAILED: $*  (log: $OUT/failed.log)" >&2; cp "$OUT/last.log" "$OUT/failed.log"
+    echo "  FAILED ($tag), log: $OUT/failed-$tag.log" >&2; cp "$OUT/last.log" "$OUT/failed-$tag.log"
   fi
   e=$(date +%s.%N)
   "$PY" -c "print(round($e - $s, 3))"
@@ -84,7 +84,7 @@ for n in $SIZES; do
       ansible) cmd=(sh -c "cd '$OUT/peers' && '$PEERS/bin/ansible' -i hosts.ini gpu --limit '$csv' -m command -a uptime") ;;
     esac
     times=()
-    for _ in $(seq "$RUNS"); do times+=("$(t_run "${cmd[@]}")"); done
+    for _ in $(seq "$RUNS"); do times+=("$(TAG="$tool-$n" t_run "${cmd[@]}")"); done
     m=$(median "${times[@]}")
     echo "$tool $n $m" >> "$RES"
     printf '%-9s %3s hosts: median %6.2fs  (runs: %s)\n' "$tool" "$n" "$m" "${times[*]}"
