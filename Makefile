@@ -4,10 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev
+LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev pdns-server pdns-backend-sqlite3
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lab-test lint bench mutants deps venv clean
+.PHONY: demo test unit lab-test lint bench mutants deps venv clean docs docs-cli
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ demo: deps $(STAMP)
 
 bench: deps $(STAMP)
 	bash bench/run.sh
+
+# The manual: docs/cli.md regenerated from the click commands, then the mkdocs site in site/.
+docs-cli: $(STAMP)
+	$(PY) scripts/cli_reference.py
+
+docs: docs-cli
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # Mutation testing of the safety-critical modules (mutmut 3, one module at a time, each with
 # its own pure unit tests, at nice 19). Not part of `make test`. MODULES=word narrows it.

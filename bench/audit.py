@@ -89,7 +89,7 @@ def main() -> int:
                 p.wait()
             return time.monotonic() - t
 
-        def check() -> float:  # how loaded the machine is: 0.21 s on a quiet one (README)
+        def check() -> float:  # how loaded the machine is: 0.21 s on a quiet one (docs/benchmarks.md)
             t = time.monotonic()
             subprocess.run([PROV, "check", "-i", inv], capture_output=True)
             return time.monotonic() - t

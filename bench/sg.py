@@ -1,14 +1,16 @@
-"""Security-group plan cost: API calls and wall time for 20 groups x 30 rules.
+"""Security-group plan cost: API calls and wall time for 20 groups x 30 rules, 50 instances.
 
 Runs a moto server on 127.0.0.1 (a free port; dummy keys, instance metadata disabled:
-nothing reaches AWS), converges 20 groups of 30 ingress rules each with the same code
-`provision sg apply` runs, then times `sg plan`'s work (fetch + pure reconcile) and counts
-the EC2 API calls it makes through botocore's `before-call` event hook.
+nothing reaches AWS), launches `--instances` instances (half named by instance id, half
+found by private address), converges 20 groups of 30 ingress rules each and attaches
+them with `provision sg apply`'s own code, then times `sg plan`'s work (every describe +
+the pure plan) and counts the EC2 API calls through botocore's `before-call` event hook.
 
-The claim under test: a plan costs one describe call per page (here: one page of groups,
-one page of rules, since moto answers everything in one page), never one per group or rule.
+The claim under test: a plan costs a fixed number of describe calls per page (VPCs,
+groups by name, managed groups, rules, instances by id, instances by address; moto
+answers each in one page), never one per group, rule or instance.
 
-Usage: .venv/bin/python bench/sg.py [--groups 20] [--rules 30] [--rounds 5]
+Usage: .venv/bin/python bench/sg.py [--groups 20] [--rules 30] [--instances 50] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ from typing import Any
 import yaml
 
 
-def inventory(path: Path, vpc: str, groups: int, rules: int) -> Path:
-    doc = {"version": 1, "aws": {"region": "us-east-1", "security_groups": {
+def inventory(path: Path, vpc: str, groups: int, rules: int, instances: list[str]) -> Path:
+    hosts = {f"node{i:02d}": {"address": f"10.0.1.{10 + i}",
+                              "security_groups": [f"bench-{i % groups:02d}", f"bench-{(i + 1) % groups:02d}"],
+                              "aws": {"instance_id": iid} if i % 2 else {}}
+             for i, iid in enumerate(instances)}
+    doc = {"version": 1, "hosts": hosts, "aws": {"region": "us-east-1", "security_groups": {
         f"bench-{g:02d}": {"vpc": vpc, "description": f"bench group {g}", "ingress": [
             {"port": 1000 + r, "from": [f"10.{g}.{r}.0/24"], "description": f"rule {r}"}
             for r in range(rules)]}
@@ -42,6 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=20)
     ap.add_argument("--rules", type=int, default=30)
+    ap.add_argument("--instances", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
 
@@ -59,56 +66,81 @@ def main() -> None:
                       AWS_EC2_METADATA_DISABLED="true", AWS_ENDPOINT_URL=url, AWS_ENDPOINT_URL_EC2=url)
     try:
         from provision.cloud import aws as shell
-        from provision.cloud.rules import plan_groups
+        from provision.cloud.plan import build
+        from provision.commands.sg import _plan
         from provision.inventory import load_inventory
 
         calls: collections.Counter[str] = collections.Counter()
 
+        spent: collections.Counter[str] = collections.Counter()  # seconds per operation
+        started: dict[str, float] = {}
+
         def count(model: Any, **_: Any) -> None:
             calls[model.name] += 1
+            started[model.name] = time.perf_counter()
+
+        def done(model: Any, **_: Any) -> None:
+            spent[model.name] += time.perf_counter() - started.pop(model.name, time.perf_counter())
 
         with tempfile.TemporaryDirectory() as tmp:
             import boto3
 
-            vpc = boto3.client("ec2", region_name="us-east-1").create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-            inv = load_inventory(inventory(Path(tmp), vpc, args.groups, args.rules))
+            boot = boto3.client("ec2", region_name="us-east-1")
+            vpc = boot.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+            subnet = boot.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+            ids = [boot.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet,
+                                      PrivateIpAddress=f"10.0.1.{10 + i}")["Instances"][0]["InstanceId"]
+                   for i in range(args.instances)]
+            inv = load_inventory(inventory(Path(tmp), vpc, args.groups, args.rules, ids))
             assert inv.aws is not None
             ec2 = shell.client(inv.aws)
             ec2.meta.events.register("before-call.ec2", count)
+            ec2.meta.events.register("after-call.ec2", done)
 
             t0 = time.perf_counter()
-            plans = plan_groups(inv, shell.fetch(ec2, inv.aws.security_groups))
-            shell.create_groups(ec2, plans)
-            plans = plan_groups(inv, shell.fetch(ec2, inv.aws.security_groups))
-            for p in plans:
+            plan = _plan(inv, ec2)
+            shell.create_groups(ec2, plan.groups)
+            plan = _plan(inv, ec2)
+            for p in plan.groups:
                 shell.execute(ec2, p)
+            for a in plan.attachments:
+                shell.attach(ec2, a)
             apply_s = time.perf_counter() - t0
             apply_calls = dict(calls)
             calls.clear()
 
             times, pure = [], []
+            spent.clear()
             for _ in range(args.rounds):
                 calls.clear()
                 t0 = time.perf_counter()
-                live = shell.fetch(ec2, inv.aws.security_groups)
+                plan = _plan(inv, ec2)
+                times.append(time.perf_counter() - t0)
+                plan_calls = dict(calls)
+            plan_spent = dict(spent)
+            from provision.cloud.plan import Live
+
+            live = Live(tuple(shell.fetch(ec2, inv.aws.security_groups, [vpc])),
+                        tuple(shell.fetch_instances(ec2, [n for n in inv.hosts])))
+            for _ in range(args.rounds):
                 t1 = time.perf_counter()
-                plans = plan_groups(inv, live)
-                t2 = time.perf_counter()
-                times.append(t2 - t0)
-                pure.append(t2 - t1)
-            assert not any(p.has_changes for p in plans), "converged state should plan nothing"
-            plan_calls = dict(calls)
+                build(inv, live)
+                pure.append(time.perf_counter() - t1)
+            assert not plan.has_changes and not plan.failed, "converged state should plan nothing"
     finally:
         server.stop()
 
     n = args.groups * args.rules
-    print(f"sg bench: {args.groups} groups x {args.rules} rules = {n} rules, moto server on 127.0.0.1")
+    print(f"sg bench: {args.groups} groups x {args.rules} rules = {n} rules, {args.instances} attached "
+          "instances, moto server on 127.0.0.1")
     print(f"  apply from nothing: {sum(apply_calls.values())} API calls {apply_calls}, {apply_s:.2f} s")
+    per_call = {k: f"{v / args.rounds * 1000:.0f} ms" for k, v in sorted(plan_spent.items())}
     print(f"  plan (converged):   {sum(plan_calls.values())} API calls {plan_calls}, "
           f"median {statistics.median(times) * 1000:.0f} ms over {args.rounds} rounds "
           f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}); "
-          f"of which the pure reconcile {statistics.median(pure) * 1000:.1f} ms")
-    if sum(plan_calls.values()) > 2 * (1 + (args.groups - 1) // 200):
+          f"of which the pure plan {statistics.median(pure) * 1000:.1f} ms; per round by call: {per_call}")
+    # VPCs, groups by name, managed groups, rules, instances by id, instances by address
+    if sum(plan_calls.values()) > 6 * (1 + (max(args.groups, args.instances) - 1) // 200):
         print("  FAIL: the plan made more than one call per page", file=sys.stderr)
         sys.exit(1)
 

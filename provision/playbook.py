@@ -2,19 +2,27 @@
 Pure apart from reading the playbook file.
 
     hosts: role:gpu-server        # all | a host name | role:NAME (or a list of them)
-    steps: [users, packages, services]
+    steps:
+      - users                     # a built-in step (provision.tasks.step.STEPS)
+      - run: nvidia-smi -pm 1     # a shell step (provision.tasks.shell)
+        unless: nvidia-smi -q | grep -q 'Persistence Mode *: Enabled'
+      - task: tasks/cuda.py:install_cuda   # a Python task (provision.tasks.pytask)
 
 Loading is strict (unknown keys and steps are errors that point at file:line:column).
-Pure apart from reading the playbook file. The steps themselves: `provision.tasks.step`.
+Pure apart from reading the playbook file: a task's code is imported only by `plan` and
+`apply` (`provision.hosts.pytasks`), never here. The steps themselves:
+`provision.tasks.step`; the two custom kinds: docs/playbook-steps.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import keyword
 import os
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +31,9 @@ import yaml
 
 from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory
+from provision.tasks import pytask, shell
+from provision.tasks.pytask import Loaded, TaskSpec
+from provision.tasks.shell import ShellSpec
 from provision.tasks.step import STEPS, Step
 from provision.text import printable, unsafe
 
@@ -30,6 +41,9 @@ DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
 
 KEYS = ("name", "description", "hosts", "steps")
+# the keys of a custom step entry, by the key that says its kind
+STEP_KEYS = {"run": ("run", "name", "creates", "unless", "sudo"), "task": ("task", "name")}
+MAX_COMMAND = 16 * 1024  # an unless: travels as one argument of the probe's exec (Linux: 128 KiB)
 # A playbook names steps and hosts: a few hundred bytes. The cap keeps a wrong path (a log,
 # /dev/zero behind a symlink) from being read whole.
 MAX_PLAYBOOK_BYTES = 1024 * 1024
@@ -47,8 +61,18 @@ class Playbook:
     name: str
     source: str
     hosts: tuple[str, ...]
-    steps: tuple[str, ...]
+    steps: tuple[str, ...]  # step names: built-in ones, and the labels of `custom`
     description: str = ""
+    custom: Mapping[str, ShellSpec | TaskSpec] = field(default_factory=dict)
+    code: Mapping[str, Loaded] = field(default_factory=dict)  # task label -> imported code
+
+    @property
+    def tasks(self) -> tuple[TaskSpec, ...]:
+        """The Python task steps (whose code `plan` and `apply` import)."""
+        return tuple(s for s in self.custom.values() if isinstance(s, TaskSpec))
+
+    def with_code(self, code: Mapping[str, Loaded]) -> Playbook:
+        return dataclasses.replace(self, code=dict(code))
 
     def select(self, inv: Inventory, patterns: tuple[str, ...] = ()) -> tuple[Host, ...]:
         """The playbook's hosts, narrowed to `patterns` when given. KeyError on a bad pattern."""
@@ -59,7 +83,16 @@ class Playbook:
         return tuple(h for h in inv.select(list(patterns)) if h in mine)
 
     def build(self, inv: Inventory, host: Host) -> list[Step]:
-        return [STEPS[s](inv, host) for s in self.steps]
+        out: list[Step] = []
+        for s in self.steps:
+            spec = self.custom.get(s)
+            if spec is None:
+                out.append(STEPS[s](inv, host))
+            elif isinstance(spec, ShellSpec):
+                out.append(shell.build(spec, inv, host))
+            else:
+                out.append(pytask.build(spec, self.code.get(s), inv, host))
+        return out
 
 
 def _matches(pattern: str, host: Host) -> bool:
@@ -180,14 +213,7 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
     for required in ("hosts", "steps"):
         if required not in fields:
             raise err(root, required, "required field is missing")
-    steps = strings("steps", allow_scalar=False)
-    for i, (s, node) in enumerate(steps):
-        if s not in STEPS:
-            close = difflib.get_close_matches(s, list(STEPS), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise err(node, f"steps[{i}]", f"unknown step '{s}'{hint} (steps: {', '.join(STEPS)})")
-    if len({s for s, _ in steps}) != len(steps):
-        raise err(fields["steps"][1], "steps", "a step is listed twice")
+    steps, custom = _steps(fields["steps"][1], err, text_ok, source)
     hosts = strings("hosts", allow_scalar=True)
     for i, (h, node) in enumerate(hosts):
         if h != "all" and not (h.startswith("role:") and len(h) > 5) and (
@@ -213,7 +239,149 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
                     raise err(v, key, f"at most {MAX_DESCRIPTION} characters")
                 description = v.value
     return Playbook(name=name, source=source, hosts=tuple(h for h, _ in hosts),
-                    steps=tuple(s for s, _ in steps), description=description)
+                    steps=steps, description=description, custom=custom)
+
+
+Err = Callable[[Any, str, str], PlaybookError]
+
+
+def _steps(v: Any, err: Err, text_ok: Callable[[Any, str], None],
+           source: str) -> tuple[tuple[str, ...], dict[str, ShellSpec | TaskSpec]]:
+    """The `steps:` list: built-in names, task references, `run:`/`task:` mappings."""
+    if not isinstance(v, yaml.SequenceNode) or not v.value or not v.tag.endswith(":seq"):
+        raise err(v, "steps", "a non-empty list of names")
+    labels: list[str] = []
+    custom: dict[str, ShellSpec | TaskSpec] = {}
+    for i, item in enumerate(v.value):
+        at = f"steps[{i}]"
+        spec: ShellSpec | TaskSpec | None = None
+        if isinstance(item, yaml.ScalarNode) and item.tag.endswith(":str") and item.value:
+            text_ok(item, at)
+            if item.value in STEPS:
+                label = item.value
+            elif ".py:" in item.value:
+                spec = _task(item, item.value, None, at, err, source)
+                label = spec.label
+            else:
+                close = difflib.get_close_matches(item.value, list(STEPS), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise err(item, at, f"unknown step '{item.value}'{hint} (steps: "
+                          f"{', '.join(STEPS)}; or a task FILE.py:FUNCTION, or a mapping "
+                          "with run: or task:)")
+        elif isinstance(item, yaml.MappingNode):
+            spec = _custom(item, i, err, text_ok, source)
+            label = spec.label
+        else:
+            raise err(item, at, "must be a step name, or a mapping with run: or task:")
+        if label in labels:
+            raise err(item, "steps", f"a step is listed twice ('{label}')")
+        labels.append(label)
+        if spec is not None:
+            custom[label] = spec
+    return tuple(labels), custom
+
+
+def _custom(item: Any, i: int, err: Err, text_ok: Callable[[Any, str], None],
+            source: str) -> ShellSpec | TaskSpec:
+    at = f"steps[{i}]"
+    keys: dict[str, Any] = {}
+    for k, val in item.value:
+        key = k.value if isinstance(k, yaml.ScalarNode) else None
+        if key in keys:
+            raise err(k, f"{at}.{key}", "duplicate key")
+        keys[str(key)] = (k, val)
+    kinds = [k for k in STEP_KEYS if k in keys]
+    if len(kinds) != 1:
+        raise err(item, at, "a custom step has exactly one of run: (a shell command) or "
+                  "task: (FILE.py:FUNCTION)")
+    kind = kinds[0]
+    allowed = STEP_KEYS[kind]
+    for key, (k, _) in keys.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise err(k, f"{at}.{key}", f"unknown key{hint} (a {kind}: step allows: "
+                      f"{', '.join(allowed)})")
+
+    def string(key: str) -> tuple[str, Any] | None:
+        if key not in keys:
+            return None
+        node = keys[key][1]
+        if not (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str")):
+            raise err(node, f"{at}.{key}", "must be a string")
+        return node.value, node
+
+    name = None
+    if (got := string("name")) is not None:
+        from provision.inventory.fields import check_name
+
+        try:  # it labels the step's lines in the plan and the recap
+            name = check_name(got[0])
+        except ValueError as e:
+            raise err(got[1], f"{at}.name", str(e)) from None
+        if name in STEPS:
+            raise err(got[1], f"{at}.name", f"'{name}' is the name of a built-in step")
+    if kind == "task":
+        ref = string("task")
+        assert ref is not None
+        text_ok(ref[1], f"{at}.task")
+        return _task(ref[1], ref[0], name, f"{at}.task", err, source)
+    run = string("run")
+    assert run is not None
+    command = _command(run, f"{at}.run", err)
+    unless = string("unless")
+    creates = string("creates")
+    if creates is not None:
+        text_ok(creates[1], f"{at}.creates")
+        if not creates[0].startswith("/") or creates[0] != creates[0].strip():
+            raise err(creates[1], f"{at}.creates", "an absolute path (the step is skipped "
+                      "when it exists on the host)")
+    sudo = True
+    if "sudo" in keys:
+        node = keys["sudo"][1]
+        if not (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":bool")):
+            raise err(node, f"{at}.sudo", "true (run as root, the default) or false (as the "
+                      "login user)")
+        sudo = node.value.lower() in ("true", "yes", "on", "y")
+    return ShellSpec(label=name or f"run[{i}]", command=command,
+                     creates=None if creates is None else creates[0],
+                     unless=None if unless is None else _command(unless, f"{at}.unless", err),
+                     sudo=sudo, where=_where(item, source))
+
+
+def _command(got: tuple[str, Any], at: str, err: Err) -> str:
+    """A shell command: one line or several (a YAML block); no other control character."""
+    value, node = got
+    if not value.strip():
+        raise err(node, at, "an empty command (give the shell command to run)")
+    if len(value) > MAX_COMMAND:
+        raise err(node, at, f"at most {MAX_COMMAND:,} characters")
+    bad = unsafe(value.replace("\n", " ").replace("\t", " "))
+    if bad is not None:
+        raise err(node, at, f"character {printable(bad)!r} is not allowed (control, format "
+                  "and invisible characters; newlines and tabs are)")
+    return value
+
+
+def _task(node: Any, ref: str, name: str | None, at: str, err: Err, source: str) -> TaskSpec:
+    """`FILE.py:FUNCTION`: the file relative to the inventory's directory (or absolute, for
+    one named with --tasks), never through `..`."""
+    path, _, function = ref.rpartition(":")
+    if not path.endswith(".py") or path == ".py":
+        raise err(node, at, f"'{ref}' is not a task (FILE.py:FUNCTION, the file relative to "
+                  "the inventory's directory)")
+    if not function.isidentifier() or keyword.iskeyword(function):
+        raise err(node, at, f"'{function}' is not a Python function name")
+    parts = path.split("/")
+    if ".." in parts or any(c.isspace() for c in path) or "\\" in path:
+        raise err(node, at, f"'{path}': a task file is named by a path inside the "
+                  "inventory's directory, without '..' (or absolute, and given with --tasks)")
+    return TaskSpec(label=name or ref, path=path, function=function, where=_where(node, source))
+
+
+def _where(node: Any, source: str) -> str:
+    m = node.start_mark
+    return f"{source}:{m.line + 1}:{m.column + 1}"
 
 
 T = TypeVar("T")

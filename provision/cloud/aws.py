@@ -8,13 +8,16 @@ nothing (`provision check` never imports it; `provision sg` imports it lazily).
 - Endpoint: `aws.endpoint_url` from the inventory when set; otherwise boto3's own
   `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_EC2` handling applies.
 - Throttling and transient errors: botocore's "standard" retry mode, no loop of our own.
-- Reads: one paginated `describe_security_groups` for the declared groups (by name and by
-  id) and one paginated `describe_security_group_rules` filtered on all their ids: one call
-  per page, never one per group or rule. `is-egress` is filtered in Python (moto 5.2
-  answers HTTP 500 to that filter).
+- Reads: paginated describes with filters over every value at once (up to 200 per call):
+  VPCs; groups by name, by id, and the managed ones in the inventory's VPCs; one
+  `describe_security_group_rules` over all their ids; instances by id and by private
+  address; and, only when groups are to be deleted, the interfaces and groups that hold
+  them. One call per page, never one per group, rule or instance. `is-egress` is filtered
+  in Python (moto 5.2 answers HTTP 500 to that filter).
 - Writes: create groups tagged `managed-by: provision`, then per group revoke (by rule id)
   before authorize, so a group at its rule limit still converges; descriptions change
-  with `modify_security_group_rules`, never revoke plus authorize.
+  with `modify_security_group_rules`, never revoke plus authorize; an instance's groups
+  with one `modify_network_interface_attribute` on its primary interface; deletions last.
 - Errors: `OperationError` with one line (credentials, access denied, limits, a missing
   VPC or group, an unreachable endpoint).
 """
@@ -25,8 +28,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from provision.errors import OperationError
-from provision.inventory.model import Aws, SecurityGroup
+from provision.inventory.model import Aws, Host, SecurityGroup
 
+from .attach import AttachPlan, LiveInstance, live_instances
+from .prune import LiveInterface, live_interfaces, plan_deletions
 from .rules import (
     TAG_KEY,
     TAG_VALUE,
@@ -69,45 +74,158 @@ def client(aws: Aws, profile: str | None = None) -> Any:
     return session.client("ec2", **kwargs)
 
 
-def fetch(ec2: Any, declared: Sequence[SecurityGroup]) -> list[LiveGroup]:
-    """Live state of the declared groups (found by id, or by name and VPC)."""
+def fetch(ec2: Any, declared: Sequence[SecurityGroup], managed_in: Sequence[str] = ()) -> list[LiveGroup]:
+    """Live state of the declared groups (found by id, or by name and VPC), and of every
+    group tagged managed-by: provision in the VPCs `managed_in` (candidates for deletion)."""
     with aws_errors():
         raw_groups: list[dict[str, Any]] = []
         names = sorted({g.name for g in declared if g.id is None})
         for chunk in _chunks(names):
             raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
                                 Filters=[{"Name": "group-name", "Values": chunk}])
-        seen = {g["GroupId"] for g in raw_groups}
-        ids = sorted({g.id for g in declared if g.id is not None} - seen)
-        for chunk in _chunks(ids):
-            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
-                                Filters=[{"Name": "group-id", "Values": chunk}])
         wanted = {(g.vpc, g.name) for g in declared if g.id is None}
         wanted_ids = {g.id for g in declared if g.id is not None}
         raw_groups = [g for g in raw_groups
                       if (g.get("VpcId"), g.get("GroupName")) in wanted or g["GroupId"] in wanted_ids]
-        raw_rules: list[dict[str, Any]] = []
-        for chunk in _chunks(sorted({g["GroupId"] for g in raw_groups})):
-            raw_rules += pages(ec2.describe_security_group_rules, "SecurityGroupRules",
-                               Filters=[{"Name": "group-id", "Values": chunk}])
-        return live_groups(raw_groups, raw_rules)
+        seen = {g["GroupId"] for g in raw_groups}
+        ids = sorted(wanted_ids - seen)
+        for chunk in _chunks(ids):
+            raw_groups += pages(ec2.describe_security_groups, "SecurityGroups",
+                                Filters=[{"Name": "group-id", "Values": chunk}])
+        for chunk in _chunks(sorted(set(managed_in))):
+            seen = {g["GroupId"] for g in raw_groups}
+            raw_groups += [g for g in pages(ec2.describe_security_groups, "SecurityGroups",
+                                            Filters=[{"Name": f"tag:{TAG_KEY}", "Values": [TAG_VALUE]},
+                                                     {"Name": "vpc-id", "Values": chunk}])
+                           if g["GroupId"] not in seen]
+        return live_groups(raw_groups, _rules(ec2, sorted({g["GroupId"] for g in raw_groups})))
+
+
+def _rules(ec2: Any, group_ids: Sequence[str]) -> list[dict[str, Any]]:
+    raw_rules: list[dict[str, Any]] = []
+    for chunk in _chunks(group_ids):
+        raw_rules += pages(ec2.describe_security_group_rules, "SecurityGroupRules",
+                           Filters=[{"Name": "group-id", "Values": chunk}])
+    return raw_rules
+
+
+def fetch_for_import(ec2: Any, vpcs: Sequence[str], groups: Sequence[str]) -> list[LiveGroup]:
+    """The groups in `vpcs` and the `groups` named (by name or id; everything in the region
+    when both are empty), and every group their rules reference, with their rules."""
+    raw: dict[str, dict[str, Any]] = {}
+
+    def read(**kwargs: Any) -> None:
+        for g in pages(ec2.describe_security_groups, "SecurityGroups", **kwargs):
+            raw[g["GroupId"]] = g
+
+    with aws_errors("reading security groups"):
+        ids = [g for g in groups if g.startswith("sg-")]
+        names = [g for g in groups if not g.startswith("sg-")]
+        for chunk in _chunks(sorted(set(vpcs))):
+            read(Filters=[{"Name": "vpc-id", "Values": chunk}])
+        for chunk in _chunks(sorted(set(names))):
+            read(Filters=[{"Name": "group-name", "Values": chunk}])
+        for chunk in _chunks(sorted(set(ids))):
+            read(Filters=[{"Name": "group-id", "Values": chunk}])
+        if not vpcs and not groups:
+            read()
+        missing = sorted(set(ids) - set(raw)) + sorted(set(names) - {g.get("GroupName") for g in raw.values()})
+        if missing:
+            raise OperationError(f"no security group {', '.join(missing)} in this account and region")
+        rules = _rules(ec2, sorted(raw))
+        while True:  # the referenced groups, level by level (one call per level and page)
+            refs = sorted({str(r["ReferencedGroupInfo"]["GroupId"]) for r in rules
+                           if r.get("ReferencedGroupInfo", {}).get("GroupId")
+                           and r.get("ReferencedGroupInfo", {}).get("UserId") in (None, _owner(raw))} - set(raw))
+            if not refs:
+                break
+            before = set(raw)
+            for chunk in _chunks(refs):
+                read(Filters=[{"Name": "group-id", "Values": chunk}])
+            new = sorted(set(raw) - before)
+            if not new:
+                break
+            rules += _rules(ec2, new)
+    return live_groups(raw.values(), rules)
+
+
+def _owner(raw: dict[str, dict[str, Any]]) -> str | None:
+    return next((str(g["OwnerId"]) for g in raw.values() if g.get("OwnerId")), None)
+
+
+def fetch_instances(ec2: Any, nodes: Sequence[Host]) -> list[LiveInstance]:
+    """The instances of `nodes`: one paginated call by id, one by private address."""
+    by_id = sorted({n.instance.id for n in nodes if n.instance and n.instance.id})
+    by_ip = sorted({n.instance.private_address for n in nodes
+                    if n.instance and n.instance.private_address})
+    out: list[LiveInstance] = []
+    with aws_errors("reading instances"):
+        for name, values in (("instance-id", by_id), ("private-ip-address", by_ip)):
+            for chunk in _chunks(values):
+                out += live_instances(pages(ec2.describe_instances, "Reservations",
+                                            Filters=[{"Name": name, "Values": chunk}]))
+    return out
+
+
+def fetch_holders(ec2: Any, group_ids: Sequence[str]) -> tuple[list[LiveInterface], list[LiveGroup]]:
+    """What may keep `group_ids` from being deleted: the network interfaces carrying them
+    and the groups whose rules reference them (with their rules)."""
+    if not group_ids:
+        return [], []
+    interfaces: list[LiveInterface] = []
+    raw: dict[str, dict[str, Any]] = {}
+    with aws_errors("reading what uses the groups to delete"):
+        for chunk in _chunks(sorted(group_ids)):
+            interfaces += live_interfaces(pages(ec2.describe_network_interfaces, "NetworkInterfaces",
+                                                Filters=[{"Name": "group-id", "Values": chunk}]))
+            for name in ("ip-permission.group-id", "egress.ip-permission.group-id"):
+                for g in pages(ec2.describe_security_groups, "SecurityGroups",
+                               Filters=[{"Name": name, "Values": chunk}]):
+                    raw[g["GroupId"]] = g
+        groups = live_groups(raw.values(), _rules(ec2, sorted(raw)))
+    return interfaces, groups
+
+
+def vpcs_missing(ec2: Any, vpcs: Sequence[str]) -> list[str]:
+    """The VPCs of `vpcs` that this account and region do not have."""
+    if not vpcs:
+        return []
+    found: set[str] = set()
+    with aws_errors("reading VPCs"):
+        for chunk in _chunks(sorted(set(vpcs))):
+            found |= {v["VpcId"] for v in pages(ec2.describe_vpcs, "Vpcs",
+                                                 Filters=[{"Name": "vpc-id", "Values": chunk}])}
+    return sorted(set(vpcs) - found)
+
+
+def attach(ec2: Any, plan: AttachPlan) -> str:
+    """Make the instance's primary interface carry exactly `plan.want` (all ids by now)."""
+    assert all(g.startswith("sg-") for g in plan.want), plan.want
+    with aws_errors(f"setting the security groups of {plan.machine} ({plan.instance})"):
+        ec2.modify_network_interface_attribute(NetworkInterfaceId=plan.eni, Groups=list(plan.want))
+    return f"{plan.machine}: {plan.eni} of {plan.instance} now carries {', '.join(plan.want)}"
+
+
+def delete(ec2: Any, group: LiveGroup) -> str:
+    """Delete one group; a DependencyViolation names what still holds it."""
+    import botocore.exceptions
+
+    try:
+        ec2.delete_security_group(GroupId=group.id)
+    except botocore.exceptions.ClientError as e:
+        if e.response.get("Error", {}).get("Code") != "DependencyViolation":
+            with aws_errors(f"deleting security group {group.name}"):
+                raise
+        interfaces, referencing = fetch_holders(ec2, [group.id])
+        held = plan_deletions([group], interfaces, referencing, (), (), {})[0]
+        raise OperationError(f"AWS: {held.error or f'cannot delete {group.name} ({group.id}): in use'}"
+                             ) from None
+    return f"{group.name}: deleted {group.id}"
 
 
 def _chunks(values: Sequence[str]) -> Iterator[list[str]]:
     for i in range(0, len(values), FILTER_VALUES_MAX):
         yield list(values[i:i + FILTER_VALUES_MAX])
-
-
-def check_vpcs(ec2: Any, vpcs: Sequence[str]) -> None:
-    """Raise a one-line error when a VPC we are about to create a group in does not exist."""
-    if not vpcs:
-        return
-    with aws_errors():
-        found = {v["VpcId"] for v in pages(ec2.describe_vpcs, "Vpcs",
-                                            Filters=[{"Name": "vpc-id", "Values": sorted(set(vpcs))}])}
-    missing = sorted(set(vpcs) - found)
-    if missing:
-        raise OperationError(f"VPC {', '.join(missing)} does not exist in this account and region")
 
 
 def create_groups(ec2: Any, plans: Sequence[GroupPlan]) -> dict[str, str]:

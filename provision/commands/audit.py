@@ -97,7 +97,7 @@ class _Groups(dict[str, Any]):
 
 def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -> _Groups:
     """Host name -> SgRules of its attached groups (live from AWS, or as declared)."""
-    from provision.exposure.live import SgRule, declared_sg_rules
+    from provision.exposure.live import declared_sg_rules, sg_rule
 
     out = _Groups()
     attached = [n for n in nodes if n.security_groups]
@@ -112,8 +112,9 @@ def _security_groups(inv: Any, nodes: Any, use_aws: bool, profile: str | None) -
 
     ec2 = aws.client(inv.aws, profile)
     live = {g.name: g for g in aws.fetch(ec2, inv.aws.security_groups)}
+    names = {g.id: g.name for g in live.values()}  # a referenced group by its inventory name
     for n in attached:
-        out[n.name] = tuple(SgRule(name, r.key.protocol, r.key.from_port, r.key.to_port, r.key.peer)
+        out[n.name] = tuple(sg_rule(inv, name, r.key.protocol, r.key.from_port, r.key.to_port, r.key.peer, names)
                             for name in n.security_groups if name in live
                             for r in live[name].rules if not r.key.egress)
     out.source = "aws"

@@ -96,7 +96,7 @@ def _migration_findings(inv: Any) -> list[Any]:
 def _dns_file_findings(inv: Any) -> list[Any]:
     """TSIG key and credentials files, read offline: unusable ones are bad input (exit 2,
     file:line of the field that names them), missing ones a warning."""
-    if inv.dns is None or not any(z.tsig_key_file or z.credentials_file for z in inv.dns.zones):
+    if inv.dns is None or not any(z.settings.local_files for z in inv.dns.zones):
         return []
     from provision.dns.offline import problems
     from provision.exposure import Finding
@@ -130,8 +130,8 @@ def _location(inv: object, field: str) -> str:
 @click.command("schema")
 def schema_cmd() -> None:
     """Print the inventory's JSON Schema (for yaml-language-server and editors)."""
-    from provision.inventory.schema import InventoryDoc
+    from provision.inventory.schema import json_schema
 
-    schema = InventoryDoc.model_json_schema(by_alias=True)
+    schema = json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     emit_json(schema)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -44,13 +45,17 @@ def _common(f: Any) -> Any:
     f = click.option("--playbook", "playbook_name", default="bootstrap-gpu-server",
                      show_default=True, metavar="NAME",
                      help="a shipped playbook name or a path to a playbook .yml")(f)
+    f = click.option("--tasks", "task_paths", multiple=True, metavar="PATH",
+                     help="also allow the playbook's Python tasks to be imported from this "
+                          "file or directory (outside the inventory's directory); repeatable")(f)
     f = json_option(f)
     f = inventory_option(f)
     return click.argument("hosts", nargs=-1)(f)
 
 
 def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
-           shard_text: str | None = None) -> tuple[Any, Any, Any]:
+           shard_text: str | None = None, task_paths: tuple[str, ...] = (),
+           as_json: bool = False) -> tuple[Any, Any, Any]:
     from provision.playbook import load as load_playbook
     from provision.shard import parse_shard, split
 
@@ -58,6 +63,7 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
 
     inv = load(inventory_path)
     pb = load_playbook(playbook_name)  # PlaybookError: exit 2
+    pb = _load_tasks(pb, inventory_path, task_paths, as_json)
     try:
         selected = pb.select(inv, hosts)
     except KeyError as e:
@@ -73,6 +79,27 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
             echo(f"shard {shard}: bastions are global, left to their own run "
                  f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
     return inv, pb, tuple(selected)
+
+
+IMPORTED: list[Any] = []  # the task files this command imported (--json: tasks_imported)
+
+
+def _load_tasks(pb: Any, inventory_path: str | None, task_paths: tuple[str, ...],
+                as_json: bool) -> Any:
+    """Import the playbook's Python tasks (only plan and apply do), saying which files."""
+    IMPORTED.clear()
+    if not pb.tasks:
+        return pb
+    from provision.hosts import pytasks
+    from provision.inventory import default_inventory_path
+
+    root = pytasks.root_of(inventory_path or default_inventory_path())
+    code, imported = pytasks.load(pb.tasks, root, [Path(t) for t in task_paths])
+    IMPORTED[:] = imported
+    if not as_json:
+        for i in imported:
+            echo(f"imported task code: {i.path} (sha256 {i.sha256[:16]})", err=True)
+    return pb.with_code(code)
 
 
 def _prepare_all(inv: Any, pb: Any, selected: Any, forks: int, accept_new: bool,
@@ -202,7 +229,10 @@ def sections(runs: list[Any]) -> list[Any]:
 
     return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
                     error=r.error if r.status in ("failed", "unreachable") else "",
-                    status=r.status if r.status in ("failed", "unreachable") else "")
+                    status=r.status if r.status in ("failed", "unreachable") else "",
+                    # a guarded step that will not run says why (its guard is the reason)
+                    notes=tuple(f"[{d.step}] skipped: {d.why}"
+                                for d in r.decisions if not d.run))
             for r in runs]
 
 
@@ -237,6 +267,7 @@ def _json(runs: list[Any], command: str, pb: Any, shard: str | None, memory: Any
         counts[r.status] = counts.get(r.status, 0) + 1
     emit_json({"command": command, "playbook": pb.name, "summary": counts, "shard": shard,
                "control": memory.finish().to_json(),
+               "tasks_imported": [i.to_json() for i in IMPORTED],
                "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
@@ -251,13 +282,14 @@ def _failed(runs: list[Any]) -> bool:
 @click.option("--detailed-exitcode", is_flag=True,
               help="exit 3 when changes are pending (0 none, 1 a host failed)")
 def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-             playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-             detailed_exitcode: bool) -> None:
+             playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
+             forks: int | None, accept_new: bool, detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
     from provision.hosts.converge import Memory, machine_forks
     from provision.ssh.connect import Gateways
 
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths,
+                               as_json)
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
     with Gateways() as gateways:
@@ -285,18 +317,26 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
               help="wait this long for another run's lock on a host (and for a rollback "
                    "armed there) before that host fails")
 def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
-              playbook_name: str, shard_text: str | None, forks: int | None, accept_new: bool,
-              yes: bool, confirm_timeout: int | None, lock_timeout: int) -> None:
+              playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
+              forks: int | None, accept_new: bool, yes: bool, confirm_timeout: int | None,
+              lock_timeout: int) -> None:
     """Converge HOSTS (all, NAME, role:NAME; default: the playbook's) and print a recap."""
     from provision.hosts.confirm import execute_guarded
-    from provision.hosts.converge import Memory, close, in_parallel, machine_forks
+    from provision.hosts.converge import (
+        Memory,
+        close,
+        execute_in_order,
+        in_parallel,
+        machine_forks,
+    )
     from provision.playbook import waves
     from provision.ssh.connect import Gateways
 
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision plan`, then run apply with --yes")
-    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text)
+    inv, pb, selected = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths,
+                               as_json)
     forks = forks or machine_forks()
     memory = Memory.now(len(selected), forks)
     timeout = confirm_timeout or inv.confirm_timeout
@@ -316,7 +356,8 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                 raise Exit(EXIT_FAILED)
             if pending:
                 def execute(run: Any) -> Any:
-                    return execute_guarded(inv, run, accept_new, timeout)
+                    return execute_in_order(  # Python tasks first, in the playbook's order
+                        run, lambda r: execute_guarded(inv, r, accept_new, timeout))
 
                 done: dict[str, Any] = {}
                 for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts

@@ -8,8 +8,8 @@ disagrees, for `check`), 2 bad input, 3 `plan --detailed-exitcode` with changes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -18,52 +18,64 @@ from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageEr
 from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
+if TYPE_CHECKING:  # the modules behind them load only when a dns command runs
+    from provision.dns.migrate.guard import Review
+    from provision.dns.propagation import Verdict
+    from provision.dns.records import RecordChange, RRset
+    from provision.dns.sync import ZoneRun
+    from provision.inventory.model import Inventory, Zone
+
+F = TypeVar("F", bound=Callable[..., object])
+
 
 @click.group("dns")
 def dns_group() -> None:
-    """DNS records as code (route53, clouddns, rfc2136) and propagation checks."""
+    """DNS records as code (every provider in provision.dns.providers) and propagation
+    checks."""
 
 
-def _zone_option(f: Any) -> Any:
+def _zone_option(f: F) -> F:
     return click.option("--zone", "zones", multiple=True, metavar="ZONE",
                         help="only this zone (repeatable; default: every zone)")(f)
 
 
 # --- plan / apply -------------------------------------------------------------------
 
-def _allow_revert_option(f: Any) -> Any:
+def _allow_revert_option(f: F) -> F:
     return click.option(
         "--allow-revert", "allow_revert", multiple=True, metavar="NAME",
         help="put NAME back to a value a finished migration moved it away from (its closed "
              "record goes; repeatable)")(f)
 
 
-def _no_migrate_option(f: Any) -> Any:
+def _no_migrate_option(f: F) -> F:
     return click.option("--no-migrate", is_flag=True,
                         help="apply value changes of records whose TTL is above the zone's "
                              "cutover_above_ttl as plain changes (caches may keep the old "
                              "value for that TTL) instead of leaving them to `dns migrate run`")(f)
 
 
-def _subject(rr: Any, zone: str) -> str:
+def _subject(rr: RRset, zone: str) -> str:
     from provision.dns.records import relative
 
     return f"{relative(rr.name, zone)} {rr.type}"
 
 
-def _change(c: Any, zone: str, markers: set[str]) -> Change:
+def _change(c: RecordChange, zone: str, markers: set[str]) -> Change:
     from provision.dns.records import marker_name
 
     rr = c.new or c.old
+    assert rr is not None  # a change has an old or a new RRset, or both
     detail: list[str] = []
     op: Op
-    if c.op == "create":
+    if c.new is not None and c.old is None:
         subject = f"{_subject(rr, zone)} {', '.join(rr.values)} (ttl {rr.ttl})"
         op = "+"
-    elif c.op == "delete":
+    elif c.new is None and c.old is not None:
         subject = f"{_subject(rr, zone)} {c.old.describe()}"
         op = "-"
     else:
+        assert c.old is not None and c.new is not None
         subject = _subject(rr, zone)
         op = "~"
         if c.old.alias is not None:
@@ -79,31 +91,42 @@ def _change(c: Any, zone: str, markers: set[str]) -> Change:
     return Change(op, subject, tuple(detail), kind="rrset")
 
 
-def zone_endpoint(zone: Any, inv: Any) -> str | None:
+def zone_endpoint(zone: Zone, inv: Inventory | None) -> str | None:
     """The API endpoint credentials for `zone` go to, when it is not the provider's own."""
     from provision.dns.endpoint import is_own
+    from provision.dns.providers import capabilities
 
-    url = zone.endpoint
-    if url is None and zone.provider == "route53" and inv is not None and inv.aws is not None:
-        url = inv.aws.endpoint_url
-    if url is None or zone.provider == "rfc2136" or is_own(url, zone.provider):
+    aws = inv.aws.endpoint_url if inv is not None and inv.aws is not None else None
+    url = zone.settings.credentials_url(aws)
+    if url is None or is_own(url, capabilities(zone.provider).own_api_hosts):
         return None
     return str(url)
 
 
-def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section]:
+def _zone_title(zone: Zone, inv: Inventory | None) -> str:
+    from provision.dns.providers import capabilities
+
+    url = zone_endpoint(zone, inv)
+    if not url:
+        return f"zone {zone.name} ({zone.provider})"
+    if not capabilities(zone.provider).own_api_hosts:  # a server the operator runs
+        return f"zone {zone.name} ({zone.provider} at {url})"
+    # a reviewer sees where the credentials go
+    return f"zone {zone.name} ({zone.provider} at {url}: not {zone.provider}'s own endpoint)"
+
+
+def _sections(runs: Sequence[ZoneRun], force: bool,
+              inv: Inventory | None = None) -> list[Section]:
     from provision.dns.records import marker_changes
 
     out = []
     for run in runs:
-        name = f"zone {run.zone.name} ({run.zone.provider})"
-        url = zone_endpoint(run.zone, inv)
-        if url:  # a reviewer sees where the credentials go
-            name = f"zone {run.zone.name} ({run.zone.provider} at {url}: not {run.zone.provider}'s own endpoint)"
+        name = _zone_title(run.zone, inv)
         if run.error:
             out.append(Section(name, error=run.error, status="failed"))
             continue
         plan = run.plan
+        assert plan is not None  # a run without an error has its plan
         if plan.refused:
             out.append(Section(name, error="; ".join(plan.errors), status="refused"))
             continue
@@ -122,13 +145,14 @@ def _sections(runs: Sequence[Any], force: bool, inv: Any = None) -> list[Section
     return out
 
 
-def _held(run: Any) -> list[Change]:
+def _held(run: ZoneRun) -> list[Change]:
     """What the migration guard took out of the plan (cutovers, refused reverts) and the
     closed migrations' records that apply deletes: shown as changes, so that a plan with
     them is never "no changes"."""
     from provision.dns.records import relative
 
     out: list[Change] = []
+    assert run.plan is not None
     rv, zone = run.review, run.plan.zone
     if rv is None:
         return out
@@ -153,13 +177,13 @@ def _held(run: Any) -> list[Change]:
     return out
 
 
-def _held_keys(rv: Any) -> set[tuple[str, str]]:
+def _held_keys(rv: Review) -> set[tuple[str, str]]:
     keys = {(c.name, c.type) for c in rv.cutovers} | set(rv.bad)
     keys |= {(c.name, c.old_type) for c in rv.cutovers if c.old_type}
     return keys | {k for k, why in rv.hold.items() if any(why.endswith(m) for m in rv.reverts)}
 
 
-def _refuse_reverts(runs: Sequence[Any]) -> None:
+def _refuse_reverts(runs: Sequence[ZoneRun]) -> None:
     """Exit 2 when a plan would set a record back to the values a finished migration moved
     it away from (after the plan was shown; --allow-revert NAME takes it out of `reverts`)."""
     reverts = [m for r in runs if r.review is not None for m in r.review.reverts]
@@ -167,7 +191,7 @@ def _refuse_reverts(runs: Sequence[Any]) -> None:
         raise UsageError("; ".join(reverts))
 
 
-def _refuse_bad_markers(runs: Sequence[Any]) -> None:
+def _refuse_bad_markers(runs: Sequence[ZoneRun]) -> None:
     """Exit 2 when a zone holds markers provision cannot read (bad input from the zone):
     the records they cover were left alone, so the zone is not what the inventory says."""
     errors = [f"zone {r.zone.name}: {e}" for r in runs if r.review is not None
@@ -176,7 +200,7 @@ def _refuse_bad_markers(runs: Sequence[Any]) -> None:
         raise UsageError("; ".join(errors))
 
 
-def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Any, list[Any]]:
+def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Inventory, list[Zone]]:
     from provision.dns.sync import select_zones
 
     inv = load(inventory_path)
@@ -217,7 +241,7 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
     raise Exit(exit_status(sections, detailed_exitcode))
 
 
-def _run_json(run: Any, inv: Any = None) -> dict[str, Any]:
+def _run_json(run: ZoneRun, inv: Inventory | None = None) -> dict[str, object]:
     rv = run.review
     return {"zone": run.zone.name, "provider": run.zone.provider, "error": run.error or None,
             "endpoint": zone_endpoint(run.zone, inv),
@@ -291,7 +315,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
-def _print_applied(run: Any) -> None:
+def _print_applied(run: ZoneRun) -> None:
     from rich.text import Text
 
     from provision.text import printable
@@ -302,9 +326,11 @@ def _print_applied(run: Any) -> None:
     if run.error:
         out.print(Text(printable(f"{run.zone.name}: apply failed: {run.error}"), style="bold red"))
         return
+    assert run.plan is not None
     n = len(run.plan.changes)
-    how = ("served by every authoritative server" if run.zone.provider == "rfc2136"
-           else "in sync at the provider")
+    from provision.dns.providers import capabilities
+
+    how = capabilities(run.zone.provider).served()
     again = " (after re-reading the changed zone once)" if run.replanned else ""
     out.print(Text(f"{run.zone.name}: applied {n} change{'s' if n != 1 else ''}{again}, {how} "
                    f"in {run.apply_seconds:.2f} s", style="bold green"))
@@ -345,22 +371,18 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)
     expected = want.values if want is not None else None
+    resolvers = inv.dns.resolvers if inv.dns else ()
     try:
-        from provision.dns.provider_for import provider_for
+        from provision.dns.providers import provider_for
 
-        servers = provider_for(zone, inv).nameservers()
+        provider = provider_for(zone, inv)
+        targets, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
+                                                      resolvers)
     except ProviderError as e:
         raise OperationError(e.message) from None
-    targets = []
-    resolvers = inv.dns.resolvers if inv.dns else ()
-    for label, addr in servers:
-        if addr is None:
-            addr = prop.resolve_address(label, resolvers)
-        if addr is None:
-            raise OperationError(f"cannot find an address for nameserver {label} "
-                                 "(list a resolver under dns.resolvers)")
-        port = zone.port if zone.provider == "rfc2136" and addr == zone.server else 53
-        targets.append(prop.Target(label, addr, "authoritative", port))
+    if unknown:
+        raise OperationError(f"cannot find an address for nameserver {unknown[0]} "
+                             "(list a resolver under dns.resolvers)")
     targets += [prop.Target(r, r, "resolver") for r in resolvers]
     verdict = prop.assess(fq, rtype, prop.probe(targets, fq, rtype), expected)
     if as_json:
@@ -377,7 +399,7 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
 
 
 
-def _print_check(v: Any) -> None:
+def _print_check(v: Verdict) -> None:
     from rich.table import Table
     from rich.text import Text
 

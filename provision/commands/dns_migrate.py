@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +19,13 @@ from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
 from provision.text import printable
 
 from .common import echo, emit_json, inventory_option, json_option, load
+
+if TYPE_CHECKING:  # the migration modules load only when a migrate command runs
+    from provision.dns.migrate.health import Check
+    from provision.dns.migrate.journal import Journal
+    from provision.dns.migrate.run import Ctx
+
+F = TypeVar("F", bound=Callable[..., object])
 
 
 @click.group("migrate")
@@ -34,7 +41,7 @@ def _say(as_json: bool) -> Callable[[str], None]:
     return say
 
 
-def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 300.0) -> Any:
+def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 300.0) -> Ctx:
     from provision.dns.migrate import run as R
     from provision.dns.migrate.store import JournalStore
 
@@ -45,7 +52,7 @@ def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 
     return R.Ctx(inv, zone, fq, JournalStore(), say=_say(as_json), timeout=timeout)
 
 
-def _journal_json(j: Any) -> dict[str, Any] | None:
+def _journal_json(j: Journal | None) -> dict[str, Any] | None:
     if j is None:
         return None
     d = asdict(j)
@@ -53,23 +60,23 @@ def _journal_json(j: Any) -> dict[str, Any] | None:
     return d
 
 
-def _name_arg(f: Any) -> Any:
+def _name_arg(f: F) -> F:
     return click.argument("name")(f)
 
 
-def _timeout_option(f: Any) -> Any:
+def _timeout_option(f: F) -> F:
     return click.option("--timeout", type=click.FloatRange(1, 3600), default=300.0,
                         show_default=True, metavar="SECONDS",
                         help="how long to wait for a change to be served")(f)
 
 
-def _health_option(f: Any) -> Any:
+def _health_option(f: F) -> F:
     return click.option("--health", "health", multiple=True, metavar="tcp:PORT|URL",
                         help="check every new value first: tcp:PORT (connect) or "
                              "http://HOST:PORT/PATH (GET sent to each new value, 2xx); repeatable")(f)
 
 
-def _checks(specs: tuple[str, ...]) -> list[Any]:
+def _checks(specs: tuple[str, ...]) -> list[Check]:
     from provision.dns.migrate.health import parse
 
     try:

@@ -1,8 +1,9 @@
 """`provision sg plan|apply`: AWS security groups reconciled with the inventory.
 
-CLI only: load the inventory, call the boto3 shell (`provision.cloud.aws`, imported
-lazily) and the pure reconcile (`provision.cloud.rules`), print through the shared plan
-output. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
+CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`,
+imported lazily), build the pure plan (`provision.cloud.plan`: rules, attachments,
+deletions), print through the shared plan output. Apply order: create groups, reconcile
+rules (revoke before authorize), set each instance's groups, delete dropped groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
 inventory or usage, 3 `plan --detailed-exitcode` found changes.
 """
 
@@ -20,6 +21,7 @@ from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Section, exit_status, print_plan, to_json
 
 if TYPE_CHECKING:
+    from provision.cloud.plan import SgPlan
     from provision.cloud.rules import GroupPlan
     from provision.inventory.model import Inventory
 
@@ -41,21 +43,32 @@ def _inventory(path: str | None) -> Inventory:
     return inv
 
 
-def _plan(inv: Inventory, ec2: Any) -> list[GroupPlan]:
+def _plan(inv: Inventory, ec2: Any) -> SgPlan:
+    """Read what the plan needs (a fixed number of describe calls per page) and build it."""
     from provision.cloud import aws as shell
-    from provision.cloud.rules import plan_groups
+    from provision.cloud.attach import machines
+    from provision.cloud.plan import Live, build, vpcs
 
     assert inv.aws is not None
-    return plan_groups(inv, shell.fetch(ec2, inv.aws.security_groups))
+    in_vpcs = vpcs(inv)
+    missing = shell.vpcs_missing(ec2, in_vpcs)
+    groups = tuple(shell.fetch(ec2, inv.aws.security_groups, [v for v in in_vpcs if v not in missing]))
+    instances = tuple(shell.fetch_instances(ec2, machines(inv)))
+    first = build(inv, Live(groups, instances, tuple(missing)))
+    if not first.deletions:
+        return first
+    interfaces, referencing = shell.fetch_holders(ec2, [d.group.id for d in first.deletions])
+    return build(inv, Live(groups, instances, tuple(missing), tuple(interfaces), tuple(referencing)))
 
 
-def sections(plans: Sequence[GroupPlan], inv: Inventory) -> list[Section]:
+def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]:
     """The plan as shared plan-output sections (pure)."""
+    from provision.cloud.attach import group_text
     from provision.cloud.rules import operator_path, rule_text
 
-    names = {p.group_id: p.name for p in plans if p.group_id}
+    names = plan.names
     out = []
-    for p in plans:
+    for p in plan.groups:
         title = f"security group {p.name}" + (f" ({p.group_id})" if p.group_id else f" (new, {p.vpc})")
         if p.error:
             out.append(Section(title, error=p.error, status="failed"))
@@ -79,6 +92,28 @@ def sections(plans: Sequence[GroupPlan], inv: Inventory) -> list[Section]:
             notes.append(f"removes the operator's SSH path from {', '.join(p.lost_operator_cidrs)} "
                          f"({why}): sg apply refuses this without --force")
         out.append(Section(title, tuple(changes), notes=tuple(notes)))
+    for a in plan.attachments:
+        title = f"instance of {a.machine}" + (f" ({a.instance}, {a.eni})" if a.instance else "")
+        if a.error:
+            out.append(Section(title, error=a.error, status="failed"))
+            continue
+        out.append(Section(title, tuple(
+            [Change("-", f"detach group {group_text(g, names)}", kind="attachment") for g in a.detach]
+            + [Change("+", f"attach group {group_text(g, names)}", kind="attachment") for g in a.attach])))
+    for d in plan.deletions:
+        g = d.group
+        title = f"security group {g.name} ({g.id})"
+        if d.error:
+            out.append(Section(title, error=d.error, status="failed"))
+            continue
+        out.append(Section(title, (Change(
+            "-", f"group {g.name} in {g.vpc} with its {len(g.rules)} rule(s)",
+            detail=("tagged managed-by: provision and no longer in the inventory",), kind="group"),)))
+    for e in plan.errors:
+        out.append(Section("security groups", error=e, status="failed"))
+    if plan.guard:
+        note = plan.guard + (" (--force given)" if force else ": sg apply refuses it without --force")
+        out.append(Section("change guard", notes=(note,)))
     return out
 
 
@@ -94,11 +129,12 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 
     inv = _inventory(inventory_path)
     assert inv.aws is not None
-    plans = _plan(inv, shell.client(inv.aws, profile))
-    secs = sections(plans, inv)
+    plan = _plan(inv, shell.client(inv.aws, profile))
+    secs = sections(plan, inv)
     if as_json:
         data = to_json(secs)
-        data["lockout"] = {p.name: list(p.lost_operator_cidrs) for p in plans if p.lost_operator_cidrs}
+        data["lockout"] = {p.name: list(p.lost_operator_cidrs) for p in plan.groups if p.lost_operator_cidrs}
+        data["guard"] = plan.guard
         emit_json(data)
     else:
         print_plan(secs, title=f"security groups in {inv.aws.region}")
@@ -110,43 +146,113 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @sg_group.command("apply")
 @inventory_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
-@click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path")
+@click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path, "
+              "deleting groups, and revoking more than 30 %% of the managed rules")
+@click.option("--no-confirm", is_flag=True, help="do not check that a new SSH connection still gets "
+              "through after a change that touches SSH (and so never revert it)")
 @_profile_option
-def apply_cmd(inventory_path: str | None, yes: bool, force: bool, profile: str | None) -> None:
-    """Revoke, authorize and re-describe rules until AWS matches the inventory."""
+def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bool, profile: str | None) -> None:
+    """Create groups, reconcile rules, attach groups to instances, delete dropped groups."""
     from provision.cloud import aws as shell
 
     inv = _inventory(inventory_path)
     assert inv.aws is not None
     ec2 = shell.client(inv.aws, profile)
-    plans = _plan(inv, ec2)
-    secs = sections(plans, inv)
+    plan = _plan(inv, ec2)
+    secs = sections(plan, inv, force)
     print_plan(secs, title=f"security groups in {inv.aws.region}")
-    if any(s.failed for s in secs):
+    if plan.failed:
         raise Exit(EXIT_FAILED)
-    if not any(p.has_changes for p in plans):
+    if not plan.has_changes:
         return
-    _refuse_lockout(plans, force)
+    _refuse(plan, force)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal: pass --yes to apply")
         if not click.confirm("Apply these changes?", default=False):
             raise OperationError("not applied")
-    creating = [p for p in plans if p.create]
+    creating = [p for p in plan.groups if p.create]
     if creating:
-        shell.check_vpcs(ec2, sorted({p.vpc for p in creating if p.vpc}))
         for name, gid in shell.create_groups(ec2, creating).items():
             echo(f"{name}: created {gid}")  # the group id is AWS's answer
-        plans = _plan(inv, ec2)  # group ids now known: references resolve
-        _refuse_lockout(plans, force)
-    failed = [p for p in plans if p.error or p.create]
-    if failed:
-        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed))
-    for p in plans:
+        plan = _plan(inv, ec2)  # group ids now known: references and attachments resolve
+        _refuse(plan, force)
+    failed = [p for p in plan.groups if p.error or p.create]
+    if failed or plan.failed:
+        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed)
+                             or "the plan changed while applying; run sg plan again")
+    for p in plan.groups:
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
                 echo(line)
+    for a in plan.attachments:
+        if a.has_changes:
+            echo(shell.attach(ec2, a))
+    _confirm_ssh(inv, ec2, plan, no_confirm)
+    for d in plan.deletions:
+        echo(shell.delete(ec2, d.group))
     echo("Applied.")
+
+
+# what a new login runs: the answer `provision.hosts.confirm.confirm` counts as "got through"
+_CONFIRM_SCRIPT = "printf '@commit\\tsg\\n@confirmed\\n'"
+
+
+def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool) -> None:
+    """After a change that touches SSH admission: a new SSH connection through the jump
+    chain (host keys checked) to each touched machine within the window, or the change
+    that touched it is reverted. The commit-confirmed hosts' own confirmation loop."""
+    import time
+
+    from provision.cloud import aws as shell
+    from provision.cloud.admission import revert_attachment, revert_group, touched
+
+    hit = touched(inv, plan.groups, plan.attachments)
+    if not hit:
+        return
+    if skip:
+        echo(f"SSH not confirmed (--no-confirm) for {', '.join(t.machine for t in hit)}")
+        return
+    from provision.hosts.confirm import confirm
+    from provision.hosts.converge import HostRun
+
+    window = inv.confirm_timeout
+    failed = []
+    for t in hit:
+        conf = confirm(inv, HostRun(inv.node(t.machine)), False, _CONFIRM_SCRIPT, 1,
+                       time.monotonic() + window)
+        if conf.answers == [True]:
+            echo(f"{t.machine}: a new SSH connection gets through after the change ({conf.seconds:.1f} s)")
+        else:
+            echo(f"{t.machine}: no new SSH connection within {window} s ({conf.cause}); reverting "
+                 f"{t.why}")
+            failed.append(t)
+    if not failed:
+        return
+    names = {g for t in failed for g in t.groups}
+    before = {g.id: g for g in plan.before}
+    ids = {p.group_id: p.name for p in plan.groups if p.name in names and p.group_id in before}
+    assert inv.aws is not None
+    now = shell.fetch(ec2, [g for g in inv.aws.security_groups if g.name in ids.values()])
+    reverted: list[str] = []
+    for g in now:
+        if g.id in ids:
+            reverted += shell.execute(ec2, revert_group(before[g.id], g))
+    for a in plan.attachments:
+        if a.has_changes and a.machine in {t.machine for t in failed}:
+            reverted.append(shell.attach(ec2, revert_attachment(a)))
+    for line in reverted:
+        echo(f"reverted: {line}")
+    raise OperationError(
+        f"SSH to {', '.join(t.machine for t in failed)} did not get through within {window} s "
+        "after the change: reverted what touched it"
+        + ("; the dropped groups were not deleted" if plan.deletions else ""))
+
+
+def _refuse(plan: SgPlan, force: bool) -> None:
+    _refuse_lockout(plan.groups, force)
+    if plan.guard and not force:
+        raise OperationError(f"refusing: {plan.guard}")
 
 
 def _refuse_lockout(plans: Sequence[GroupPlan], force: bool) -> None:

@@ -12,25 +12,73 @@ anonymous credentials: no token is ever sent in clear, nor fetched for it.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import Field, StrictStr, field_validator
 
 from provision.errors import UsageError
+from provision.inventory.fields import FilePath, Url
 from provision.text import printable
 
 from . import endpoint
 from .localfile import read_regular
 from .offline import service_account_problem
-from .provider import ProviderError, StaleRead
+from .provider import Capabilities, FileKind, ProviderError, ProviderSettings, StaleRead
 from .records import ChangeSet, RRset, rrset
+
+if TYPE_CHECKING:
+    from provision.inventory.model import Inventory, Zone
 
 MAX_RRSETS = 3_000_000
 SCOPES = ("https://www.googleapis.com/auth/ndev.clouddns.readwrite",)
 
 
+class Settings(ProviderSettings):
+    project: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] = Field(
+        description="the Google Cloud project id")
+    managed_zone: Annotated[StrictStr, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")] = Field(
+        description="the managed zone's name (not its DNS name)")
+    endpoint: Url | None = Field(None, description="API endpoint override (e.g. a local fake)")
+    credentials_file: FilePath | None = Field(
+        None, description="service-account JSON key (default: Application Default Credentials)")
+
+    local_files: ClassVar[Mapping[str, FileKind]] = {"credentials_file": "service-account"}
+    pattern_words: ClassVar[Mapping[str, str]] = {
+        "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
+                   "starting with a letter and not ending with '-', e.g. my-project-123",
+        "managed_zone": "a Cloud DNS managed zone name: lowercase letters, digits and '-', "
+                        "starting with a letter and not ending with '-', e.g. example-org"}
+
+    @field_validator("endpoint")
+    @classmethod
+    def _no_clear_credentials(cls, url: str | None) -> str | None:
+        return endpoint.checked(url, "the endpoint")
+
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
+        return self.endpoint
+
+
+CAPABILITIES = Capabilities(
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    conditional_write=True,     # a deletion that no longer matches answers HTTP 412
+    replan_on_stale=True, change_ids=True, authoritative=False,
+    nameservers="the managed zone's name servers (names; addresses from dns.resolvers)",
+    own_api_hosts=("dns.googleapis.com", "www.googleapis.com"))
+
+
+def make(zone: Zone, inv: Inventory) -> CloudDnsProvider:
+    s = zone.settings
+    assert isinstance(s, Settings)  # the inventory validated the zone with these settings
+    return CloudDnsProvider(zone.name, project=s.project, managed_zone=s.managed_zone,
+                            endpoint=s.endpoint, credentials_file=s.credentials_file)
+
+
 class CloudDnsProvider:
     kind = "clouddns"
-    replan_on_stale = True
+    capabilities = CAPABILITIES
+    direct = None  # Cloud DNS's servers are asked by name, port 53
 
     def __init__(self, zone: str, *, project: str, managed_zone: str, endpoint: str | None = None,
                  credentials_file: str | None = None, poll_interval: float = 0.2):

@@ -13,12 +13,6 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-_OWN = {
-    "route53": ("route53.amazonaws.com", ".amazonaws.com", ".amazonaws.com.cn"),
-    "clouddns": ("dns.googleapis.com", "www.googleapis.com"),
-    "google-token": ("oauth2.googleapis.com", "accounts.google.com"),
-}
-
 
 def is_loopback(host: str) -> bool:
     h = host.strip("[]").lower()
@@ -51,13 +45,22 @@ def problem(url: str, what: str) -> str:
     return f"{what} {url}: the scheme must be https:// (or http:// to a loopback address)"
 
 
-def is_own(url: str, provider: str) -> bool:
-    """`url` is the provider's own public API (not worth a line in the plan header)."""
+def checked(url: str | None, what: str) -> str | None:
+    """`url` when credentials may be sent to it (a pydantic validator: ValueError saying
+    why not)."""
+    why = problem(url, what) if url is not None else ""
+    if why:
+        raise ValueError(why)
+    return url
+
+
+def is_own(url: str, own_hosts: tuple[str, ...]) -> bool:
+    """`url` is a provider's own public API, one of `own_hosts` (a leading '.' is a
+    suffix): not worth a line in the plan's header."""
     try:
         u = urlsplit(url)
     except ValueError:
         return False
     host = (u.hostname or "").lower()
-    own = _OWN.get(provider, ())
     return u.scheme == "https" and any(host == o or (o.startswith(".") and host.endswith(o))
-                                       for o in own)
+                                       for o in own_hosts)

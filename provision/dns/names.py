@@ -130,6 +130,23 @@ def unmarker_label(name: str) -> str:
     return ".".join(labels)
 
 
+def marker_owner(label: str, name: str) -> str:
+    """Where a marker of record `name` lives, `<label>.<name>` (`label`: one of
+    provision's reserved first labels): a wildcard's '*' must stay the leftmost label,
+    so it is spelled as the reserved wildcard label."""
+    return f"{label}.{marker_label(name)}"
+
+
+def split_marker(owner: str) -> tuple[str, str] | None:
+    """(first label, the record name it covers) of a marker's owner name
+    ``<label>.<name>``; None when `owner` has no room for a record name after its label.
+    The one reading of every marker name (ownership, migration, closed migration)."""
+    first, _, rest = owner.partition(".")
+    if rest.count(".") < 1:
+        return None
+    return first, unmarker_label(rest)
+
+
 def file_stem(fqdn: str) -> str:
     """The journal/lock file stem of the record `fqdn` (a checked name: lowercase letters,
     digits, '_', '-', '.', a leading '*'): injective on such names because no checked

@@ -1,4 +1,4 @@
-"""`provision check` for the DNS providers' local files: TSIG keys and credentials.
+"""`provision check` for the DNS providers' local files: TSIG keys, credentials, API keys.
 
 I/O: reads the files the inventory names on the operator's machine (nothing over the
 network). A file that is there but unusable (an algorithm typo, a broken secret, a
@@ -9,6 +9,7 @@ this machine is only a warning (`check` also runs where the keys are not, e.g. i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from provision.inventory.model import Inventory
@@ -16,6 +17,7 @@ from provision.text import printable
 
 from . import endpoint, tsig
 from .localfile import read_regular
+from .provider import FileKind
 
 
 @dataclass(frozen=True)
@@ -27,12 +29,13 @@ class FileProblem:
 
 
 def problems(inv: Inventory) -> list[FileProblem]:
+    """Every file a zone's provider settings name (`ProviderSettings.local_files`), read."""
     out: list[FileProblem] = []
     for z in inv.dns.zones if inv.dns else ():
-        if z.tsig_key_file:
-            out += _tsig(f"dns.zones.{z.name}.tsig_key_file", z.tsig_key_file)
-        if z.credentials_file:
-            out += _credentials(f"dns.zones.{z.name}.credentials_file", z.credentials_file)
+        for fieldname, kind in z.settings.local_files.items():
+            path = getattr(z.settings, fieldname)
+            if isinstance(path, str):
+                out += _CHECKS[kind](f"dns.zones.{z.name}.{fieldname}", path)
     return out
 
 
@@ -70,6 +73,35 @@ def _credentials(field: str, path: str) -> list[FileProblem]:
         return [FileProblem(field, path, f"{path}: not a JSON service-account key", False)]
     why = service_account_problem(info, path)
     return [FileProblem(field, path, why, False)] if why else []
+
+
+def _secret(field: str, path: str) -> list[FileProblem]:
+    data, found = _read(field, path, "key file", MAX_SECRET)
+    if data is None:
+        return found
+    why = secret_problem(data, path)
+    return [FileProblem(field, path, why, False)] if why else []
+
+
+MAX_SECRET = 4096
+
+
+def secret_problem(data: bytes, path: str) -> str:
+    """Why `data` (an API key file's bytes) is not one key on one line, or "". Pure:
+    shared by `check` and the provider that sends it (before any request)."""
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return f"{path}: an API key is ASCII text"
+    if not text:
+        return f"{path}: the file is empty (it should hold the API key)"
+    if any(not c.isprintable() or c.isspace() for c in text):
+        return f"{path}: an API key is one line without spaces or control characters"
+    return ""
+
+
+_CHECKS: dict[FileKind, Callable[[str, str], list[FileProblem]]] = {
+    "tsig": _tsig, "service-account": _credentials, "secret": _secret}
 
 
 # The fields google-auth needs to sign a token request; without them it fails later, as an

@@ -13,7 +13,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
+    import dns.message
+    import dns.rdata
 
 Role = Literal["authoritative", "resolver"]
 
@@ -157,7 +161,26 @@ def resolve_address(name: str, resolvers: Sequence[str]) -> str | None:
     return None
 
 
-def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
+def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
+                          direct: tuple[str, int] | None,
+                          resolvers: Sequence[str]) -> tuple[list[Target], list[str]]:
+    """The servers to verify a zone against, from a provider's `nameservers()`: a name
+    without an address is resolved through the configured resolvers (only); the server
+    the provider talks to directly (`direct`: address, port) is asked on its own port,
+    the others on 53. Returns (targets, the names no address was found for)."""
+    targets: list[Target] = []
+    unknown: list[str] = []
+    for label, addr in nameservers:
+        addr = addr or resolve_address(label, resolvers)
+        if addr is None:
+            unknown.append(label)
+            continue
+        port = direct[1] if direct is not None and addr == direct[0] else 53
+        targets.append(Target(label, addr, "authoritative", port))
+    return targets, unknown
+
+
+def parse_response(target: Target, r: dns.message.Message, name: str, rtype: str) -> Answer:
     import dns.flags
     import dns.name
     import dns.rcode
@@ -184,7 +207,7 @@ def parse_response(target: Target, r: Any, name: str, rtype: str) -> Answer:
     return Answer(target, "NODATA", aa, negative_ttl=negative)
 
 
-def _text(rtype: str, rdata: Any) -> str:
+def _text(rtype: str, rdata: dns.rdata.Rdata) -> str:
     from .records import normalise_value
 
     return normalise_value(rtype, rdata.to_text())

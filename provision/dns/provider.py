@@ -1,25 +1,41 @@
-"""The one interface every DNS provider implements, and the errors they raise.
+"""The one interface every DNS provider implements, its capabilities, and its errors.
 
-No I/O here. A provider is a thin shell over one API; a fourth provider is one module
-that implements `Provider` and one line in `provider_for.py`. The operations are the
-ones record reconciliation and TTL-lowering migrations need:
+No I/O here. A provider is one module (`route53.py`, `clouddns.py`, `rfc2136.py`, ...)
+registered by one line in `providers.py`. The module exports:
+
+* `Settings` — a `ProviderSettings` model: the zone fields only this provider has
+  (validated when the inventory is loaded, errors at file:line like every other field);
+* `CAPABILITIES` — what it can do, as data (octoDNS's `SUPPORTS` is the model);
+* `make(zone, inv)` — the `Provider` for a zone whose `settings` are its `Settings`.
+
+A `Provider` does the operations record reconciliation and TTL-lowering migrations need:
 
 * `list_rrsets()` — every RRset of the zone (one paged pass);
 * `get_rrset(name, type)` — one RRset, or None;
 * `apply(change_set)` — deletions and additions applied atomically; a deletion whose
   RRset no longer matches what was read (someone changed it) raises `StaleRead`;
 * `wait(change_set, token, timeout)` — until the provider serves the change (Route53:
-  INSYNC; Cloud DNS: `done`; RFC 2136: every authoritative server answers with it);
-* `nameservers()` — the zone's authoritative servers as (name, address or None).
+  INSYNC; Cloud DNS: `done`; a server that answers itself: every authoritative server
+  answers with it);
+* `nameservers()` — the zone's authoritative servers as (name, address or None);
+* `direct` — (address, port) of the server the provider talks to when that server
+  answers DNS queries authoritatively itself (an RFC 2136 primary), else None.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
 
 from provision.errors import OperationError
 
 from .records import ChangeSet, RRset
+
+if TYPE_CHECKING:
+    from provision.inventory.model import Inventory, Zone
 
 
 class ProviderError(OperationError):
@@ -30,10 +46,56 @@ class StaleRead(ProviderError):
     """A deletion's RRset is not what was read: the zone changed between read and write."""
 
 
+# How `provision check` reads a local file a zone names (`offline.py`): a TSIG key, a
+# service-account JSON key, or a secret (an API key: one line of text).
+FileKind = Literal["tsig", "service-account", "secret"]
+
+
+class ProviderSettings(BaseModel):
+    """The fields a provider adds to its zones (a subclass per provider)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    # fields naming files on the operator's machine: `~` expanded and a relative path
+    # taken from the inventory file's directory when loaded; read by `provision check`
+    local_files: ClassVar[Mapping[str, FileKind]] = {}
+    # what a field's pattern allows, in words (the pattern stays in the JSON Schema for
+    # editors; a user reading an error should not have to read a regular expression)
+    pattern_words: ClassVar[Mapping[str, str]] = {}
+
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
+        """The API URL credentials are sent to, when the inventory names one (None: the
+        provider's own, or no HTTP API). `aws_endpoint_url`: the inventory's aws section."""
+        return None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider can do, as data: the rest of provision asks these, never its name."""
+
+    record_types: frozenset[str]    # the types it can write (provision manages A, AAAA, CNAME + TXT markers)
+    root_ns: bool                   # may change the apex NS set (octoDNS SUPPORTS_ROOT_NS); no provider does
+    conditional_write: bool         # the write itself refuses a stale read (prerequisites, If-Match)
+    replan_on_stale: bool           # after StaleRead, re-read and re-plan once (Cloud DNS 412)
+    change_ids: bool                # apply returns an id whose progress the provider reports
+                                    # (wait follows it); else wait asks the servers themselves
+    authoritative: bool             # the server it talks to answers DNS authoritatively itself
+    nameservers: str                # how the servers to verify against are found, in words
+    own_api_hosts: tuple[str, ...] = ()  # its public API's hosts ('.x' a suffix): not named in plans
+
+    def served(self) -> str:
+        """What a finished apply means, for the user."""
+        return ("in sync at the provider" if self.change_ids
+                else "served by every authoritative server")
+
+
 class Provider(Protocol):
-    kind: str                 # "route53" | "clouddns" | "rfc2136"
+    kind: str                 # the registry name ("route53", ...), for messages
     zone: str                 # absolute zone name
-    replan_on_stale: bool     # re-read and re-plan once after StaleRead (Cloud DNS 412)
+    capabilities: Capabilities
+
+    @property
+    def direct(self) -> tuple[str, int] | None: ...
 
     def list_rrsets(self) -> list[RRset]: ...
 
@@ -44,3 +106,12 @@ class Provider(Protocol):
     def wait(self, changes: ChangeSet, token: str, timeout: float) -> None: ...
 
     def nameservers(self) -> list[tuple[str, str | None]]: ...
+
+
+class ProviderModule(Protocol):
+    """What a provider module exports (checked by `providers.load`)."""
+
+    Settings: type[ProviderSettings]
+    CAPABILITIES: Capabilities
+
+    def make(self, zone: Zone, inv: Inventory) -> Provider: ...

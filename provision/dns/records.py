@@ -28,7 +28,7 @@ from typing import Literal
 
 from provision.inventory.model import Zone
 
-from .names import canonical, marker_label, problem, reserved, unmarker_label
+from .names import canonical, marker_owner, problem, reserved, split_marker
 from .rdata import values_problem
 
 MANAGED_TYPES = ("A", "AAAA", "CNAME")
@@ -131,15 +131,13 @@ def marker_name(name: str, zone: str) -> str:
     """Where the ownership marker of `name` lives: ``_provision.<name>`` (a wildcard's
     ``*`` label becomes ``_wildcard``: a wildcard must stay the leftmost label; no
     record name may start with that label, so the spelling is injective)."""
-    return f"{MARKER_LABEL}.{marker_label(name)}"
+    return marker_owner(MARKER_LABEL, name)
 
 
 def marked_name(marker: str) -> str | None:
     """The record name a marker RRset covers, or None if `marker` is not a marker name."""
-    labels = marker.split(".")
-    if len(labels) < 3 or labels[0] != MARKER_LABEL:
-        return None
-    return unmarker_label(".".join(labels[1:]))
+    parts = split_marker(marker)
+    return parts[1] if parts is not None and parts[0] == MARKER_LABEL else None
 
 
 def owned_types(marker: RRset) -> set[str]:
@@ -352,13 +350,8 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
 def _migrating(name: str) -> str | None:
     """The record name an open migration's marker (``_provision-migration.<name>``, see
     provision.dns.migrate.marker) covers, or None."""
-    labels = name.split(".")
-    if len(labels) < 3 or labels[0] != MIGRATION_LABEL:
-        return None
-    rest = labels[1:]
-    if rest[0] == "_wildcard":
-        rest[0] = "*"
-    return ".".join(rest)
+    parts = split_marker(name)
+    return parts[1] if parts is not None and parts[0] == MIGRATION_LABEL else None
 
 
 def _same(old: RRset, new: RRset) -> bool:

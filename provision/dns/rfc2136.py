@@ -10,24 +10,70 @@ directly, RD off, AA required, until each serves the change.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, ClassVar
 
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.tsig
+import dns.tsigkeyring
+import dns.update
+import dns.xfr
+from pydantic import Field
+
+from provision.errors import UsageError
+from provision.inventory.fields import Address, FilePath, Port
 from provision.text import printable
 
 from . import tsig
 from .localfile import read_regular
-from .propagation import Target, wait_served
-from .provider import ProviderError, StaleRead
+from .propagation import authoritative_targets, wait_served
+from .provider import Capabilities, FileKind, ProviderError, ProviderSettings, StaleRead
 from .records import ChangeSet, RRset, in_zone, rrset
+
+if TYPE_CHECKING:
+    from provision.inventory.model import Inventory, Zone
+
+
+class Settings(ProviderSettings):
+    server: Address = Field(description="the primary: where updates and zone transfers go")
+    port: Port = Field(53, description="the primary's DNS port")
+    tsig_key_file: FilePath = Field(
+        description="the TSIG key (a BIND key file, as tsig-keygen writes it, or "
+                    "algorithm:name:secret)")
+
+    local_files: ClassVar[Mapping[str, FileKind]] = {"tsig_key_file": "tsig"}
+
+
+CAPABILITIES = Capabilities(
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    conditional_write=True,     # UPDATE prerequisites: NXRRSET/YXRRSET otherwise
+    replan_on_stale=False, change_ids=False, authoritative=True,
+    nameservers="the zone's NS set, asked of the primary (in-zone names' addresses from "
+                "the primary, others from dns.resolvers); the primary itself when it has none")
+
+
+def make(zone: Zone, inv: Inventory) -> Rfc2136Provider:
+    s = zone.settings
+    assert isinstance(s, Settings)  # the inventory validated the zone with these settings
+    return Rfc2136Provider(zone.name, s.server, s.port, s.tsig_key_file,
+                           resolvers=inv.dns.resolvers if inv.dns else ())
 
 
 def read_tsig_key(path: str) -> tuple[str, str, str]:
     """(name, algorithm, secret) from a BIND key file (what `tsig-keygen` writes) or a
     one-line `algorithm:name:secret` (nsupdate -y). The algorithm is BIND's name
     (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise."""
-    from provision.errors import UsageError
-
     try:
         data = read_regular(Path(path).expanduser(), tsig.MAX_BYTES, "TSIG key file",
                             follow=True)
@@ -43,9 +89,6 @@ def read_tsig_key(path: str) -> tuple[str, str, str]:
 
 def _address_of(server: str) -> str:
     """dnspython talks to addresses: a server given by name is looked up once."""
-    import ipaddress
-    import socket
-
     try:
         ipaddress.ip_address(server)
         return server
@@ -59,12 +102,10 @@ def _address_of(server: str) -> str:
 
 class Rfc2136Provider:
     kind = "rfc2136"
-    replan_on_stale = False
+    capabilities = CAPABILITIES
 
     def __init__(self, zone: str, server: str, port: int, key_file: str, *,
                  resolvers: tuple[str, ...] = (), timeout: float = 5.0):
-        import dns.tsigkeyring
-
         self.zone = zone.rstrip(".").lower() + "."
         self.server = _address_of(server)
         self.port = port
@@ -77,14 +118,13 @@ class Rfc2136Provider:
         except Exception as e:
             raise ProviderError(f"{key_file}: unusable TSIG key: {e}") from None
 
+    @property
+    def direct(self) -> tuple[str, int]:
+        """The primary answers queries for the zone itself, on the port updates go to."""
+        return (self.server, self.port)
+
     # --- read -----------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
-        import dns.exception
-        import dns.query
-        import dns.rdatatype
-        import dns.tsig
-        import dns.xfr
-
         out: dict[tuple[str, str], RRset] = {}
         try:
             for msg in dns.query.xfr(self.server, self.zone, port=self.port, keyring=self.keyring,
@@ -112,12 +152,6 @@ class Rfc2136Provider:
         return sorted(out.values())
 
     def get_rrset(self, name: str, rtype: str) -> RRset | None:
-        import dns.exception
-        import dns.flags
-        import dns.message
-        import dns.query
-        import dns.rdatatype
-
         try:
             q = dns.message.make_query(name, rtype)
             q.flags &= ~dns.flags.RD
@@ -131,11 +165,9 @@ class Rfc2136Provider:
         return None
 
     # --- write ----------------------------------------------------------------------
-    def update_message(self, changes: ChangeSet) -> Any:
+    def update_message(self, changes: ChangeSet) -> dns.update.UpdateMessage:
         """The one UPDATE message of `changes`; ProviderError (nothing sent) when a name
         or value cannot be written as DNS data (dnspython's errors never escape)."""
-        import dns.exception
-
         try:
             return self._update_message(changes)
         except (dns.exception.DNSException, ValueError, TypeError) as e:
@@ -143,13 +175,7 @@ class Rfc2136Provider:
                                 f"UPDATE message ({type(e).__name__}: {printable(str(e)[:200])}); "
                                 "nothing was sent") from None
 
-    def _update_message(self, changes: ChangeSet) -> Any:
-        import dns.name
-        import dns.rdata
-        import dns.rdataclass
-        import dns.rdatatype
-        import dns.update
-
+    def _update_message(self, changes: ChangeSet) -> dns.update.UpdateMessage:
         upd = dns.update.Update(self.zone, keyring=self.keyring,
                                 keyname=dns.name.from_text(self.key_name),
                                 keyalgorithm=self.algorithm)
@@ -169,11 +195,6 @@ class Rfc2136Provider:
         return upd
 
     def apply(self, changes: ChangeSet) -> str:
-        import dns.exception
-        import dns.query
-        import dns.rcode
-        import dns.tsig
-
         upd = self.update_message(changes)
         try:
             r = dns.query.tcp(upd, self.server, port=self.port, timeout=self.timeout)
@@ -209,12 +230,6 @@ class Rfc2136Provider:
     def nameservers(self) -> list[tuple[str, str | None]]:
         """The zone's NS set as (name, IPv4 address, else IPv6, else None): addresses of
         in-zone names from the primary, others from the configured resolvers."""
-        import dns.exception
-        import dns.flags
-        import dns.message
-        import dns.query
-        import dns.rdatatype
-
         def ask(server: str, name: str, rtype: str, rd: bool) -> list[str]:
             q = dns.message.make_query(name, rtype)
             if not rd:
@@ -241,13 +256,10 @@ class Rfc2136Provider:
         return out or [(self.server, self.server)]
 
     def wait(self, changes: ChangeSet, token: str, timeout: float) -> None:
-        targets = []
-        for name, addr in self.nameservers():
-            if addr is None:
-                raise ProviderError(f"rfc2136: cannot find an address for nameserver {name} of "
-                                    f"{self.zone}; add a resolver under dns.resolvers")
-            port = self.port if addr == self.server else 53
-            targets.append(Target(name, addr, "authoritative", port))
+        targets, unknown = authoritative_targets(self.nameservers(), self.direct, self.resolvers)
+        if unknown:
+            raise ProviderError(f"rfc2136: cannot find an address for nameserver {unknown[0]} of "
+                                f"{self.zone}; add a resolver under dns.resolvers")
         added = {rr.key for rr in changes.additions}
         expect = [(rr.name, rr.type, rr.values) for rr in changes.additions]
         expect += [(rr.name, rr.type, ()) for rr in changes.deletions if rr.key not in added]

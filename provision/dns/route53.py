@@ -10,17 +10,61 @@ an alias. RRsets with a routing policy (SetIdentifier) are not managed and left 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from pydantic import Field, StrictStr, field_validator
+
+from provision.inventory.fields import Url
 from provision.text import printable
 
 from . import endpoint
 from .names import problem
-from .provider import ProviderError, StaleRead
+from .provider import Capabilities, ProviderError, ProviderSettings, StaleRead
 from .records import Alias, ChangeSet, RRset, rrset
+
+if TYPE_CHECKING:
+    from provision.inventory.model import Inventory, Zone
 
 MAX_PAGES = 10_000  # 3 million records at 300 a page: more is a server that never stops
 MAX_BATCH = 1000  # Route53's limit of changes in one ChangeResourceRecordSets call
+
+
+class Settings(ProviderSettings):
+    hosted_zone_id: Annotated[StrictStr, Field(pattern=r"^(/hostedzone/)?Z[A-Z0-9]{1,32}$")] | None = Field(
+        None, description="the hosted zone's id (default: the one public zone of that name)")
+    endpoint: Url | None = Field(
+        None, description="API endpoint override (e.g. a local moto server; default: "
+                          "aws.endpoint_url, else AWS's own)")
+
+    pattern_words: ClassVar[Mapping[str, str]] = {
+        "hosted_zone_id": "a Route53 hosted zone id: 'Z' and 1 to 32 uppercase letters or "
+                          "digits (optionally after '/hostedzone/'), e.g. Z0123456789ABC"}
+
+    @field_validator("endpoint")
+    @classmethod
+    def _no_clear_credentials(cls, url: str | None) -> str | None:
+        return endpoint.checked(url, "the endpoint")
+
+    def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
+        return self.endpoint or aws_endpoint_url
+
+
+CAPABILITIES = Capabilities(
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    conditional_write=True,     # DELETE of the exact RRset read: InvalidChangeBatch otherwise
+    replan_on_stale=False, change_ids=True, authoritative=False,
+    nameservers="the hosted zone's delegation set (names; addresses from dns.resolvers)",
+    own_api_hosts=("route53.amazonaws.com", ".amazonaws.com", ".amazonaws.com.cn"))
+
+
+def make(zone: Zone, inv: Inventory) -> Route53Provider:
+    s = zone.settings
+    assert isinstance(s, Settings)  # the inventory validated the zone with these settings
+    aws = inv.aws
+    return Route53Provider(zone.name, hosted_zone_id=s.hosted_zone_id,
+                           endpoint_url=s.credentials_url(aws.endpoint_url if aws else None),
+                           region=aws.region if aws else "us-east-1")
 
 
 def _unescape(name: str) -> str:
@@ -30,7 +74,8 @@ def _unescape(name: str) -> str:
 
 class Route53Provider:
     kind = "route53"
-    replan_on_stale = False
+    capabilities = CAPABILITIES
+    direct = None  # Route53's servers are asked by name, port 53
 
     def __init__(self, zone: str, *, hosted_zone_id: str | None = None,
                  endpoint_url: str | None = None, region: str = "us-east-1",

@@ -36,7 +36,7 @@ class ZoneRun:
 
 
 def _default_provider(zone: Zone, inv: Inventory) -> Provider:
-    from .provider_for import provider_for
+    from .providers import provider_for
 
     return provider_for(zone, inv)
 
@@ -99,7 +99,7 @@ def plan_zones(inv: Inventory, zones: Sequence[Zone],
 def apply_zone(run: ZoneRun, *, timeout: float = 120.0,
                force: bool = False, opts: Options | None = None) -> None:
     """Apply `run.plan` and wait until the provider serves it. Cloud DNS style providers
-    (`replan_on_stale`) re-read and re-plan once when the zone changed under us; the
+    (`capabilities.replan_on_stale`) re-read and re-plan once when the zone changed under us; the
     others fail with StaleRead. Raises ProviderError."""
     provider, plan = run.provider, run.plan
     assert provider is not None and plan is not None
@@ -109,7 +109,7 @@ def apply_zone(run: ZoneRun, *, timeout: float = 120.0,
     try:
         token = provider.apply(plan.change_set)
     except StaleRead:
-        if not provider.replan_on_stale:
+        if not provider.capabilities.replan_on_stale:
             raise
         actual = provider.list_rrsets()
         plan = _plan(run, actual, opts or Options(force=force))

@@ -18,6 +18,8 @@ Findings:
   service: only the host firewall stands between it and those sources.
 
 Machines that list no `security_groups` are not joined (they may not be in AWS at all).
+A rule whose source is another declared group counts as the addresses of the machines
+attached to it (`members.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from provision.inventory.model import Host, IngressRule, Inventory, SecurityGrou
 
 from . import Finding
 from .internet import covers_internet
+from .members import group_members
 
 SSH_PORT = 22
 CODE_PORTS = {8888: "Jupyter", 6006: "TensorBoard"}
@@ -54,8 +57,9 @@ def _field(g: SecurityGroup, i: int) -> str:
     return f"aws.security_groups.{g.name}.ingress[{i}]"
 
 
-def _cidrs(rule: IngressRule) -> list[str]:
-    return [s for s in rule.sources if is_cidr(s)]
+def _cidrs(rule: IngressRule, inv: Inventory) -> list[str]:
+    """The rule's CIDR sources, and for a group source the addresses of its machines."""
+    return [c for s in rule.sources for c in ((s,) if is_cidr(s) else group_members(inv, s) or ())]
 
 
 def _members(inv: Inventory, group: str) -> list[Host]:
@@ -75,10 +79,10 @@ def _open_to_internet(inv: Inventory, g: SecurityGroup) -> list[Finding]:
     watched += [(p, what, "error", "sg-code-exec-public") for p, what in sorted(code_ports.items())]
     for port, what, severity, code in watched:
         rules = [(i, r) for i, r in enumerate(g.ingress) if r.admits_tcp(port)]
-        sources = [c for _, r in rules for c in _cidrs(r)]
+        sources = [c for _, r in rules for c in _cidrs(r, inv)]
         if not rules or not covers_internet(sources):
             continue
-        first = next((i for i, r in rules if _cidrs(r)), rules[0][0])
+        first = next((i for i, r in rules if _cidrs(r, inv)), rules[0][0])
         wide = ", ".join(dict.fromkeys(sources))
         if severity == "warning":
             out.append(Finding("warning", code, f"sg/{g.name}",
@@ -133,8 +137,9 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
             if rule.protocol == "icmp":
                 continue  # the host firewall admits ICMP echo
             src = ", ".join(rule.sources)
-            cidrs = _cidrs(rule)
-            by_group = len(cidrs) < len(rule.sources)  # members of a group: addresses unknown
+            cidrs = _cidrs(rule, inv)
+            # a group none of whose machines has a known address: it may admit anything
+            by_group = any(not is_cidr(s) and not group_members(inv, s) for s in rule.sources)
 
             def from_here(port: int, cidrs: list[str] = cidrs, by_group: bool = by_group) -> bool:
                 allowed = admits.get(port, ())
@@ -176,7 +181,7 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
     for s in node.services:
         if s.expose.kind != "public":
             continue
-        cloud = [c for g in attached for r in g.ingress if r.admits_tcp(s.port) for c in _cidrs(r)]
+        cloud = [c for g in attached for r in g.ingress if r.admits_tcp(s.port) for c in _cidrs(r, inv)]
         blocked = [c for c in s.expose.sources if not _covered(c, cloud)]
         if blocked:
             names = ", ".join(g.name for g in attached)

@@ -42,6 +42,7 @@ from provision.inventory.model import Host, Inventory, Service
 
 from . import _ORDER, Finding
 from .internet import covers_internet
+from .members import group_members
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 AUDIT_FACTS = ("listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
@@ -69,7 +70,10 @@ class SgRule:
     protocol: str  # tcp | udp | icmp | all | ...
     from_port: int
     to_port: int
-    peer: str  # a CIDR, or a group (members: addresses unknown here)
+    peer: str  # a CIDR, or a group (a declared group's name, or an id)
+    # a group peer: the addresses of the machines attached to it (`members.py`)
+    members: tuple[str, ...] = ()
+    declared: bool = True  # False: a group id the inventory does not declare (shown as such)
 
     def admits(self, proto: str, port: int) -> bool:
         if self.protocol == "all":
@@ -81,12 +85,23 @@ class SgRule:
         return "/" in self.peer
 
 
+def sg_rule(inv: Inventory, group: str, protocol: str, from_port: int, to_port: int, peer: str,
+            names: Mapping[str, str] | None = None) -> SgRule:
+    """An SgRule; a group peer (a name, or an id that `names` maps to a name) carries the
+    addresses of its machines."""
+    if "/" in peer:
+        return SgRule(group, protocol, from_port, to_port, peer)
+    peer = (names or {}).get(peer, peer)
+    members = group_members(inv, peer)
+    return SgRule(group, protocol, from_port, to_port, peer, members or (), members is not None)
+
+
 def declared_sg_rules(inv: Inventory, host: Host) -> tuple[SgRule, ...] | None:
     """The inventory's rules for the groups attached to `host`; None when it has none."""
     if inv.aws is None or not host.security_groups:
         return None
     groups = {g.name: g for g in inv.aws.security_groups}
-    return tuple(SgRule(name, r.protocol, r.from_port, r.to_port, src)
+    return tuple(sg_rule(inv, name, r.protocol, r.from_port, r.to_port, src)
                  for name in host.security_groups if name in groups
                  for r in groups[name].ingress for src in r.sources)
 
@@ -191,13 +206,15 @@ def _max(*levels: str) -> str:
 def _sg_space(rules: Sequence[SgRule] | None, proto: str, port: int, family: Family) -> FP.AddressSet:
     if rules is None:
         return FP.AddressSet.everything(family)
-    return FP.AddressSet.of(family, [r.peer for r in rules if r.is_cidr and r.admits(proto, port)])
+    return FP.AddressSet.of(family, [c for r in rules if r.admits(proto, port)
+                                     for c in ((r.peer,) if r.is_cidr else r.members)])
 
 
 def _sg_text(rules: Sequence[SgRule] | None, proto: str, port: int) -> str:
     if rules is None:
         return ""
-    peers = [r.peer if r.is_cidr else f"sg:{r.peer}" for r in rules if r.admits(proto, port)]
+    peers = [r.peer if r.is_cidr else f"sg:{r.peer}" if r.declared
+             else f"sg:{r.peer} (not declared)" for r in rules if r.admits(proto, port)]
     return ", ".join(dict.fromkeys(peers)) or "not admitted"
 
 

@@ -8,6 +8,7 @@ from . import (
     apt,
     docker,
     files,
+    guards,
     iptables,
     jupyter_auth,
     listeners,
@@ -29,5 +30,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
-                                    jupyter_auth.SPEC)
+                                    jupyter_auth.SPEC,
+                                    # shell steps' creates:/unless: (provision.tasks.shell)
+                                    guards.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -70,6 +70,7 @@ class Request:
     packages: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
     sshd_users: tuple[str, ...] = ()  # `sshd -T -C user=...` for these (sshd_effective)
+    guards: tuple[str, ...] = ()  # `G:...` arguments of shell steps' guards (provision.facts.guards)
 
     def merge(self, other: Request) -> Request:
         def m(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,13 +78,14 @@ class Request:
         return Request(m(self.files, other.files), m(self.dirs, other.dirs),
                        m(self.prefixes, other.prefixes), m(self.users, other.users),
                        m(self.units, other.units), m(self.packages, other.packages),
-                       m(self.facts, other.facts), m(self.sshd_users, other.sshd_users))
+                       m(self.facts, other.facts), m(self.sshd_users, other.sshd_users),
+                       m(self.guards, other.guards))
 
     def args(self) -> list[str]:
         return ([f"F:{p}" for p in self.files] + [f"D:{p}" for p in self.dirs]
                 + [f"L:{p}" for p in self.prefixes] + [f"U:{u}" for u in self.users]
                 + [f"S:{u}" for u in self.units] + [f"P:{p}" for p in self.packages]
-                + [f"C:{u}" for u in self.sshd_users])
+                + [f"C:{u}" for u in self.sshd_users] + list(self.guards))
 
     def spec_names(self) -> frozenset[str]:
         """The specs whose fragments this request needs."""
@@ -98,4 +100,6 @@ class Request:
             names.add("packages")
         if self.sshd_users:
             names.add("sshd_effective")
+        if self.guards:
+            names.add("guards")
         return frozenset(names)

@@ -32,10 +32,14 @@ from provision.tasks import apt_script
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
 from provision.tasks.files import cleanup
-from provision.tasks.step import Planned, Refused
+from provision.tasks.pytask import RunTask, TaskStep
+from provision.tasks.shell import Decision, ShellStep
+from provision.tasks.step import Planned, Refused, Step
 
 from . import lock as L
+from . import pytasks
 from .gather import HeldLock, Unreachable, connecting, probe_locked, probe_peek, reason
+from .pytasks import TaskFailed
 
 LockEvents = Callable[[Host, str, L.Report], None]
 
@@ -56,6 +60,7 @@ class HostRun:
     unit_failure: batch.UnitFailure | None = None  # a unit that did not start: why
     remote_execs: int = 0
     seconds: float = 0.0
+    decisions: list[Decision] = field(default_factory=list)  # run:/task: steps: run or not, why
     facts: Facts | None = None
     chain: Any = None
     remote: Any = None
@@ -79,6 +84,7 @@ class HostRun:
             "lock": None if self.lock_report is None else self.lock_report.to_json(),
             "actions": [{"step": s, "type": type(a).__name__, "description": a.describe()}
                         for s, a in self.actions],
+            "steps": [d.to_json() for d in self.decisions],
             "facts": None if f is None else {
                 "os": f.os, "docker": f.docker,
                 "gpus": [{"name": g.name, "driver": g.driver, "memory": g.memory} for g in f.gpus],
@@ -140,12 +146,15 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
         refused = refusal(run.facts.get(SYSTEM))  # before any step: nothing half-applied
         if refused:
             raise Refused(refused)
+        steps = check_tasks(run, steps)
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
+            if isinstance(s, ShellStep | TaskStep):
+                run.decisions.append(s.decision(run.facts))
         run.actions = actions
         run.status = "pending" if actions else "ok"
-    except (Refused, SudoPassword) as e:
+    except (Refused, SudoPassword, TaskFailed) as e:
         run.status, run.error = "failed", str(e)
     except Exception as e:
         run.status, run.error = "failed", f"facts: {reason(e)}"
@@ -155,6 +164,81 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
         run.remote_execs = run.remote.execs
         run.seconds = time.monotonic() - started
     return run
+
+
+def check_tasks(run: HostRun, steps: list[Step]) -> list[Step]:
+    """Call the check of every Python task (on this machine, over the host's connection):
+    the steps with their answers. Raises TaskFailed when a check fails."""
+    out: list[Step] = []
+    for s in steps:
+        if isinstance(s, TaskStep) and s.loaded.check is not None:
+            got = pytasks.check(s.loaded, pytasks.task_connection(run.chain, run.remote),
+                                run.host, s.spec.ref)
+            if got.error:
+                raise TaskFailed(got.error)
+            s = s.checked(got.value)
+        out.append(s)
+    return out
+
+
+def execute_in_order(run: HostRun, finish: Callable[[HostRun], HostRun]) -> HostRun:
+    """Apply a run whose plan holds Python tasks, in the playbook's order: each stretch of
+    plain actions before a task as one batch, then the task (here, over the host's
+    connection), and the rest (plain actions after the last task, then the commit-confirmed
+    changes, as without tasks) through `finish`. The first failure stops the host."""
+    from provision.tasks.commit import CommitConfirmed
+
+    if run.status != "pending" or not any(isinstance(a, RunTask) for _, a in run.actions):
+        return finish(run)
+    planned = run.actions
+    ordered: list[tuple[str, Planned]] = [
+        (s, a) for s, a in planned if not isinstance(a, CommitConfirmed)]
+    last = max(i for i, (_, a) in enumerate(ordered) if isinstance(a, RunTask))
+    rest: list[tuple[str, Planned]] = [
+        *ordered[last + 1:], *((s, a) for s, a in planned if isinstance(a, CommitConfirmed))]
+    done = 0
+    try:
+        for segment in _segments(ordered[: last + 1]):
+            task = segment[0][1]
+            if isinstance(task, RunTask):
+                started = time.monotonic()
+                error = pytasks.run(task, pytasks.task_connection(run.chain, run.remote),
+                                    run.host)
+                run.seconds += time.monotonic() - started
+                run.remote_execs = run.remote.execs
+                if error:
+                    run.status, run.error, run.failed_action = "failed", error, task.describe()
+                    return run
+                done += 1
+                continue
+            run.actions = segment
+            execute(run)
+            if run.status != "changed":
+                done += run.done
+                return run
+            done += len(segment)
+            run.status = "pending"
+        run.actions = rest
+        if rest:
+            finish(run)
+            done += run.done
+        else:
+            run.status = "changed"
+        return run
+    finally:
+        run.actions = planned
+        run.done = done
+
+
+def _segments(actions: list[tuple[str, Planned]]) -> list[list[tuple[str, Planned]]]:
+    """Runs of plain actions, and each Python task on its own, in order."""
+    out: list[list[tuple[str, Planned]]] = []
+    for item in actions:
+        if isinstance(item[1], RunTask) or not out or isinstance(out[-1][0][1], RunTask):
+            out.append([item])
+        else:
+            out[-1].append(item)
+    return out
 
 
 def release(run: HostRun) -> None:
@@ -224,7 +308,7 @@ def plain_actions(run: HostRun) -> list[Action]:
     """The run's actions that go into the plain batch (not the commit-confirmed ones)."""
     from provision.tasks.commit import CommitConfirmed
 
-    return [a for _, a in run.actions if not isinstance(a, CommitConfirmed)]
+    return [a for _, a in run.actions if not isinstance(a, CommitConfirmed | RunTask)]
 
 
 def execute(run: HostRun) -> HostRun:
@@ -234,7 +318,8 @@ def execute(run: HostRun) -> HostRun:
     started = time.monotonic()
     plain = plain_actions(run)
     if len(plain) != len(run.actions):
-        raise TypeError("commit-confirmed actions go through provision.hosts.confirm")
+        raise TypeError("commit-confirmed actions go through provision.hosts.confirm, "
+                        "Python tasks through execute_in_order")
     try:
         out = run.remote.sh(locked_script(run, batch.build(plain)))
         last, finished = batch.parse_progress(out.stdout)

@@ -15,7 +15,7 @@ __all__ = ["Inventory", "InventoryError", "Problem", "default_inventory_path", "
 
 
 def default_inventory_path() -> Path:
-    """$PROVISION_INVENTORY, else ./inventory.yml, else ./inventories/ (DESIGN §4)."""
+    """$PROVISION_INVENTORY, else ./inventory.yml, else ./inventories/ (docs/architecture.md#cli-conventions)."""
     env = os.environ.get("PROVISION_INVENTORY")
     if env:
         return Path(env)

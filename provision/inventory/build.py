@@ -14,25 +14,47 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from provision.dns import providers
 from provision.dns.endpoint import problem as endpoint_problem
 from provision.dns.names import BadName, canonical, check_record
+from provision.dns.provider import ProviderSettings
 
 from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import is_cidr, is_ip
 from .programs import program
-from .schema import AptSourceDoc, BastionDoc, ExposeFrom, HostDoc, InventoryDoc, ServiceDoc
+from .schema import (
+    AptSourceDoc,
+    BastionDoc,
+    ExposeFrom,
+    HostDoc,
+    InstanceDoc,
+    InventoryDoc,
+    ServiceDoc,
+    ZoneDoc,
+    inventory_doc,
+)
 from .source import FieldPath, SourceDoc, dotted
 
 
 def build(doc: SourceDoc) -> m.Inventory:
     """Validate `doc` and return the model, or raise InventoryError listing every problem."""
+    schema = inventory_doc(_named_providers(doc.data))
     try:
-        parsed = InventoryDoc.model_validate(doc.data)
+        parsed = schema.model_validate(doc.data)
     except ValidationError as e:
-        raise InventoryError(_problems_from_pydantic(e, doc)) from None
+        raise InventoryError(_problems_from_pydantic(e, doc, schema)) from None
     return _Resolver(parsed, doc).resolve()
+
+
+def _named_providers(data: Any) -> tuple[str, ...]:
+    """The known providers the document's zones name (only their modules are loaded)."""
+    dns = data.get("dns") if isinstance(data, dict) else None
+    zones = dns.get("zones") if isinstance(dns, dict) else None
+    named = {z.get("provider") for z in zones.values() if isinstance(z, dict)} \
+        if isinstance(zones, dict) else set()
+    return tuple(sorted(p for p in named if isinstance(p, str) and p in providers.PROVIDERS))
 
 
 # --- pydantic errors -> located problems -------------------------------------------------
@@ -77,10 +99,13 @@ def _unwrap(tp: Any) -> list[Any]:
     return [tp]
 
 
-def _model_at(path: FieldPath) -> type[BaseModel] | None:
-    """The schema model that holds the fields at `path` (to suggest known keys)."""
-    current: list[Any] = [InventoryDoc]
+def _model_at(path: FieldPath, schema: type[BaseModel], data: Any) -> type[BaseModel] | None:
+    """The schema model that holds the fields at `path` (to suggest known keys); of a
+    union (a zone's providers), the branch whose `provider` the data names."""
+    current: list[Any] = [schema]
+    node = data
     for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
         nxt: list[Any] = []
         for tp in current:
             if isinstance(tp, type) and issubclass(tp, BaseModel):
@@ -92,18 +117,19 @@ def _model_at(path: FieldPath) -> type[BaseModel] | None:
             elif typing.get_origin(tp) is list and isinstance(part, int):
                 nxt.extend(_unwrap(typing.get_args(tp)[0]))
         current = nxt
-    for tp in current:
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return tp
-    return None
+    models = [tp for tp in current if isinstance(tp, type) and issubclass(tp, BaseModel)]
+    provider = node.get("provider") if isinstance(node, dict) else None
+    chosen = [tp for tp in models if "provider" in tp.model_fields
+              and typing.get_args(tp.model_fields["provider"].annotation) == (provider,)]
+    return next(iter(chosen or models), None)
 
 
-def _message(err: Any, path: FieldPath, is_key: bool) -> str:
+def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], data: Any) -> str:
     kind = err["type"]
     msg: str = err["msg"].removeprefix("Value error, ")
     value = err.get("input")
     if kind == "extra_forbidden":
-        model = _model_at(path[:-1])
+        model = _model_at(path[:-1], schema, data)
         known = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(path[-1]), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -112,8 +138,14 @@ def _message(err: Any, path: FieldPath, is_key: bool) -> str:
         return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
     if kind == "missing":
         return "required field is missing"
-    if kind == "string_pattern_mismatch" and path and str(path[-1]) in _PATTERN_WORDS:
-        return f"{_short(value)} is not {_PATTERN_WORDS[str(path[-1])]}"
+    if kind == "string_pattern_mismatch" and path:
+        # a list item (keep_groups[0]) is named by its list, and held by the list's holder
+        item = isinstance(path[-1], int) and len(path) > 1
+        key, holder_path = (path[-2], path[:-2]) if item else (path[-1], path[:-1])
+        holder = _model_at(holder_path, schema, data)
+        words = {**_PATTERN_WORDS, **getattr(holder, "pattern_words", {})}.get(str(key))
+        if words:
+            return f"{_short(value)} is not {words}"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return f"{value!r} is out of range ({msg.lower()})"
     if kind in ("too_short", "too_long"):
@@ -131,18 +163,15 @@ def check_zone_key(key: str) -> str:
 
 
 # What the schema's patterns allow, in words (the patterns stay in the JSON Schema for
-# editors; a user reading an error should not have to read a regular expression).
+# editors; a user reading an error should not have to read a regular expression). A DNS
+# provider's own fields say it in their `Settings.pattern_words`.
 _PATTERN_WORDS = {
     "region": "an AWS region name: lowercase words and a number joined by '-', e.g. us-east-1 "
               "or eu-central-2",
     "vpc": "a VPC id: 'vpc-' and 1 to 17 lowercase hex digits, e.g. vpc-0abc1234",
     "id": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
-    "hosted_zone_id": "a Route53 hosted zone id: 'Z' and 1 to 32 uppercase letters or digits "
-                      "(optionally after '/hostedzone/'), e.g. Z0123456789ABC",
-    "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
-               "starting with a letter and not ending with '-', e.g. my-project-123",
-    "managed_zone": "a Cloud DNS managed zone name: lowercase letters, digits and '-', "
-                    "starting with a letter and not ending with '-', e.g. example-org",
+    "keep_groups": "a security group id: 'sg-' and 8 to 17 lowercase hex digits, e.g. sg-0123abcd",
+    "instance_id": "an EC2 instance id: 'i-' and 8 to 17 lowercase hex digits, e.g. i-0123abcd",
     "description": "an AWS rule description: at most 255 letters, digits, spaces and "
                    "._-:/()#,@[]+=&;{}!$* (no quotes, no control characters)",
 }
@@ -153,11 +182,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _problems_from_pydantic(e: ValidationError, doc: SourceDoc) -> list[Problem]:
+def _problems_from_pydantic(e: ValidationError, doc: SourceDoc,
+                            schema: type[BaseModel]) -> list[Problem]:
     by_path: dict[FieldPath, list[tuple[str, str]]] = {}
     for err in e.errors():
         path, is_key = _clean_loc(err["loc"], doc.data)
-        by_path.setdefault(path, []).append((err["type"], _message(err, path, is_key)))
+        by_path.setdefault(path, []).append((err["type"], _message(err, path, is_key, schema,
+                                                                    doc.data)))
     problems = []
     for path, errs in by_path.items():
         # A union reports one error per branch; keep the specific ones.
@@ -194,6 +225,7 @@ class _Resolver:
         chains = {name: self._chain(("bastions", name), b) for name, b in d.bastions.items()}
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
+        self._instances_have_groups(bastions, hosts)
         self._reserved_team_names()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
@@ -277,7 +309,8 @@ class _Resolver:
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
-                      security_groups=self._attached(("bastions", name), b.security_groups))
+                      security_groups=self._attached(("bastions", name), b.security_groups),
+                      instance=self._instance(("bastions", name), b.aws, b.address))
 
     def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
             dict[str, tuple[FieldPath, ServiceDoc]], list[str], list[str], list[str]]:
@@ -338,7 +371,7 @@ class _Resolver:
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       apt_sources=self._apt_sources(path, roles, h),
-                      security_groups=tuple(groups))
+                      security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address))
 
     def _apt_sources(self, path: FieldPath, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
         """The roles' apt sources in order, then the host's; a later one of the same name
@@ -416,6 +449,30 @@ class _Resolver:
               if self._group_name((*path, "security_groups", i), g, "unknown security group")]
         return tuple(dict.fromkeys(ok))
 
+    def _instances_have_groups(self, bastions: tuple[m.Host, ...], hosts: tuple[m.Host, ...]) -> None:
+        """An instance always carries a group (AWS refuses none): an `aws:` block needs some."""
+        for kind, nodes in (("bastions", bastions), ("hosts", hosts)):
+            for n in nodes:
+                if n.instance is not None and not n.security_groups and not n.instance.keep_groups:
+                    self.fail((kind, n.name, "aws"), "an instance needs at least one group: list "
+                              "security_groups (or aws.keep_groups) for it")
+
+    def _instance(self, path: FieldPath, doc: InstanceDoc | None, address: str) -> m.Instance | None:
+        """The EC2 instance of a machine; found by private address unless an id is given."""
+        if doc is None:
+            return None
+        if doc.instance_id is not None and doc.private_address is not None:
+            self.fail((*path, "aws", "private_address"),
+                      "give instance_id or private_address, not both")
+        private = doc.private_address
+        if doc.instance_id is None and private is None:
+            try:
+                private = str(ipaddress.IPv4Address(address))
+            except ValueError:
+                self.fail((*path, "aws"), f"the address {address!r} is not an IPv4 address: give "
+                          "aws.instance_id or aws.private_address to find the instance")
+        return m.Instance(doc.instance_id, private, tuple(dict.fromkeys(doc.keep_groups)))
+
     def _rules(self, path: FieldPath, docs: list[Any], peers: str) -> tuple[m.IngressRule, ...]:
         rules = []
         seen: dict[tuple[Any, ...], int] = {}
@@ -467,14 +524,6 @@ class _Resolver:
         zones = []
         for zname, z in dd.zones.items():
             zpath: FieldPath = ("dns", "zones", self._raw_zone_key(zname))
-            required = {"clouddns": ("project", "managed_zone"), "rfc2136": ("server", "tsig_key_file")}
-            for fieldname in required.get(z.provider, ()):
-                if getattr(z, fieldname) is None:
-                    self.fail(zpath, f"provider {z.provider} needs '{fieldname}'")
-            if z.endpoint is not None:
-                why = endpoint_problem(z.endpoint, "the endpoint")
-                if why:
-                    self.fail((*zpath, "endpoint"), why)
             records = []
             for rname, entry in z.records.items():
                 rpath = (*zpath, "records", self._raw_record_key(str(zpath[2]), rname))
@@ -490,16 +539,19 @@ class _Resolver:
                         self.fail((*rpath, i), "a CNAME must be alone at its name")
                     records.append(self._record((*rpath, i), rname, r, zname))
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
-                                hosted_zone_id=z.hosted_zone_id, project=z.project,
-                                managed_zone=z.managed_zone, endpoint=z.endpoint,
-                                credentials_file=self._local_path((*zpath, "credentials_file"),
-                                                                  z.credentials_file),
-                                server=z.server, port=z.port,
-                                tsig_key_file=self._local_path((*zpath, "tsig_key_file"),
-                                                               z.tsig_key_file),
+                                settings=self._settings(zpath, z),
                                 cutover_above_ttl=z.cutover_above_ttl,
                                 closed_migration_days=z.closed_migration_days))
         return m.Dns(tuple(dd.resolvers), tuple(zones))
+
+    def _settings(self, zpath: FieldPath, z: ZoneDoc) -> ProviderSettings:
+        """The provider's own fields of zone `z` (validated with the zone), the files they
+        name resolved like every local path."""
+        model = providers.settings_model(z.provider)
+        values = {f: getattr(z, f) for f in model.model_fields}
+        for f in model.local_files:
+            values[f] = self._local_path((*zpath, f), values[f])
+        return model.model_validate(values)
 
     def _raw_record_key(self, zkey: str, rname: str) -> str:
         zone = self._raw_zones().get(zkey)

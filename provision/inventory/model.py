@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .programs import Program, program
+
+if TYPE_CHECKING:
+    from provision.dns.provider import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,15 @@ class AptSource:
 
 
 @dataclass(frozen=True)
+class Instance:
+    """The EC2 instance a machine is: by id, else found by its private address."""
+
+    id: str | None
+    private_address: str | None  # None when `id` is given
+    keep_groups: tuple[str, ...] = ()  # ids of groups made elsewhere that stay attached
+
+
+@dataclass(frozen=True)
 class Host:
     """A machine we reach over SSH: a bastion or a managed host."""
 
@@ -99,6 +111,7 @@ class Host:
     apt_sources: tuple[AptSource, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
+    instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)
@@ -164,16 +177,9 @@ class Record:
 @dataclass(frozen=True)
 class Zone:
     name: str
-    provider: Literal["route53", "clouddns", "rfc2136"]
+    provider: str  # a name in provision.dns.providers.PROVIDERS
     records: tuple[Record, ...]
-    hosted_zone_id: str | None = None
-    project: str | None = None
-    managed_zone: str | None = None
-    endpoint: str | None = None
-    credentials_file: str | None = None
-    server: str | None = None
-    port: int = 53
-    tsig_key_file: str | None = None
+    settings: ProviderSettings  # the provider's own fields (its module's `Settings`)
     cutover_above_ttl: int = 300
     closed_migration_days: int = 7
 

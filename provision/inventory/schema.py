@@ -6,7 +6,8 @@ model in `model.py` is what the rest of the program uses.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import functools
+from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import (
     BaseModel,
@@ -17,8 +18,11 @@ from pydantic import (
     StrictInt,
     StrictStr,
     Tag,
+    create_model,
     model_validator,
 )
+
+from provision.dns import providers
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
@@ -91,6 +95,23 @@ class ServiceDoc(Strict):
 ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]
 
 
+InstanceId = Annotated[StrictStr, Field(pattern=r"^i-[0-9a-f]{8,17}$")]
+GroupId = Annotated[StrictStr, Field(pattern=r"^sg-[0-9a-f]{8,17}$")]
+
+
+class InstanceDoc(Strict):
+    """The EC2 instance a machine is: `sg apply` attaches its security_groups to it."""
+
+    instance_id: InstanceId | None = Field(
+        None, description="the instance (default: found by private_address in the VPC of its groups)")
+    private_address: IP | None = Field(
+        None, description="the instance's private IPv4 address, when no instance_id is given "
+                          "(default: the machine's address)")
+    keep_groups: list[GroupId] = Field(
+        default_factory=list, description="ids of groups made elsewhere that stay attached "
+                                          "to the instance beside the declared ones")
+
+
 class BastionDoc(Strict):
     address: Address
     user: User | None = None
@@ -104,6 +125,8 @@ class BastionDoc(Strict):
                     "(default: its address when that is an IP)")
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    aws: InstanceDoc | None = Field(
+        None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
 
 
 class AptSourceDoc(Strict):
@@ -148,6 +171,8 @@ class HostDoc(Strict):
         default_factory=dict, description="apt repositories (name -> source), merged over the roles'")
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    aws: InstanceDoc | None = Field(
+        None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
 
 
 class RoleDoc(Strict):
@@ -200,7 +225,7 @@ class EgressDoc(_RuleDoc):
 
 
 class SecurityGroupDoc(Strict):
-    id: Annotated[StrictStr, Field(pattern=r"^sg-[0-9a-f]{8,17}$")] | None = Field(
+    id: GroupId | None = Field(
         None, description="an existing group created elsewhere (then 'vpc' is optional)")
     vpc: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")] | None = None
     description: Description = "managed by provision"
@@ -241,22 +266,13 @@ RecordEntry = Annotated[
 
 
 class ZoneDoc(Strict):
-    provider: Literal["route53", "clouddns", "rfc2136"]
+    """The fields every zone has. `provider` picks the rest: each provider's own fields
+    (its `Settings`, see provision.dns.provider) are added to this in `zone_doc`."""
+
+    provider: StrictStr
     records: dict[RecordName, RecordEntry] = Field(
         default_factory=dict,
         description="name -> a record, or a list of records of different types (A and AAAA)")
-    # route53
-    hosted_zone_id: Annotated[StrictStr, Field(pattern=r"^(/hostedzone/)?Z[A-Z0-9]{1,32}$")] | None = None
-    # clouddns
-    project: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] | None = None
-    managed_zone: Annotated[StrictStr, Field(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")] | None = None
-    endpoint: Url | None = Field(None, description="API endpoint override (route53, clouddns)")
-    credentials_file: FilePath | None = Field(
-        None, description="clouddns: service-account JSON key (default: Application Default Credentials)")
-    # rfc2136
-    server: Address | None = None
-    port: Port = 53
-    tsig_key_file: FilePath | None = None
     # dns migrate: a values change above this TTL is a cutover, left to `dns migrate run`
     cutover_above_ttl: Ttl = Field(300, description="a record whose TTL in the zone is above "
                                    "this moves by `provision dns migrate run`, not `dns apply`")
@@ -265,9 +281,43 @@ class ZoneDoc(Strict):
         "refuses to put the old value back meanwhile); 0: not at all")
 
 
+@functools.cache
+def zone_doc(provider: str) -> type[ZoneDoc]:
+    """A zone of `provider`: the common fields and the provider's own."""
+    bases: tuple[type[BaseModel], ...] = (ZoneDoc, providers.settings_model(provider))
+    tag: Any = Literal[provider]  # a type made at run time
+    model = create_model(f"Zone{provider.capitalize()}", __base__=bases,
+                         provider=(tag, Field(description=f"provider {provider}")))
+    return cast(type[ZoneDoc], model)
+
+
+def _unknown_provider() -> type[BaseModel]:
+    """A zone whose provider is in no table: only that is said (its other fields cannot
+    be checked against a provider that does not exist)."""
+    known: Any = Literal[providers.names()]  # a type made at run time
+    return create_model("ZoneUnknownProvider", __config__=ConfigDict(extra="allow"),
+                        provider=(known, ...))
+
+
+def _zones(names: tuple[str, ...], validating: bool) -> Any:
+    """dict of zone name -> the zone of its provider (a union tagged by `provider`; the
+    tags have a space so that error locations drop them like other union branches).
+    `validating`: with the branch that refuses an unknown provider (not in the JSON
+    Schema, where every zone would match it too)."""
+    def tag(value: Any) -> str:
+        p = value.get("provider") if isinstance(value, dict) else getattr(value, "provider", None)
+        return f"provider {p}" if isinstance(p, str) and p in names else "provider ?"
+
+    branches: list[Any] = [Annotated[zone_doc(n), Tag(f"provider {n}")] for n in names]
+    if validating:
+        branches.append(Annotated[_unknown_provider(), Tag("provider ?")])
+    union: Any = Union[tuple(branches)]  # noqa: UP007  (a union made at run time)
+    return dict[ZoneName, Annotated[union, Discriminator(tag)]]
+
+
 class DnsDoc(Strict):
     resolvers: list[IP] = Field(default_factory=list, description="resolvers checked for propagation")
-    zones: dict[ZoneName, ZoneDoc] = Field(default_factory=dict)
+    zones: dict[ZoneName, ZoneDoc] = Field(default_factory=dict)  # see `inventory_doc`
 
 
 class InventoryDoc(Strict):
@@ -285,3 +335,18 @@ class InventoryDoc(Strict):
     roles: dict[Name, RoleDoc] = Field(default_factory=dict)
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None
+
+
+@functools.cache
+def inventory_doc(names: tuple[str, ...], validating: bool = True) -> type[InventoryDoc]:
+    """The inventory schema whose zones may use the providers `names` (sorted): only the
+    modules of those are imported (an inventory without a Cloud DNS zone never loads its
+    code); `json_schema` describes every provider."""
+    dns = create_model("DnsDoc", __base__=DnsDoc,
+                       zones=(_zones(names, validating), Field(default_factory=dict)))
+    return create_model("InventoryDoc", __base__=InventoryDoc, dns=(dns | None, None))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the inventory, every provider's zone fields included."""
+    return inventory_doc(providers.names(), validating=False).model_json_schema(by_alias=True)

@@ -41,7 +41,7 @@ SEGMENTS = {"pub": 1, "prv": 2, "dns": 3}
 MASKED_UNITS = (
     "postgresql.service", "postgresql@.service",
     "named.service", "bind9.service", "named-resolvconf.service",
-    "unbound.service", "unbound-resolvconf.service",
+    "unbound.service", "unbound-resolvconf.service", "pdns.service",
     "cron.service", "exim4.service", "ssh.socket", "rsyslog.service",
     "apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",
     "e2scrub_reap.service", "fstrim.timer", "dpkg-db-backup.timer",

@@ -42,7 +42,7 @@ from provision.inventory.model import Host, Inventory, Service
 from .env import render as _render
 
 # 00-: sshd keeps the first value it reads and reads sshd_config.d in C order, so ours
-# comes before cloud-init's 50-cloud-init.conf and 60-cloudimg-settings.conf (README).
+# comes before cloud-init's 50-cloud-init.conf and 60-cloudimg-settings.conf (docs/hardening.md).
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/00-provision.conf"
 SSHD_DROPIN_BEFORE = ("/etc/ssh/sshd_config.d/50-provision.conf",)  # its name until issue 20
 SSHD_SERVICE = "ssh.service"  # Debian's unit name

@@ -16,8 +16,10 @@ lines of its journal to stderr between `@unit-failed` markers; `unit_failure` pa
 from __future__ import annotations
 
 import base64
+import functools
 import posixpath
 from dataclasses import dataclass
+from importlib.resources import files
 from shlex import quote
 
 from provision.facts import TEMP_PREFIX
@@ -40,6 +42,7 @@ from provision.tasks.actions import (
     StartUnit,
     WriteFile,
 )
+from provision.tasks.shell import RunCommand
 from provision.tasks.users import NOLOGIN
 
 EOF_MARK = "PROVISION_CONTENT_EOF"
@@ -81,6 +84,11 @@ provision_settled() {{
     if ! systemctl -q is-active -- "$u"; then provision_unit_why "$u"; return 1; fi
   done
 }}"""
+
+
+@functools.cache
+def _run_lib() -> str:
+    return (files("provision._templates") / "steps" / "run.sh").read_text("utf-8")
 
 
 def _b64(content: str) -> str:
@@ -138,6 +146,9 @@ def snippet(action: Action) -> str:
         return f"provision_unit start {quote(a.unit)}"
     if isinstance(a, RestartUnit):
         return f"provision_unit restart {quote(a.unit)}"
+    if isinstance(a, RunCommand):
+        return " ".join(["provision_run", *(quote(x or "") for x in
+                                            (a.user, a.creates, a.unless, a.command))])
     raise TypeError(f"no shell for {a!r}")
 
 
@@ -160,6 +171,7 @@ def build(actions: list[Action]) -> str:
         UNITS,
         *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
                                   for a in actions) else []),
+        *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",

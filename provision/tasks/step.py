@@ -16,9 +16,11 @@ from provision.inventory.model import Host, Inventory
 
 from .actions import Action
 from .commit import CommitConfirmed
+from .pytask import RunTask
 
-# What a diff may plan: plain actions (one batch) or a commit-confirmed change.
-Planned = Action | CommitConfirmed
+# What a diff may plan: plain actions (one batch), a commit-confirmed change, or a Python
+# task (run on the operator's machine, provision.hosts.pytasks).
+Planned = Action | CommitConfirmed | RunTask
 
 
 class Refused(OperationError):

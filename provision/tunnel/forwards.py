@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from provision.inventory.model import Host, Service
 
-LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (DESIGN §1.7)
+LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (docs/architecture.md#principles, 7)
 
 
 @dataclass(frozen=True)

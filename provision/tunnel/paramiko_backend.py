@@ -1,10 +1,11 @@
 """The paramiko tunnel backend (I/O): an SSH chain over direct-tcpip channels, our own forwarder.
 
 sshtunnel binds 0.0.0.0, has no ProxyJump and no known_hosts check, and copies in small
-chunks (DESIGN §6), so the forwarder is written directly on paramiko: one hop per
-`provision.ssh.link.connection` (the one link: host keys, keys offered), each carried by a
-`direct-tcpip` channel of the hop before it, with a bigger window and faster ciphers
-(`Settings`); nothing accepted on trust; listeners on 127.0.0.1 that outlive reconnects.
+chunks (docs/architecture.md#ssh-fabric-and-paramiko), so the forwarder is written directly
+on paramiko: one hop per `provision.ssh.link.connection` (the one link: host keys, keys
+offered), each carried by a `direct-tcpip` channel of the hop before it, with a bigger window
+and faster ciphers (`Settings`); nothing accepted on trust; listeners on 127.0.0.1 that
+outlive reconnects.
 Works where there is no `ssh` binary.
 """
 

@@ -112,7 +112,7 @@ def test_create_from_nothing_then_nothing_to_do(vpc: str, tmp_path: Path) -> Non
     assert [(r["FromPort"], r["ToPort"], r["CidrIpv4"]) for r in udp] == [(60000, 61000, OFFICE)]
     assert [r["CidrIpv4"] for r in gpu if r["IpProtocol"] == "icmp"] == [OFFICE]
     bastion = rules_of(groups["bastion-sg"]["GroupId"])
-    assert sorted(r.get("CidrIpv4") or r.get("CidrIpv6") for r in bastion) == sorted([OFFICE, OFFICE6])
+    assert sorted(str(r.get("CidrIpv4") or r.get("CidrIpv6")) for r in bastion) == sorted([OFFICE, OFFICE6])
     # egress not declared: the AWS default stays
     assert [r["CidrIpv4"] for r in rules_of(groups["gpu-servers"]["GroupId"], egress=True)] == ["0.0.0.0/0"]
 

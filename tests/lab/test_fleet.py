@@ -9,7 +9,7 @@ for a channel already closed (which makes it drop that shared connection).
 
 The GPU hosts run the same Jupyter stand-in as test_converge (`python3 -m http.server`),
 not the role's real Jupyter and TensorBoard: 16 real Jupyter servers would measure this
-2-core machine, not provision. Runtime on a 2-core machine: see the README (Development).
+2-core machine, not provision. Runtime on a 2-core machine: see docs/benchmarks.md.
 """
 
 from __future__ import annotations

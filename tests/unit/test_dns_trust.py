@@ -302,8 +302,8 @@ def test_relative_key_paths_are_taken_from_the_inventory_directory(
     inv = load_inventory(d / "inv.yml")
     assert inv.dns is not None
     lab, gcp = (next(z for z in inv.dns.zones if z.name == n) for n in ("lab.test", "gcp.test"))
-    assert lab.tsig_key_file == str(d / "keys" / "tsig.key")
-    assert gcp.credentials_file == str(tmp_path / "home" / "sa.json")
+    assert lab.settings.tsig_key_file == str(d / "keys" / "tsig.key")
+    assert gcp.settings.credentials_file == str(tmp_path / "home" / "sa.json")
 
 
 @pytest.mark.parametrize(("field", "doc", "words"), [

@@ -1,5 +1,5 @@
 """The inventory's field checks (provision.inventory.fields) at their edges: each check
-accepts what the README allows and refuses, with its own words, what would change the
+accepts what docs/inventory.md allows and refuses, with its own words, what would change the
 meaning of a file or command it lands in. Pure: strings in, a value or ValueError out."""
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def test_urls(value: str, ok: bool) -> None:
             F.check_url(value)
 
 
-# Each refusal in the words the user reads (the README: what is wrong, what is allowed).
+# Each refusal in the words the user reads (docs/inventory.md: what is wrong, what is allowed).
 @pytest.mark.parametrize(("fn", "value", "message"), [
     ('check_name', 'a b', "a name must not contain whitespace or control characters (found ' ')"),
     ('check_name', '', 'a name must not be empty'),

@@ -206,8 +206,8 @@ def test_the_inventory_it_writes_loads(tmp_path: Path) -> None:
     assert tb and tb.logdir == "/srv/runs"
     assert inv.dns and inv.dns.resolvers == (plan.address("resolver"),)
     zone = inv.dns.zones[0]
-    assert (zone.name, zone.provider, zone.server) == ("lab.test", "rfc2136", plan.address("ns1"))
-    assert zone.tsig_key_file == f"{tmp_path}/tsig.key"
+    assert (zone.name, zone.provider, zone.settings.server) == ("lab.test", "rfc2136", plan.address("ns1"))
+    assert zone.settings.tsig_key_file == f"{tmp_path}/tsig.key"
 
 
 def test_without_jupyter_server_a_stand_in_command_is_used(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from provision.dns.names import CLOSED_PREFIX
+from provision.dns.names import CLOSED_PREFIX, marker_owner, split_marker
 from provision.dns.records import RRset, rrset
 
 from .marker import OPERATOR, iso, parse_iso
@@ -70,24 +70,16 @@ class Closed:
 
 def closed_name(name: str, rtype: str) -> str:
     """``_provision-closed-a.<name>`` (a wildcard's ``*`` becomes ``_wildcard``)."""
-    labels = name.split(".")
-    if labels[0] == "*":
-        labels[0] = "_wildcard"
-    return ".".join([PREFIX + rtype.lower(), *labels])
+    return marker_owner(PREFIX + rtype.lower(), name)
 
 
 def closed_covered(owner: str) -> tuple[str, str] | None:
     """The (record name, type) a closed record's owner name covers, or None."""
-    labels = owner.split(".")
-    if len(labels) < 3 or not labels[0].startswith(PREFIX):
+    parts = split_marker(owner)
+    if parts is None or not parts[0].startswith(PREFIX):
         return None
-    rtype = labels[0][len(PREFIX):].upper()
-    if rtype not in _TYPES:
-        return None
-    rest = labels[1:]
-    if rest[0] == "_wildcard":
-        rest[0] = "*"
-    return ".".join(rest), rtype
+    rtype = parts[0][len(PREFIX):].upper()
+    return (parts[1], rtype) if rtype in _TYPES else None
 
 
 def claims_closed(rr: RRset) -> bool:

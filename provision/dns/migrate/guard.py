@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from provision.dns.records import MANAGED_TYPES, MARKER_TYPE, RRset, absolute, in_zone, relative
 
@@ -40,6 +40,10 @@ from . import closed as C
 from .journal import Journal
 from .marker import LABEL, marked_name
 from .marker import parse as parse_marker
+
+if TYPE_CHECKING:
+    from provision.exposure import Finding
+    from provision.inventory.model import Inventory
 
 DEFAULT_CUTOVER_ABOVE_TTL = 300
 
@@ -218,7 +222,7 @@ def closed_at(j: Journal) -> float | None:
     return None
 
 
-def check_findings(inv: Any, journals: Sequence[Journal], now: float) -> list[Any]:
+def check_findings(inv: Inventory, journals: Sequence[Journal], now: float) -> list[Finding]:
     """`provision check` warnings: a migration finalized on this machine less than its
     zone's ``closed_migration_days`` ago, whose record the inventory still declares with
     the values it was moved away from (`dns apply` would refuse to put them back)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from provision.dns.names import marker_owner, split_marker
 from provision.dns.records import MIGRATION_LABEL, RRset, rrset
 
 LABEL = MIGRATION_LABEL
@@ -46,21 +47,13 @@ class Marker:
 
 def marker_name(name: str) -> str:
     """``_provision-migration.<name>`` (a wildcard's ``*`` becomes ``_wildcard``)."""
-    labels = name.split(".")
-    if labels[0] == "*":
-        labels[0] = "_wildcard"
-    return ".".join([LABEL, *labels])
+    return marker_owner(LABEL, name)
 
 
 def marked_name(marker: str) -> str | None:
     """The record name a marker covers, or None when `marker` is no marker name."""
-    labels = marker.split(".")
-    if len(labels) < 3 or labels[0] != LABEL:
-        return None
-    rest = labels[1:]
-    if rest[0] == "_wildcard":
-        rest[0] = "*"
-    return ".".join(rest)
+    parts = split_marker(marker)
+    return parts[1] if parts is not None and parts[0] == LABEL else None
 
 
 def iso(t: float) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
@@ -29,6 +29,9 @@ from provision.dns.records import ChangeSet, RRset, relative, rrset
 from . import closed as C
 from .journal import Journal, Snapshot
 from .marker import Marker, MarkerPhase, marker_rrset, parse
+
+if TYPE_CHECKING:
+    from provision.exposure import Finding
 
 StateName = Literal["original", "lowered", "switched", "finalized"]
 
@@ -406,7 +409,8 @@ def overdue(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> 
     return [j for j in journals if now - j.started_at > limit]
 
 
-def overdue_findings(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> list[Any]:
+def overdue_findings(journals: Sequence[Journal], now: float,
+                     limit: float = 86400.0) -> list[Finding]:
     """`provision check` warnings for open migrations older than `limit` seconds."""
     from provision.exposure import Finding
 

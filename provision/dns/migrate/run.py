@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from provision.dns import names
 from provision.dns import propagation as prop
@@ -45,6 +45,10 @@ from .marker import LABEL, marked_name, marker_name, parse
 from .store import JournalStore
 
 Say = Callable[[str], None]
+R = TypeVar("R")
+
+if TYPE_CHECKING:
+    from provision.inventory.writeback import Edit
 
 
 def who() -> str:
@@ -63,7 +67,7 @@ def who() -> str:
 
 
 def make_provider(zone: Zone, inv: Inventory) -> Provider:
-    from provision.dns.provider_for import provider_for
+    from provision.dns.providers import provider_for
 
     return provider_for(zone, inv)
 
@@ -192,17 +196,10 @@ class Ctx:
         """The zone's authoritative servers with an address (names resolved through the
         configured resolvers only; those without an address are skipped, and said)."""
         if self._auth is None:
-            out = []
-            for label, addr in self.provider.nameservers():
-                if addr is None:
-                    addr = prop.resolve_address(label, self.resolvers)
-                if addr is None:
-                    self.notes.append(f"authoritative server {label} not asked: no address "
-                                      "(list a resolver under dns.resolvers)")
-                    continue
-                port = self.zone.port if self.zone.provider == "rfc2136" and \
-                    addr == self.zone.server else 53
-                out.append(prop.Target(label, addr, "authoritative", port))
+            out, unknown = prop.authoritative_targets(self.provider.nameservers(),
+                                                      self.provider.direct, self.resolvers)
+            self.notes += [f"authoritative server {label} not asked: no address (list a "
+                           "resolver under dns.resolvers)" for label in unknown]
             self._auth = out
         return self._auth
 
@@ -211,7 +208,7 @@ class Ctx:
 
 
 
-def _call(fn: Callable[[], Any]) -> Any:
+def _call(fn: Callable[[], R]) -> R:
     try:
         return fn()
     except StaleRead as e:
@@ -287,7 +284,7 @@ def settle(ctx: Ctx, loaded: Loaded) -> Journal | None:
         st = P.state(j, "original" if rec.closed == "rolled back" else
                      "finalized" if rec.closed == "finalized" else
                      "lowered" if j.phase == "lowered" else "switched")
-        if not j.token and ctx.zone.provider != "rfc2136":
+        if not j.token and ctx.provider.capabilities.change_ids:
             ctx.say(f"{ctx.where}: the provider's change id was lost in the interruption: "
                     "the change is taken as served from now")
         served_at = wait_served(ctx, st, ChangeSet(), j.token)
@@ -311,7 +308,7 @@ def wait_served(ctx: Ctx, st: P.State, changes: ChangeSet, token: str) -> float:
     """Until the provider has the change (Route53 INSYNC, Cloud DNS done) and every
     authoritative server we can ask serves `st`; returns that moment."""
     provider = ctx.provider
-    if token and provider.kind != "rfc2136":
+    if token and provider.capabilities.change_ids:  # else: the servers are asked below
         _call(lambda: provider.wait(changes, token, ctx.timeout))
     targets = ctx.auth_targets()
     if not targets:
@@ -353,7 +350,7 @@ def change(ctx: Ctx, j: Journal, view: P.ZoneView, intent: str, target: P.StateN
 
 # --- commands ------------------------------------------------------------------------
 
-def _existing(ctx: Ctx, rtype: str | None) -> list[Any]:
+def _existing(ctx: Ctx, rtype: str | None) -> list[RRset]:
     types = [rtype.upper()] if rtype else ["A", "AAAA", "CNAME"]
     found = []
     for t in types:
@@ -478,7 +475,7 @@ def _inventory_target(ctx: Ctx, found: Sequence[RRset], rtype: str | None) -> RR
     return d
 
 
-def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Any:
+def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Edit | None:
     """When `values` differ from what the inventory declares (an ad hoc --to), the edit
     finalize will write, prepared and checked now (None when none is needed or
     --no-write-inventory). An inventory that cannot be updated is refused before any
@@ -514,8 +511,9 @@ def _third_value(ctx: Ctx, j: Journal) -> None:
                          "migration back and start again")
 
 
-def _alias_message(ctx: Ctx, rr: Any) -> str:
+def _alias_message(ctx: Ctx, rr: RRset) -> str:
     a = rr.alias
+    assert a is not None  # called for an alias only
     target = a.dns_name.rstrip(".").lower() + "."
     same_zone = in_zone(target, ctx.zone.name)
     if same_zone:

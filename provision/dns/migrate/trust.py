@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from provision.dns import providers
 from provision.dns.names import canonical, in_zone, origin, problem, reserved
 from provision.dns.rdata import MANAGED_TYPES, ttl_problem, values_problem
 from provision.text import printable
@@ -38,7 +39,6 @@ MAX_DEPTH = 8
 MAX_DIGITS = 20              # digits in one JSON number
 MAX_HISTORY = 10_000
 MAX_TEXT = 1024              # any one string field
-PROVIDERS = ("route53", "clouddns", "rfc2136")
 # Seconds since the epoch, up to 2200-01-01; anything else is no time provision wrote.
 MIN_TIME, MAX_TIME = 0.0, 7258118400.0
 
@@ -162,8 +162,8 @@ def journal_from_dict(d: Mapping[str, Any]) -> Journal:
     if rtype not in MANAGED_TYPES:
         raise Refused(f"type {_show(rtype)}: provision migrates only {', '.join(MANAGED_TYPES)} records")
     provider = _text(d, "provider")
-    if provider not in PROVIDERS:
-        raise Refused(f"provider {_show(provider)} (one of {', '.join(PROVIDERS)})")
+    if provider not in providers.PROVIDERS:
+        raise Refused(f"provider {_show(provider)} (one of {', '.join(providers.names())})")
     original = _values(d, "original_values", rtype)
     target = _values(d, "target_values", rtype)
     original_ttl, lower_ttl = _ttl(d, "original_ttl"), _ttl(d, "lower_ttl")

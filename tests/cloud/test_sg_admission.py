@@ -1,0 +1,65 @@
+"""Which machines a plan may cut off from SSH, and the revert plan. Plain data, no AWS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from provision.cloud.admission import revert_attachment, revert_group, touched
+from provision.cloud.attach import AttachPlan
+from provision.cloud.rules import GroupPlan, LiveGroup, LiveRule, RuleKey
+from provision.inventory import load_inventory
+from provision.inventory.model import Inventory
+
+VPC = "vpc-0abc1234"
+
+
+def inv(tmp_path: Path) -> Inventory:
+    doc = {"version": 1,
+           "bastions": {"jump": {"address": "198.51.100.10", "allow_ssh_from": ["203.0.113.0/24"],
+                                 "security_groups": ["bastion"], "aws": {"instance_id": "i-0123456789abcdef0"}}},
+           "hosts": {"gpu1": {"address": "10.0.1.21", "via": "jump", "port": 2222, "security_groups": ["gpu"],
+                              "aws": {}},
+                     "gpu2": {"address": "10.0.1.22", "via": "jump", "security_groups": ["gpu"]}},
+           "aws": {"region": "us-east-1", "security_groups": {
+               "bastion": {"vpc": VPC, "ingress": [{"port": 22, "from": ["203.0.113.0/24"]}]},
+               "gpu": {"vpc": VPC, "ingress": [{"port": 2222, "from": ["bastion"]}]}}}}
+    path = tmp_path / "inv.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return load_inventory(path)
+
+
+def plan(name: str, *keys: RuleKey, revoke: tuple[RuleKey, ...] = ()) -> GroupPlan:
+    return GroupPlan(name, "sg-00000000000000001", VPC, "", True,
+                     revoke=tuple(LiveRule("sgr-1", k) for k in revoke), authorize=tuple((k, "") for k in keys))
+
+
+def tcp(port: int, peer: str = "10.0.0.0/8") -> RuleKey:
+    return RuleKey(False, "tcp", port, port, peer)
+
+
+def test_touched_by_ssh_rules_on_the_machines_own_port_and_by_attachments(tmp_path: Path) -> None:
+    i = inv(tmp_path)
+    # gpu1's SSH is on 2222: a rule on 22 in its group does not touch it; on 2222 it does
+    assert touched(i, [plan("gpu", tcp(22))], []) == []
+    (t,) = touched(i, [plan("gpu", revoke=(tcp(2222),))], [])
+    assert (t.machine, t.groups, t.attachment) == ("gpu1", ("gpu",), False)  # gpu2: no aws block
+    # egress and other ports never count; an attachment change always does
+    egress = RuleKey(True, "tcp", 22, 22, "0.0.0.0/0")
+    moved = AttachPlan("jump", "i-0123456789abcdef0", "eni-1", ("sg-1",), ("sg-2",))
+    (t,) = touched(i, [plan("bastion", egress, tcp(443))], [moved])
+    assert (t.machine, t.groups, t.attachment) == ("jump", (), True)
+    assert t.why == "its attached groups"
+    same = AttachPlan("jump", "i-0123456789abcdef0", "eni-1", ("sg-1", "sg-2"), ("sg-2", "sg-1"))
+    assert touched(i, [], [same]) == []
+
+
+def test_revert_puts_the_old_rules_back() -> None:
+    old = LiveGroup("sg-1", "gpu", VPC, "", True, (LiveRule("sgr-a", tcp(22), "ssh"), LiveRule("sgr-b", tcp(80))))
+    now = LiveGroup("sg-1", "gpu", VPC, "", True, (LiveRule("sgr-b", tcp(80)), LiveRule("sgr-c", tcp(23))))
+    back = revert_group(old, now)
+    assert [r.id for r in back.revoke] == ["sgr-c"]
+    assert back.authorize == ((tcp(22), "ssh"),)
+    a = AttachPlan("jump", "i-1", "eni-1", ("sg-1",), ("sg-2",))
+    assert revert_attachment(a).want == ("sg-1",) and revert_attachment(a).current == ("sg-2",)

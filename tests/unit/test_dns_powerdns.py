@@ -1,0 +1,317 @@
+"""The PowerDNS provider against the real PowerDNS Authoritative Server (Debian's
+pdns-server with the sqlite3 backend) on 127.0.0.1: plan, apply, an empty plan after,
+ownership markers, a stale read refused, propagation checked by asking the server (AA),
+a cutover migration; and the API's answers as a trust boundary (a loopback HTTP server
+that answers what a broken or hostile one would).
+
+Record values are 127.0.0.x / ::1 / names in the test zone: nothing is sent anywhere
+but loopback."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from powerdns_server import Pdns, pdns_server
+
+from provision.cli import main
+from provision.dns.powerdns import PowerDnsProvider, parse_zone, patch_body
+from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.records import ChangeSet, rrset
+
+KEY_ENV = "PROVISION_TEST_PDNS_KEY"
+
+
+@pytest.fixture(scope="module")
+def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
+    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
+        yield p
+
+
+_zones = iter(range(1_000_000))
+
+
+@pytest.fixture
+def zone(pdns: Pdns, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh zone on the server for one test (and the API key in the environment)."""
+    monkeypatch.setenv(KEY_ENV, pdns.key)
+    z = f"t{next(_zones)}.example.org."
+    pdns.create_zone(z)
+    yield z
+    pdns.delete_zone(z)
+
+
+def _inv(tmp_path: Path, pdns: Pdns, zone: str, records: dict[str, Any] | None = None,
+         **extra: Any) -> str:
+    doc = {"version": 1, "dns": {"zones": {zone.rstrip("."): {
+        "provider": "powerdns", "api_url": pdns.url, "api_key_env": KEY_ENV,
+        "dns_address": "127.0.0.1", "dns_port": pdns.dns_port,
+        "records": records or {}, **extra}}}}
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump(doc))
+    return str(p)
+
+
+def _cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+RECORDS = {"api": {"type": "A", "values": ["127.0.0.10", "127.0.0.11"], "ttl": 120},
+           "v6": {"type": "AAAA", "values": ["::1"], "ttl": 300},
+           "www": {"type": "CNAME", "value": "api.ZONE", "ttl": 60}}
+
+
+def _records(zone: str) -> dict[str, Any]:
+    out = json.loads(json.dumps(RECORDS))
+    out["www"]["value"] = f"api.{zone}"
+    return out
+
+
+def test_plan_apply_then_the_plan_is_empty_and_the_server_answers(
+        pdns: Pdns, zone: str, tmp_path: Path) -> None:
+    pdns.set_rrset(zone, f"theirs.{zone}", "A", 300, ["127.0.0.99"])  # someone else's
+    inv = _inv(tmp_path, pdns, zone, _records(zone))
+    r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode", "--json")
+    assert r.exit_code == 3, r.output
+    [z] = json.loads(r.stdout)["zones"]
+    assert z["provider"] == "powerdns" and z["endpoint"] == pdns.url and not z["error"]
+    r = _cli("dns", "apply", "-i", inv, "--yes")
+    assert r.exit_code == 0, r.output
+    assert "served by every authoritative server" in r.output
+
+    # the effect: the server itself answers, authoritatively
+    assert pdns.query(f"api.{zone}", "A") == ("NOERROR", ["127.0.0.10", "127.0.0.11"], True, 120)
+    assert pdns.query(f"v6.{zone}", "AAAA") == ("NOERROR", ["::1"], True, 300)
+    assert pdns.query(f"www.{zone}", "CNAME") == ("NOERROR", [f"api.{zone}"], True, 60)
+    sets = pdns.rrsets(zone)
+    assert sets[(f"_provision.api.{zone}", "TXT")] == (300, ['"provision owns A"'])
+    assert sets[(f"_provision.www.{zone}", "TXT")] == (300, ['"provision owns CNAME"'])
+
+    r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode")
+    assert r.exit_code == 0, r.output  # no changes means no changes
+
+    # a record taken out of the inventory goes with its marker; someone else's stays
+    inv = _inv(tmp_path, pdns, zone, {k: v for k, v in _records(zone).items() if k != "v6"})
+    r = _cli("dns", "apply", "-i", inv, "--yes")
+    assert r.exit_code == 0, r.output
+    sets = pdns.rrsets(zone)
+    assert (f"v6.{zone}", "AAAA") not in sets and (f"_provision.v6.{zone}", "TXT") not in sets
+    assert sets[(f"theirs.{zone}", "A")] == (300, ["127.0.0.99"])
+    assert pdns.query(f"v6.{zone}", "AAAA")[1] == []
+    assert _cli("dns", "plan", "-i", inv, "--detailed-exitcode").exit_code == 0
+
+
+def test_a_record_changed_since_the_read_is_not_overwritten(pdns: Pdns, zone: str) -> None:
+    pdns.set_rrset(zone, f"api.{zone}", "A", 300, ["127.0.0.1"])
+    p = PowerDnsProvider(zone, pdns.url, pdns.key, dns_port=pdns.dns_port)
+    [old] = [rr for rr in p.list_rrsets() if rr.key == (f"api.{zone}", "A")]
+    pdns.set_rrset(zone, f"api.{zone}", "A", 300, ["127.0.0.2"])  # someone else, meanwhile
+    new = rrset(f"api.{zone}", "A", 300, ["127.0.0.3"])
+    with pytest.raises(StaleRead, match="changed since it was read"):
+        p.apply(ChangeSet((old,), (new,)))
+    with pytest.raises(StaleRead, match="created since"):
+        p.apply(ChangeSet((), (new,)))  # "must not exist yet", and it does
+    assert pdns.rrsets(zone)[(f"api.{zone}", "A")] == (300, ["127.0.0.2"])
+
+
+def test_dns_check_asks_the_server_and_names_who_disagrees(
+        pdns: Pdns, zone: str, tmp_path: Path) -> None:
+    inv = _inv(tmp_path, pdns, zone, _records(zone))
+    assert _cli("dns", "apply", "-i", inv, "--yes").exit_code == 0
+    r = _cli("dns", "check", f"api.{zone}", "-i", inv, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    [a] = out["answers"]  # ns1.<zone> at 127.0.0.1: the server itself, on its port
+    assert (a["server"], a["address"], a["aa"], a["values"]) == (
+        f"ns1.{zone}", "127.0.0.1", True, ["127.0.0.10", "127.0.0.11"])
+    pdns.set_rrset(zone, f"api.{zone}", "A", 120, ["127.0.0.12"])  # edited behind our back
+    r = _cli("dns", "check", f"api.{zone}", "-i", inv, "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["disagree"] == [f"ns1.{zone}"]
+
+
+def test_a_cutover_migration_against_powerdns(pdns: Pdns, zone: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    name = f"api.{zone}"
+    pdns.set_rrset(zone, name, "A", 2, ["127.0.0.1"])
+    inv = _inv(tmp_path, pdns, zone)
+    r = _cli("dns", "migrate", "run", name, "--to", "127.0.0.2", "--lower-ttl", "1",
+             "-i", inv, "--json")
+    assert r.exit_code == 0, r.output
+    assert set(json.loads(r.stdout)["timings"]) == {"lowered", "switched", "verified", "finalized"}
+    sets = pdns.rrsets(zone)
+    assert sets[(name, "A")] == (2, ["127.0.0.2"])
+    assert (f"_provision-migration.{name}", "TXT") not in sets
+    closed = sets[(f"_provision-closed-a.{name}", "TXT")][1]
+    assert '"phase=closed"' in closed and '"from=127.0.0.1"' in closed
+    assert pdns.query(name, "A") == ("NOERROR", ["127.0.0.2"], True, 2)
+    # the finished migration is remembered: the old value cannot come back by accident
+    back = _inv(tmp_path, pdns, zone, {"api": {"type": "A", "values": ["127.0.0.1"], "ttl": 2}})
+    r = _cli("dns", "apply", "-i", back, "--yes")
+    assert r.exit_code == 2 and "--allow-revert" in r.output
+    assert pdns.rrsets(zone)[(name, "A")] == (2, ["127.0.0.2"])
+
+
+def test_a_wrong_api_key_is_an_api_failure(pdns: Pdns, zone: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = _inv(tmp_path, pdns, zone, _records(zone))
+    monkeypatch.setenv(KEY_ENV, "not-the-key")
+    r = _cli("dns", "plan", "-i", inv)
+    assert r.exit_code == 1 and "refused the key" in r.output, r.output
+    assert "not-the-key" not in r.output  # the key is never printed
+
+
+# --- the inventory: settings, and where the key comes from ---------------------------------
+
+def _check(tmp_path: Path, zone: dict[str, Any]) -> Any:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "powerdns", **zone}}}}))
+    return _cli("check", "-i", str(p))
+
+
+@pytest.mark.parametrize(("zone", "words"), [
+    ({"api_url": "http://127.0.0.1:8081", "api_key": "secret"}, "unknown key 'api_key'"),
+    ({"api_url": "http://127.0.0.1:8081"}, "give exactly one of 'api_key_file'"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "K", "api_key_file": "k"},
+     "give exactly one of 'api_key_file'"),
+    ({"api_url": "http://pdns.example.net:8081", "api_key_env": "K"}, "not a loopback address"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "lower"}, "an environment variable name"),
+    ({"api_key_env": "K"}, "dns.zones.example.org.api_url: required field is missing"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "K", "dns_port": 0}, "out of range"),
+])
+def test_bad_settings_are_exit_2_at_their_line(tmp_path: Path, zone: dict[str, Any],
+                                               words: str) -> None:
+    r = _check(tmp_path, zone)
+    assert r.exit_code == 2 and words in r.output, r.output
+    assert f"{tmp_path / 'inv.yml'}:" in r.output
+
+
+def test_the_key_file_is_read_by_check(tmp_path: Path) -> None:
+    zone = {"api_url": "http://127.0.0.1:8081", "api_key_file": "pdns.key"}
+    r = _check(tmp_path, zone)
+    assert r.exit_code == 0 and "is not on this machine" in r.output, r.output  # a warning
+    (tmp_path / "pdns.key").write_text("two words\n")
+    r = _check(tmp_path, zone)
+    assert r.exit_code == 2 and "one line without spaces" in r.output, r.output
+    (tmp_path / "pdns.key").write_text("k3y\n")
+    assert _check(tmp_path, zone).exit_code == 0
+
+
+def test_an_unset_key_variable_is_bad_input_before_anything_is_sent(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "powerdns", "api_url": "http://127.0.0.1:9", "api_key_env": KEY_ENV}}}}))
+    r = _cli("dns", "plan", "-i", str(p))
+    assert r.exit_code == 2 and f"{KEY_ENV} (api_key_env) is not set" in r.output, r.output
+
+
+# --- the API's answers are a trust boundary ------------------------------------------------
+
+Z = "example.org."
+
+
+def _zone_json(*rrsets: Any) -> bytes:
+    return json.dumps({"name": Z, "rrsets": list(rrsets)}).encode()
+
+
+def _rr(name: str = f"api.{Z}", rtype: str = "A", ttl: Any = 300,
+        records: Any = None) -> dict[str, Any]:
+    return {"name": name, "type": rtype, "ttl": ttl,
+            "records": records if records is not None else [{"content": "127.0.0.1",
+                                                             "disabled": False}]}
+
+
+def test_a_good_answer_is_read_disabled_records_left_out() -> None:
+    got = parse_zone(_zone_json(_rr(), _rr(f"x.{Z}", records=[
+        {"content": "127.0.0.2", "disabled": True}]), _rr(f"w.{Z}", "CNAME", 60, [
+            {"content": "API.Example.Org.", "disabled": False}])), Z)
+    assert got == [rrset(f"api.{Z}", "A", 300, ["127.0.0.1"]),
+                   rrset(f"w.{Z}", "CNAME", 60, [f"api.{Z}"])]
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    (b"<html>", "not JSON"),
+    (b"[" * 100_000, "not JSON"),
+    (json.dumps({"rrsets": {}}).encode(), "no list of rrsets"),
+    (_zone_json("x"), "not an object"),
+    (_zone_json(_rr(name="api\n.example.org.")), "not a DNS name"),
+    (_zone_json(_rr(name="api.example.net.")), "outside zone"),
+    (_zone_json(_rr(rtype="a b")), "not a record type"),
+    (_zone_json(_rr(ttl=-1)), "not a number of seconds"),
+    (_zone_json(_rr(ttl=True)), "not a number of seconds"),
+    (_zone_json(_rr(ttl="300")), "not a number of seconds"),
+    (_zone_json(_rr(records="127.0.0.1")), "records is not a list"),
+    (_zone_json(_rr(records=[{"content": "127.0.0.1\nevil", "disabled": False}])), "one line"),
+    (_zone_json(_rr(records=[{"content": "\x1b[31m", "disabled": False}])), "one line"),
+    (_zone_json(_rr(records=[{"content": "127.0.0.1", "disabled": "no"}])), "'disabled'"),
+    (_zone_json(_rr(), _rr()), "listed twice"),
+])
+def test_a_malformed_answer_is_refused(body: bytes, words: str) -> None:
+    with pytest.raises(ProviderError, match=words):
+        parse_zone(body, Z)
+
+
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    answers: ClassVar[list[tuple[int, dict[str, str], bytes]]] = []
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+
+    def _answer(self) -> None:
+        self.seen.append((self.command, self.path, self.headers.get("X-API-Key")))
+        status, headers, body = self.answers.pop(0)
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PATCH = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hostile() -> Iterator[tuple[PowerDnsProvider, type[_Hostile]]]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    _Hostile.answers, _Hostile.seen = [], []
+    yield PowerDnsProvider(Z, f"http://127.0.0.1:{srv.server_address[1]}", "k3y"), _Hostile
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_redirect_is_not_followed_and_an_error_is_said_escaped(
+        hostile: tuple[PowerDnsProvider, type[_Hostile]]) -> None:
+    p, h = hostile
+    h.answers = [(302, {"Location": "http://127.0.0.2:9/steal"}, b"")]
+    with pytest.raises(ProviderError, match=r"redirect .* not followed"):
+        p.list_rrsets()
+    assert [s[0] for s in h.seen] == ["GET"]  # nothing went to the Location
+    h.answers = [(200, {}, _zone_json()), (422, {}, json.dumps(
+        {"error": "RRset api.example.org. IN CNAME: Conflicts \x1b[2J"}).encode())]
+    with pytest.raises(ProviderError) as e:
+        p.apply(ChangeSet((), (rrset(f"api.{Z}", "CNAME", 60, [f"w.{Z}"]),)))
+    assert "HTTP 422" in e.value.message and "\x1b" not in e.value.message
+    assert h.seen[-1][0] == "PATCH" and h.seen[-1][2] == "k3y"
+
+
+def test_the_patch_replaces_written_rrsets_and_deletes_gone_ones() -> None:
+    old_a = rrset(f"api.{Z}", "A", 300, ["127.0.0.1"])
+    gone = rrset(f"old.{Z}", "A", 300, ["127.0.0.5"])
+    new_a = rrset(f"api.{Z}", "A", 60, ["127.0.0.2"])
+    assert patch_body(ChangeSet((old_a, gone), (new_a,))) == {"rrsets": [
+        {"name": f"api.{Z}", "type": "A", "ttl": 60, "changetype": "REPLACE",
+         "records": [{"content": "127.0.0.2", "disabled": False}]},
+        {"name": f"old.{Z}", "type": "A", "changetype": "DELETE"}]}

@@ -1,0 +1,106 @@
+"""The provider seam: one table, each module complete, nothing outside provision/dns
+naming a provider, the schema describing each provider's fields."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from provision.cli import main
+from provision.dns import providers
+from provision.dns.provider import Capabilities, ProviderSettings
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(providers.PROVIDERS))
+def test_every_registered_module_is_a_whole_provider(name: str) -> None:
+    mod = providers.load(name)
+    assert issubclass(mod.Settings, ProviderSettings)
+    assert isinstance(mod.CAPABILITIES, Capabilities)
+    assert {"A", "AAAA", "CNAME", "TXT"} <= mod.CAPABILITIES.record_types  # records + markers
+    assert not mod.CAPABILITIES.root_ns   # provision never manages the apex NS set
+    assert mod.CAPABILITIES.nameservers   # said in docs/dns-providers.md
+    for field in mod.Settings.local_files:
+        assert field in mod.Settings.model_fields
+
+
+def test_no_code_but_the_table_and_the_module_itself_names_a_provider() -> None:
+    """A string literal equal to a provider's name is a branch on it, or a second table
+    (the lab's generated inventory, which uses rfc2136 as data, is the exception)."""
+    own = {mod.replace(".", "/") + ".py": name for name, mod in providers.PROVIDERS.items()}
+    found = []
+    for path in sorted((ROOT / "provision").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ("provision/dns/providers.py", "provision/lab/plan.py"):
+            continue
+        text = path.read_text()
+        if not any(n in text for n in providers.PROVIDERS):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and node.value in providers.PROVIDERS \
+                    and own.get(rel) != node.value:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert not found, found
+
+
+def test_the_schema_describes_each_providers_fields() -> None:
+    r = CliRunner().invoke(main, ["schema"])
+    assert r.exit_code == 0, r.output
+    schema = json.loads(r.output)
+    defs = schema["$defs"]
+    zones = defs["DnsDoc"]["properties"]["zones"]["additionalProperties"]["oneOf"]
+    by_provider = {}
+    for ref in zones:
+        d = defs[ref["$ref"].rsplit("/", 1)[-1]]
+        by_provider[d["properties"]["provider"]["const"]] = set(d["properties"])
+    assert set(by_provider) == set(providers.PROVIDERS)
+    for name, fields in by_provider.items():
+        own = set(providers.settings_model(name).model_fields)
+        assert own <= fields and {"records", "cutover_above_ttl"} <= fields, name
+        others = set().union(*(providers.settings_model(n).model_fields
+                               for n in providers.PROVIDERS if n != name)) - own
+        assert not fields & others, (name, fields & others)  # no other provider's field
+
+
+def test_an_unknown_provider_is_refused_naming_every_known_one(tmp_path: Path) -> None:
+    inv = tmp_path / "inv.yml"
+    inv.write_text("version: 1\ndns:\n  zones:\n    example.org: {provider: cloudflare}\n")
+    r = CliRunner().invoke(main, ["check", "-i", str(inv)])
+    assert r.exit_code == 2
+    assert f"{inv}:4:19: dns.zones.example.org.provider" in r.output
+    assert all(f"'{n}'" in r.output for n in providers.PROVIDERS), r.output
+
+
+def test_a_providers_field_in_another_providers_zone_is_an_unknown_key(tmp_path: Path) -> None:
+    inv = tmp_path / "inv.yml"
+    inv.write_text("version: 1\ndns:\n  zones:\n    example.org:\n      provider: route53\n"
+                   "      tsig_key_file: k\n")
+    r = CliRunner().invoke(main, ["check", "-i", str(inv)])
+    assert r.exit_code == 2
+    assert f"{inv}:6:7: dns.zones.example.org.tsig_key_file: unknown key" in r.output
+    assert "hosted_zone_id" in r.output and "server" not in r.output
+
+
+def test_only_the_providers_an_inventory_names_are_loaded(tmp_path: Path) -> None:
+    """An inventory of Route53 and Cloud DNS zones loads neither boto3, google-cloud nor
+    dnspython for `check` (the rfc2136 module imports dnspython at its top)."""
+    inv = tmp_path / "inv.yml"
+    inv.write_text("version: 1\ndns:\n  zones:\n    example.org: {provider: route53}\n"
+                   "    example.net: {provider: clouddns, project: my-project, managed_zone: n}\n")
+    code = (f"import sys; sys.argv=['provision','check','-i',{str(inv)!r}]\n"
+            "from provision.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('\\n'.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    loaded = set(out.split())
+    assert {"provision.dns.route53", "provision.dns.clouddns"} <= loaded
+    assert "provision.dns.rfc2136" not in loaded
+    assert not {m.split(".")[0] for m in loaded} & {"dns", "boto3", "botocore", "google"}
