@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("provision.commands.audit:audit_cmd", "live exposure, drift and socket report"),
     "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
     "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
+    "exec": ("provision.commands.exec:exec_cmd", "run a command on every selected host"),
     "import": ("provision.commands.import_:import_group", "write existing resources as inventory YAML"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),

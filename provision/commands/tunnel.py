@@ -8,8 +8,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,16 +25,28 @@ from provision.commands.common import (
 )
 from provision.errors import Exit, OperationError, UsageError
 
-BACKEND_CHOICES = ("auto", "openssh", "paramiko")
+if TYPE_CHECKING:
+    from provision.inventory.model import Host, Inventory
+    from provision.ssh.login import Login
+    from provision.tunnel.plan import Row
+    from provision.tunnel.session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _user_option(f: Any) -> Any:
+def _backend_choices() -> list[str]:
+    from provision.tunnel.backends import AUTO, names
+
+    return [AUTO, *names()]
+
+
+def _user_option(f: F) -> F:
     return click.option("--user", "user", default=None, metavar="NAME",
                         help="remote account (default: $USER when a team member, else the "
                              "inventory's login user); a team member's identity_file is used")(f)
 
 
-def _host(inv: Any, name: str) -> Any:
+def _host(inv: Inventory, name: str) -> Host:
     try:
         return inv.node(name)
     except KeyError:
@@ -42,10 +54,10 @@ def _host(inv: Any, name: str) -> Any:
         raise UsageError(f"unknown host '{name}' (known: {names})") from None
 
 
-def _login(inv: Any, user: str | None) -> Any:
-    from provision.tunnel.plan import choose_login
+def _login(inv: Inventory, user: str | None) -> Login:
+    from provision.ssh.login import choose_login
 
-    return choose_login(inv, user, os.environ.get("USER"))  # TunnelError: exit 2
+    return choose_login(inv, user, os.environ.get("USER"))  # LoginError: exit 2
 
 
 def _parse_ports(values: Sequence[str]) -> dict[str, int]:
@@ -64,9 +76,9 @@ def _parse_ports(values: Sequence[str]) -> dict[str, int]:
 @inventory_option
 @json_option
 @_user_option
-@click.option("--backend", type=click.Choice(BACKEND_CHOICES), default=None,
-              help="openssh (system ssh; the default when installed) or paramiko (no ssh "
-                   "binary needed); default: $PROVISION_TUNNEL_BACKEND or auto")
+@click.option("--backend", type=click.Choice(_backend_choices()), default=None,
+              help="how to open the tunnel (auto: the first backend usable here, in "
+                   "provision.tunnel.backends order); default: $PROVISION_TUNNEL_BACKEND or auto")
 @click.option("--keepalive", type=click.IntRange(1, 3600), default=15, show_default=True,
               metavar="SECONDS", help="keepalive interval; the link is dead after 3 misses")
 @click.option("--port", "ports", multiple=True, metavar="SERVICE=PORT",
@@ -82,8 +94,10 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     reconnecting when the link drops, until Ctrl-C.
     """
     from provision.ssh.errors import ConnectError, HostKeyError
+    from provision.ssh.login import hops
+    from provision.tunnel.backends import Request, choose
     from provision.tunnel.local import port_is_free
-    from provision.tunnel.plan import hops, plan_forwards, select_services
+    from provision.tunnel.plan import plan_forwards, select_services
     from provision.tunnel.session import Interrupted, Session, until_stopped
 
     inv = load(inventory_path)
@@ -98,18 +112,19 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
 
         err.print(Text("tunnel:", style="dim") + Text(f" {printable(message)}"), soft_wrap=True)
 
-    chosen = select_services(node, services)  # TunnelError: exit 2
+    chosen = select_services(node, services)  # LoginError: exit 2
     forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
     for s, f in zip(chosen, forwards, strict=True):
         wanted = _parse_ports(ports).get(s.name, s.port)
         if f.local_port != wanted:
             log(f"{s.name}: local port {wanted} is busy, using {f.local_port}")
     chain = hops(inv, node, login)
-    name = _backend_name(backend)
+    spec = choose(backend or os.environ.get("PROVISION_TUNNEL_BACKEND"))  # UsageError: exit 2
+    name = spec.name
     stop = threading.Event()
     _on_signals(stop)
     try:
-        be = _make_backend(name, inv, node, login, chain, forwards, keepalive, log)
+        be = spec.make(Request(inv, node, login, chain, tuple(forwards), keepalive, log))
     except ConnectError as e:
         raise OperationError(str(e)) from None
     session = Session(be, node, chosen, forwards, chain[-1].user, keepalive, log)
@@ -151,44 +166,20 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     raise Exit(code)
 
 
-def _backend_name(choice: str | None) -> str:
-    from provision.tunnel.openssh import find_ssh
-
-    choice = choice or os.environ.get("PROVISION_TUNNEL_BACKEND") or "auto"
-    if choice not in BACKEND_CHOICES:
-        raise UsageError(f"PROVISION_TUNNEL_BACKEND={choice!r} (allowed: {', '.join(BACKEND_CHOICES)})")
-    if choice == "auto":
-        return "openssh" if find_ssh() else "paramiko"
-    if choice == "openssh" and not find_ssh():
-        raise UsageError("--backend openssh: no `ssh` on PATH (use --backend paramiko)")
-    return choice
-
-
-def _make_backend(name: str, inv: Any, node: Any, login: Any, chain: Any, forwards: Any,
-                  keepalive: int, log: Any) -> Any:
-    from provision.tunnel.openssh import OpenSSHBackend, known_hosts_path
-
-    if name == "openssh":
-        return OpenSSHBackend(inv, node, login, forwards, keepalive, log)
-    from provision.tunnel.paramiko_backend import ParamikoBackend
-
-    return ParamikoBackend(chain, forwards, known_hosts_path(inv), keepalive, log, node.name)
-
-
 def _on_signals(stop: threading.Event) -> None:
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: object) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
 
 
-def _doc(host: str, backend: str, ready: float, table: Any) -> dict[str, Any]:
+def _doc(host: str, backend: str, ready: float, table: Sequence[Row]) -> dict[str, Any]:
     return {"host": host, "backend": backend, "ready_seconds": round(ready, 3),
             "forwards": [r.as_dict() for r in table]}
 
 
-def _print_table(host: str, backend: str, table: Any) -> None:
+def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -212,7 +203,8 @@ def _print_table(host: str, backend: str, table: Any) -> None:
     out.print(t)
 
 
-def _check(session: Any, table: Any, as_json: bool, backend: str, ready: float) -> int:
+def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
+           ready: float) -> int:
     """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
     from provision.tunnel.local import http_answers, port_accepts
 
@@ -286,8 +278,9 @@ def sync_cmd(src: str, dst: str, inventory_path: str | None, user: str | None, d
                               private_dir, write_ssh_config))
 
 
-def _run_with_config(inv: Any, login: Any, argv_for: Any, private_dir: Any,
-                     write_ssh_config: Any) -> int:
+def _run_with_config(inv: Inventory, login: Login, argv_for: Callable[[str], list[str]],
+                     private_dir: Callable[[], str],
+                     write_ssh_config: Callable[[Inventory, Login, str], str]) -> int:
     """Render the config to a private file, run the command in the foreground, clean up."""
     directory = private_dir()
     try:

@@ -26,6 +26,7 @@ from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
+from provision.ssh.limits import machine_forks as machine_forks  # where commands find it
 from provision.ssh.session import SudoPassword
 from provision.tasks import apt_script
 from provision.tasks import script as batch
@@ -364,21 +365,6 @@ def close(run: HostRun) -> None:
     if run.chain is not None:
         run.chain.close()
         run.chain = None
-
-
-def machine_forks() -> int:
-    """`--forks` when not given: from this machine's CPUs and open-file limit."""
-    import os
-    import resource
-
-    from provision.ssh.fanout import default_forks
-
-    try:
-        cpus: int | None = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count()
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return default_forks(cpus, None if soft == resource.RLIM_INFINITY else soft)
 
 
 @dataclass

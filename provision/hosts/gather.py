@@ -23,6 +23,7 @@ from provision.facts import Facts, FactsError, Request, parse, probe_script
 from provision.inventory.model import Host, Inventory
 from provision.ssh.connect import Chain, Gateways, connect
 from provision.ssh.errors import HostKeyError
+from provision.ssh.login import DEFAULT_LOGIN, Login
 from provision.ssh.retry import RETRY_WINDOW, Retried, backoff, transient
 from provision.ssh.session import Remote, RemoteTimeout
 
@@ -69,7 +70,8 @@ def _server_message(e: BaseException) -> str:
 
 
 def open_chain(inv: Inventory, host: Host, accept_new: bool,
-               window: float = RETRY_WINDOW, gateways: Gateways | None = None) -> Chain:
+               window: float = RETRY_WINDOW, gateways: Gateways | None = None,
+               login: Login = DEFAULT_LOGIN) -> Chain:
     """`connect`, retried with backoff while the failure is transient (a host still booting,
     sshd shedding load) for at most `window` seconds; every failure becomes Unreachable with
     a readable reason. `Chain.retried` says what it took."""
@@ -78,7 +80,7 @@ def open_chain(inv: Inventory, host: Host, accept_new: bool,
     last = last_said = ""
     while True:
         try:
-            chain = connect(inv, host, accept_new, gateways)
+            chain = connect(inv, host, accept_new, gateways, login)
         except HostKeyError as e:
             raise Unreachable(str(e)) from None
         except Exception as e:

@@ -1,14 +1,11 @@
 """SSH connections from the inventory (I/O): a Fabric Connection per host, through its
-bastions: hops shared by the run (`Gateways`: plan, apply and its confirmations, audit), or,
-for a caller without a run, hops of its own opened the same way. Host keys are judged by
-`provision.ssh.hostkeys`.
+bastions: hops shared by the run (`Gateways`: plan, apply and its confirmations, audit,
+exec), or, for a caller without a run, hops of its own opened the same way. Every hop is a
+`provision.ssh.link.Link` (host keys judged by `provision.ssh.hostkeys`, keys offered by
+`provision.ssh.auth`), logged in as `provision.ssh.login` says for the run's `Login`.
 
-Fabric hard-codes paramiko's AutoAddPolicy; we replace it on every hop with a policy that
-hands the key to the one trust path (unknown refused unless accept-new; a key known only
-under another type refused). A changed key of a known type makes paramiko raise
-BadHostKeyException before any policy is asked; `connect` turns it into the same
-HostKeyError. Never share a host's chain between threads (fabric #2262): call `connect()`
-once per host thread. Connects that authenticate to one bastion at once are capped
+Never share a host's chain between threads (fabric #2262): call `connect()` once per host
+thread. Connects that authenticate to one bastion at once are capped
 (`provision.ssh.fanout.connect_slots`) below its sshd's MaxStartups, which otherwise drops
 some of 32 hosts' connections ("Error reading SSH protocol banner").
 """
@@ -17,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import socket
 import threading
 import time
@@ -25,29 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import paramiko
+
 from provision.inventory.model import Host, Inventory
 
 from .channel_socket import ChannelSocket
-from .errors import HostKeyError
+from .errors import ConnectError
 from .fanout import connect_slots
-from .hostkeys import KnownHosts, key_name, known_hosts_path, refusal
-
-CONNECT_TIMEOUT = 10
+from .hostkeys import KnownHosts, known_hosts_path
+from .link import CONNECT_TIMEOUT, Link, connection, fabric_config
+from .login import DEFAULT_LOGIN, Login, hop
 
 
 def inventory_known_hosts(inv: Inventory) -> Path:
     return known_hosts_path(inv.known_hosts)
-
-
-class _Policy:
-    """paramiko's MissingHostKeyPolicy, asked when no key of the offered type is recorded."""
-
-    def __init__(self, store: KnownHosts, node: Host):
-        self.store = store
-        self.node = node
-
-    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
-        self.store.check(self.node.name, self.node.address, self.node.port, key)
 
 
 @dataclass
@@ -84,27 +71,10 @@ def _hang_up(c: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _connection(inv: Inventory, node: Host, gateway: Any, store: KnownHosts,
-                sock: ChannelSocket | None = None) -> Any:
-    from fabric import Config, Connection
-
-    config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True}},
-                    lazy=True)
-    key = node.identity_file or inv.identity_file
-    connect_kwargs: dict[str, Any] = {"allow_agent": False, "look_for_keys": key is None,
-                                      "banner_timeout": CONNECT_TIMEOUT,
-                                      "auth_timeout": CONNECT_TIMEOUT}
-    if key:
-        connect_kwargs["key_filename"] = os.path.expanduser(key)
-    if sock is not None:
-        connect_kwargs["sock"] = sock
-    c = Connection(node.address, user=node.user, port=node.port, config=config,
-                   gateway=gateway if gateway is not None else False,
-                   connect_timeout=CONNECT_TIMEOUT, connect_kwargs=connect_kwargs)
-    # What SSHClient.connect consults (and orders host key types by); no system keys loaded.
-    c.client._host_keys = store.keys
-    c.client.set_missing_host_key_policy(_Policy(store, node))
-    return c
+def _connection(node: Host, login: Login, gateway: Link | None, store: KnownHosts,
+                sock: ChannelSocket | None = None) -> Link:
+    config = fabric_config(run={"hide": True, "warn": True})
+    return connection(hop(node, login), store, gateway=gateway, sock=sock, config=config)
 
 
 _slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
@@ -148,13 +118,14 @@ class Gateways:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
-        self._open: dict[tuple[str, ...], Any] = {}
+        self._open: dict[tuple[str, ...], Link] = {}
         self._failed: dict[tuple[str, ...], tuple[float, BaseException]] = {}
-        self._order: list[Any] = []
+        self._order: list[Link] = []
 
-    def hop(self, inv: Inventory, chain: tuple[Host, ...], store: KnownHosts) -> Any:
+    def hop(self, chain: tuple[Host, ...], store: KnownHosts,
+            login: Login = DEFAULT_LOGIN) -> Link:
         """The open connection to the last bastion of `chain`, through the ones before it."""
-        key = tuple(h.name for h in chain)
+        key = (*(h.name for h in chain), login.user or "", login.identity_file or "")
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
         asked = time.monotonic()
@@ -165,8 +136,8 @@ class Gateways:
             failed = self._failed.get(key)
             if failed is not None and failed[0] >= asked:  # tried while we waited
                 raise _copied(failed[1])
-            parent = self.hop(inv, chain[:-1], store) if len(chain) > 1 else None
-            c = _connection(inv, chain[-1], parent, store)
+            parent = self.hop(chain[:-1], store, login) if len(chain) > 1 else None
+            c = _connection(chain[-1], login, parent, store)
             try:
                 _open_capped(c, chain[-1])
             except Exception as e:
@@ -214,33 +185,29 @@ def _keep_transport(e: BaseException, *conns: Any) -> None:
 
 
 def connect(inv: Inventory, host: Host, accept_new: bool = False,
-            gateways: Gateways | None = None) -> Chain:
-    """Open the connection to `host` through its bastions: the run's shared hops from
-    `gateways`, or hops of its own (closed with the chain). Raises HostKeyError for a key we
-    refuse, and socket/paramiko errors for anything else."""
-    from paramiko.ssh_exception import BadHostKeyException
-
+            gateways: Gateways | None = None, login: Login = DEFAULT_LOGIN) -> Chain:
+    """Open the connection to `host` through its bastions, as `login`: the run's shared
+    hops from `gateways`, or hops of its own (closed with the chain). Raises HostKeyError
+    for a key we refuse, AuthError when no key is accepted, and socket/paramiko errors for
+    anything else."""
     store = KnownHosts(inventory_known_hosts(inv), accept_new)
     path = tuple(inv.chain(host))
-    nodes = {n.address: n for n in (*path, host)}
     own = Gateways() if gateways is None and path else None
     hops = gateways or own
     chain = Chain(host, None, own)
     try:
         sock = None
         if hops is not None and path:
-            channel = hops.hop(inv, path, store).transport.open_channel(
-                "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
+            bastion = hops.hop(path, store, login)
+            try:
+                channel = bastion.transport.open_channel(
+                    "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)
+            except paramiko.ChannelException as e:  # the bastion's own connect failed
+                raise ConnectError(f"{path[-1].name} cannot reach {host.address}:{host.port} "
+                                   f"({e.text}: sshd down, or the port filtered)") from None
             sock = ChannelSocket(channel)
-        chain.conn = _connection(inv, host, None, store, sock=sock)
+        chain.conn = _connection(host, login, None, store, sock=sock)
         _open_capped(chain.conn, host)
-    except BadHostKeyException as e:
-        chain.close()
-        node = nodes.get(e.hostname.strip("[]").rsplit("]:", 1)[0], host)
-        key = e.key
-        raise HostKeyError(refusal("changed", node.name, key_name(node.address, node.port),
-                                   key.get_name(), key.asbytes(), store.path,
-                                   (e.expected_key.get_name(),))) from None
     except BaseException as e:
         if chain.conn is not None and not hasattr(e, "provision_transport"):
             _keep_transport(e, chain.conn)  # a failed hop attached its own in Gateways.hop

@@ -31,7 +31,7 @@ def transient(message: str) -> bool:
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
     """Seconds to wait before retry number `attempt` (0-based): 0.5, 1, 2, 4, 8, 8 ..."""
-    return min(cap, base * (2 ** attempt))
+    return min(cap, base * 2.0 ** attempt)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from pathlib import Path
 from provision.inventory.model import Host, Inventory
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
+from provision.ssh.login import Login, hops
+from provision.tunnel.backends import BackendSpec, Request
+from provision.tunnel.forwards import Forward
 from provision.tunnel.local import port_accepts
 from provision.tunnel.plan import (
-    Forward,
-    Login,
     classify_ssh_error,
-    hops,
     is_host_key_failure,
     openssh_exec_argv,
     openssh_tunnel_argv,
@@ -196,3 +196,14 @@ def _listening(port: int) -> bool:
     return False
 
 
+
+
+def _unavailable() -> str | None:
+    return None if find_ssh() else "no `ssh` on PATH"
+
+
+def _make(r: Request) -> OpenSSHBackend:
+    return OpenSSHBackend(r.inv, r.host, r.login, r.forwards, r.keepalive, r.log)
+
+
+BACKEND = BackendSpec("openssh", "the system ssh (the default when installed)", _unavailable, _make)

@@ -1,9 +1,11 @@
 """The paramiko tunnel backend (I/O): an SSH chain over direct-tcpip channels, our own forwarder.
 
 sshtunnel binds 0.0.0.0, has no ProxyJump and no known_hosts check, and copies in small
-chunks (docs/architecture.md#ssh-fabric-and-paramiko), so the forwarder is written directly on paramiko: one Transport per hop,
-each carried by a `direct-tcpip` channel of the hop before it; host keys verified against
-known_hosts with nothing accepted on trust; listeners on 127.0.0.1 that outlive reconnects.
+chunks (docs/architecture.md#ssh-fabric-and-paramiko), so the forwarder is written directly
+on paramiko: one hop per `provision.ssh.link.connection` (the one link: host keys, keys
+offered), each carried by a `direct-tcpip` channel of the hop before it, with a bigger window
+and faster ciphers (`Settings`); nothing accepted on trust; listeners on 127.0.0.1 that
+outlive reconnects.
 Works where there is no `ssh` binary.
 """
 
@@ -17,14 +19,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import cast
 
 import paramiko
+from fabric import Connection
 
 from provision.ssh.channel_socket import READ_ALL, ChannelSocket
-from provision.ssh.errors import AuthError, ConnectError
-from provision.ssh.hostkeys import KnownHosts
-from provision.tunnel.plan import KEEPALIVE_COUNT, LOCAL_BIND, Forward, Hop, nothing_listening
+from provision.ssh.errors import ConnectError
+from provision.ssh.hostkeys import KnownHosts, known_hosts_path
+from provision.ssh.link import Settings, connection, tcp
+from provision.ssh.login import Hop
+from provision.tunnel.backends import BackendSpec, Request
+from provision.tunnel.forwards import LOCAL_BIND, Forward
+from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
 
 # Per-channel window. Twice OpenSSH's 2 MiB: more (16–64 MiB) lets sshd queue a window's
 # worth ahead of us and the first transfers crawl at ~20 MB/s with sshd spinning at 100 %.
@@ -32,7 +38,6 @@ WINDOW = 4 * 1024 * 1024
 PACKET = 32 * 1024  # 128 KiB packets measured 5x slower through the jump chain
 PUMP_READ = 256 * 1024
 CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr")
-DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 TUNNEL_HINT = "Check the fingerprint, then add it to known_hosts (a tunnel never accepts a key on trust)"
 
 Log = Callable[[str], None]
@@ -42,92 +47,51 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 class Link:
-    """An authenticated chain of transports; the last one reaches the target host."""
+    """An authenticated chain of hops (`provision.ssh.link`); the last one reaches the target."""
 
     def __init__(self, hops: Sequence[Hop], known_hosts: str, timeout: float = 10.0):
         self.hops = tuple(hops)
-        self.transports: list[paramiko.Transport] = []
+        self.conns: list[Connection] = []
         self.sock: socket.socket | None = None
         self.dead: str | None = None
         store = KnownHosts(Path(os.path.expanduser(known_hosts)), accept_new=False, hint=TUNNEL_HINT)
         try:
-            self._open(store, timeout)
+            self._open(store, Settings(WINDOW, PACKET, CIPHERS, timeout))
         except BaseException:
             self.close()
             raise
 
     @property
     def target(self) -> paramiko.Transport:
-        return self.transports[-1]
+        transport: paramiko.Transport = self.conns[-1].transport
+        return transport
 
-    def _open(self, store: KnownHosts, timeout: float) -> None:
+    def _open(self, store: KnownHosts, settings: Settings) -> None:
         first = self.hops[0]
         try:
-            self.sock = socket.create_connection((first.address, first.port), timeout=timeout)
+            self.sock = tcp(first, settings.timeout)
         except OSError as e:
             raise ConnectError(f"{first.name} ({first.address}:{first.port}): {e.strerror or e}") from None
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         carrier: socket.socket | ChannelSocket = self.sock
         for i, hop in enumerate(self.hops):
-            # Transport takes any socket-like object; its stubs only name the stock ones
-            t = paramiko.Transport(cast(paramiko.Channel, carrier), default_window_size=WINDOW,
-                                   default_max_packet_size=PACKET)
-            self.transports.append(t)
-            known = store.known(hop.address, hop.port)
-            opts = t.get_security_options()
-            opts.ciphers = [c for c in CIPHERS if c in opts.ciphers]
-            preferred = [k for k in opts.key_types if _key_family(k) in {_key_family(n) for n in known}]
-            if preferred:
-                opts.key_types = preferred + [k for k in opts.key_types if k not in preferred]
             where = f"{hop.name} ({hop.address}:{hop.port})"
+            c = connection(hop, store, sock=carrier, settings=settings, label=where)
+            self.conns.append(c)
             try:
-                t.start_client(timeout=timeout)
+                c.open()
+            except ConnectError:  # HostKeyError, AuthError: already say which hop
+                raise
             except (paramiko.SSHException, OSError, EOFError) as e:
-                raise ConnectError(f"{where}: SSH handshake failed: {e}") from None
-            store.check(f"{hop.name} ({hop.address}:{hop.port})", hop.address, hop.port,
-                        t.get_remote_server_key())
-            self._auth(t, hop, where)
+                raise ConnectError(f"{where}: SSH connection failed: {e}") from None
             if i + 1 < len(self.hops):
                 nxt = self.hops[i + 1]
                 try:
-                    chan = t.open_channel("direct-tcpip", (nxt.address, nxt.port),
-                                          ("127.0.0.1", 0), timeout=timeout)
+                    chan = c.transport.open_channel("direct-tcpip", (nxt.address, nxt.port),
+                                                    ("127.0.0.1", 0), timeout=settings.timeout)
                     carrier = ChannelSocket(chan)
                 except (paramiko.SSHException, OSError) as e:
                     raise ConnectError(f"{hop.name} cannot reach {nxt.name} ({nxt.address}:"
                                        f"{nxt.port}): {e}") from None
-
-    @staticmethod
-    def _auth(t: paramiko.Transport, hop: Hop, where: str) -> None:
-        tried: list[str] = []
-        candidates: list[tuple[str, paramiko.PKey]] = []
-        paths = [hop.identity_file] if hop.identity_file else list(DEFAULT_KEYS)
-        for p in paths:
-            full = os.path.expanduser(p)
-            if not os.path.exists(full):
-                if hop.identity_file:
-                    tried.append(f"{p} (missing)")
-                continue
-            try:
-                candidates.append((p, paramiko.PKey.from_path(full)))
-            except paramiko.PasswordRequiredException:
-                tried.append(f"{p} (encrypted: load it into ssh-agent)")
-            except (paramiko.SSHException, ValueError, OSError) as e:
-                tried.append(f"{p} ({e})")
-        with contextlib.suppress(Exception):
-            candidates += [("ssh-agent key", k) for k in paramiko.Agent().get_keys()]
-        for label, key in candidates:
-            try:
-                t.auth_publickey(hop.user, key)
-            except paramiko.AuthenticationException:
-                tried.append(label)
-                continue
-            except (paramiko.SSHException, OSError, EOFError) as e:
-                raise ConnectError(f"{where}: authentication aborted: {e}") from None
-            if t.is_authenticated():
-                return
-        raise AuthError(f"{where}: authentication failed as {hop.user} "
-                        f"(tried: {', '.join(tried) or 'no keys found'})")
 
     def keepalive(self, timeout: float) -> bool:
         """One keepalive round trip through the whole chain, answered within `timeout`."""
@@ -173,16 +137,12 @@ class Link:
             # shutdown wakes every thread blocked on the socket; close alone does not
             with contextlib.suppress(OSError):
                 self.sock.shutdown(socket.SHUT_RDWR)
-        for t in reversed(self.transports):
+        for c in reversed(self.conns):
             with contextlib.suppress(Exception):
-                t.close()
+                c.close()
         if self.sock is not None:
             with contextlib.suppress(OSError):
                 self.sock.close()
-
-
-def _key_family(name: str) -> str:
-    return "rsa" if "rsa" in name else name
 
 
 class ParamikoBackend:
@@ -350,6 +310,14 @@ class ParamikoBackend:
         if now - self._reported.get(fwd.service, -1e9) > 10:
             self._reported[fwd.service] = now
             self.log(message)
+
+
+def _make(r: Request) -> ParamikoBackend:
+    return ParamikoBackend(r.hops, r.forwards, str(known_hosts_path(r.inv.known_hosts)),
+                           r.keepalive, r.log, r.host.name)
+
+
+BACKEND = BackendSpec("paramiko", "paramiko in-process (no ssh binary needed)", lambda: None, _make)
 
 
 def _pump(conn: socket.socket, chan: paramiko.Channel) -> None:

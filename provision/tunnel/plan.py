@@ -16,36 +16,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from provision.errors import UsageError
-from provision.inventory.model import Host, Inventory, Service
+from provision.inventory.model import Host, Service
+from provision.ssh.login import Hop
 from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 
-BACKENDS = ("openssh", "paramiko")
 PORT_SEARCH = 100  # how far from the wanted port we look for a free one
 KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget
 
 
 class TunnelError(UsageError):
     """A problem the user must fix (bad names, no free port); exit status 2."""
-
-
-@dataclass(frozen=True)
-class Login:
-    """Who logs in on every hop, with which key (None: the default per hop)."""
-
-    user: str | None  # None: each hop's own inventory user
-    identity_file: str | None  # None: each hop's own key (or the ssh defaults)
-    team_member: bool = False
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One SSH hop for the paramiko backend (the OpenSSH backend uses the rendered config)."""
-
-    name: str
-    address: str
-    port: int
-    user: str
-    identity_file: str | None
 
 
 @dataclass(frozen=True)
@@ -125,31 +105,6 @@ def plan_forwards(services: Sequence[Service], is_free: Callable[[int], bool],
 
 
 # --- who logs in --------------------------------------------------------------------------
-
-def choose_login(inv: Inventory, requested: str | None, local_user: str | None) -> Login:
-    """--user NAME, else $USER when a team member, else each hop's inventory login user."""
-    team = {p.name: p for p in inv.team}
-    name = requested or (local_user if local_user in team else None)
-    if name is None:
-        return Login(None, None)
-    if name in team:
-        return Login(name, team[name].identity_file, team_member=True)
-    logins = {h.user for h in (*inv.bastions, *inv.hosts)} | {inv.default_user}
-    if name in logins:
-        return Login(name, None)
-    raise TunnelError(f"unknown user '{name}' (team: {', '.join(team) or 'none'}; "
-                      f"login users: {', '.join(sorted(logins))})")
-
-
-def hops(inv: Inventory, host: Host, login: Login) -> tuple[Hop, ...]:
-    """The jump chain and the host, outermost first, with the login for each."""
-    out = []
-    for h in (*inv.chain(host), host):
-        user = login.user or h.user
-        key = login.identity_file if login.team_member else h.identity_file
-        out.append(Hop(h.name, h.address, h.port, user, key))
-    return tuple(out)
-
 
 # --- URLs and tokens ----------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from typing import Any, Protocol, TypeVar
 from provision.errors import OperationError
 from provision.inventory.model import Host, Service
 from provision.ssh.errors import ConnectError, HostKeyError
+from provision.tunnel.forwards import Forward
 from provision.tunnel.plan import (
-    Forward,
     Row,
     ServiceState,
     backoff,

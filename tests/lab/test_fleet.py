@@ -145,3 +145,123 @@ def test_every_host_rides_on_one_connection_to_the_bastion(fleet: tuple[Lab, Pat
     assert seen and max(seen) <= 2, seen
     journal = lab.host("bastion", "journalctl", "--no-pager", "-t", "sshd", "-o", "cat").stdout
     assert "nonexistent channel" not in journal
+
+
+# --- provision exec and the Fabric API on the same fleet (no extra boot) -------------------
+# These run after the converge tests above (they need no converged host: the login user
+# and its sudo are the lab's own). The stopped-host test restarts sshd when done.
+
+def _exec(lab: Lab, inventory: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """`provision exec --json ARGS` in the operator namespace (--json before the command)."""
+    r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "--json", *args, check=False,
+               timeout=240)
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+
+
+def _by_host(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {h["host"]: h for h in data.get("hosts", [])}
+
+
+def test_exec_runs_everywhere_and_a_stopped_host_fails_only_itself(fleet: tuple[Lab, Path]) -> None:
+    """As the login user, every host but the stopped one answers; the recap names it; exit 1."""
+    lab, inventory = fleet
+    stopped = f"gpu{GPUS}"
+    login = yaml.safe_load(inventory.read_text())["defaults"]["user"]
+    assert login != "root"
+    lab.host(stopped, "systemctl", "stop", "ssh.socket", "ssh.service", check=False)
+    try:
+        code, data, err = _exec(lab, inventory, "all,bastions", "--",
+                                "hostname; id -un; echo to-stderr >&2")
+        hosts = _by_host(data)
+        assert code == 1, err[-2000:]
+        assert len(hosts) == GPUS + 1
+        assert hosts[stopped]["status"] == "unreachable" and hosts[stopped]["error"], hosts[stopped]
+        ok = {n: h for n, h in hosts.items() if n != stopped}
+        assert all(h["status"] == "ok" and h["exit_status"] == 0 for h in ok.values()), ok
+        # each host's own output, stdout and stderr apart, as the login user
+        assert all(h["stdout"] == f"{n}\n{login}\n" and h["stderr"] == "to-stderr\n"
+                   for n, h in ok.items()), ok
+        # the text recap names the stopped host as unreachable, says what it cut, exits 1
+        r = lab.op(*PROVISION_CLI, "exec", "-i", str(inventory), "all", "--max-output", "1000",
+                   "--", "head -c 3000 /dev/zero | tr '\\0' a", check=False)
+        assert r.returncode == 1, r.stderr[-2000:]
+        row = [ln for ln in r.stdout.splitlines() if f" {stopped} " in ln]
+        assert row and "unreachable" in row[0], r.stdout
+        assert r.stdout.count("[stdout cut at 1000 bytes: 3000 bytes in all]") == GPUS - 1, r.stdout
+        assert "stdout cut at 1000 of 3000 bytes" in r.stdout  # the recap's note
+    finally:
+        lab.host(stopped, "systemctl", "start", "ssh.service", check=False)
+
+
+def test_exec_sudo_runs_as_root_and_output_over_the_cap_is_cut(fleet: tuple[Lab, Path]) -> None:
+    lab, inventory = fleet
+    code, data, err = _exec(lab, inventory, "gpu1,gpu2", "--sudo", "--max-output", "1000", "--",
+                            "id -un; head -c 300000 /dev/zero | tr '\\0' a; echo done >&2")
+    assert code == 0, err[-2000:]
+    assert len(data["hosts"]) == 2
+    for h in data["hosts"]:
+        assert h["stdout"] == "root\n" + "a" * 995, h["stdout"][:80]
+        assert h["stdout_bytes"] == 300005 and h["stdout_truncated"]
+        assert h["stderr"] == "done\n" and not h["stderr_truncated"]
+
+
+def _marked(lab: Lab, host: str, marker: str) -> list[str]:
+    ps = lab.host(host, "ps", "-eo", "pid,user,args").stdout
+    return [ln for ln in ps.splitlines() if marker in ln and "ps -eo" not in ln]
+
+
+def test_ctrl_c_stops_the_command_on_every_host(fleet: tuple[Lab, Path]) -> None:
+    """SIGINT mid-run: every host's command (run under sudo, so root's processes) is gone
+    from the host afterwards, checked with ps on each of them."""
+    import signal
+    import time
+
+    lab, inventory = fleet
+    marker = f"sleep 6{secrets.randbelow(100):02d}"
+    names = [f"gpu{i}" for i in range(1, GPUS + 1)]
+    proc = subprocess.Popen(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION_CLI, "exec",
+                             "-i", str(inventory), "all", "--sudo", "--json", "--", f"{marker}; echo late"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not all(_marked(lab, n, marker) for n in names):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the command did not start on every host"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    data = json.loads(out)
+    assert data["interrupted"] and {h["status"] for h in data["hosts"]} == {"interrupted"}
+    assert not any("late" in h["stdout"] for h in data["hosts"])
+    left = {n: _marked(lab, n, marker) for n in names}
+    assert not any(left.values()), left
+
+
+def test_the_fabfile_example_runs_under_fab_through_the_bastion(fleet: tuple[Lab, Path],
+                                                                 tmp_path: Path) -> None:
+    import sys
+
+    lab, inventory = fleet
+    fab = str(Path(sys.executable).parent / "fab")
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    r = lab.op(fab, "-r", examples, "uptime", "--inventory", str(inventory), "--hosts", "gpu1,gpu2,bastions",
+               check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(ln.split(": ", 1) for ln in r.stdout.splitlines())
+    assert set(lines) == {"gpu1", "gpu2", "bastion"} and all("load average" in v for v in lines.values())
+    r = lab.op(fab, "-r", examples, "whoami", "--inventory", str(inventory), "--hosts", "gpu3")
+    assert r.stdout.strip().endswith("(sudo: root)"), r.stdout
+    # the same trust path as apply: an empty known_hosts refuses the bastion's key
+    doc = yaml.safe_load(inventory.read_text())
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    doc["defaults"]["known_hosts"] = str(empty)
+    untrusted = tmp_path / "inventory.yml"
+    untrusted.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = lab.op(fab, "-r", examples, "whoami", "--inventory", str(untrusted), "--hosts", "gpu1",
+               check=False)
+    assert r.returncode != 0 and "unknown host key" in r.stdout + r.stderr, r.stdout + r.stderr

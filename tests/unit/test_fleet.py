@@ -90,7 +90,7 @@ def test_connects_through_one_bastion_are_capped(monkeypatch: pytest.MonkeyPatch
             errors.append(e)
 
     monkeypatch.setattr(C, "_connection",
-                        lambda inv, node, gateway, store, sock=None: FakeConn(node))
+                        lambda node, login, gateway, store, sock=None: FakeConn(node))
     monkeypatch.setattr(C, "KnownHosts", lambda *a, **k: None)
     monkeypatch.setattr(C, "inventory_known_hosts", lambda inv: Path("/dev/null"))
     monkeypatch.setattr(C, "_slots", {})
@@ -130,7 +130,7 @@ def test_a_bastion_that_fails_to_open_fails_the_waiting_hosts_at_once(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(C, "_connection", lambda inv, node, gateway, store: FakeConn(node))
+    monkeypatch.setattr(C, "_connection", lambda node, login, gateway, store: FakeConn(node))
     monkeypatch.setattr(C, "_slots", {})
     gateways = C.Gateways()
     barrier = threading.Barrier(16)
@@ -139,7 +139,7 @@ def test_a_bastion_that_fails_to_open_fails_the_waiting_hosts_at_once(
     def host() -> None:
         barrier.wait()
         try:
-            gateways.hop(None, (bastion,), None)  # type: ignore[arg-type]
+            gateways.hop((bastion,), None)  # type: ignore[arg-type]
         except OSError as e:
             errors.append(e)
 
@@ -151,7 +151,7 @@ def test_a_bastion_that_fails_to_open_fails_the_waiting_hosts_at_once(
     assert attempts[0] == 1
     assert len(errors) == 16 and all("timed out" in str(e) for e in errors)
     down[0] = False
-    assert gateways.hop(None, (bastion,), None).is_connected  # type: ignore[arg-type]
+    assert gateways.hop((bastion,), None).is_connected  # type: ignore[arg-type]
     assert attempts[0] == 2
 
 

@@ -10,18 +10,15 @@ import pytest
 
 from provision.inventory import load_inventory
 from provision.inventory.model import Expose, Inventory, Service
+from provision.ssh.login import Hop, Login, LoginError, choose_login, hops
 from provision.tunnel.plan import (
     LOCAL_BIND,
     Forward,
-    Hop,
-    Login,
     ServiceState,
     TunnelError,
     backoff,
-    choose_login,
     classify_ssh_error,
     dead_after,
-    hops,
     is_host_key_failure,
     openssh_exec_argv,
     openssh_tunnel_argv,
@@ -131,7 +128,7 @@ def test_login_defaults(inv: Inventory) -> None:
     assert choose_login(inv, None, "alice") == Login("alice", "/keys/alice", team_member=True)
     assert choose_login(inv, "bob", "alice") == Login("bob", None, team_member=True)
     assert choose_login(inv, "ubuntu", "alice") == Login("ubuntu", None)
-    with pytest.raises(TunnelError, match="unknown user 'mallory'"):
+    with pytest.raises(LoginError, match="unknown user 'mallory'"):
         choose_login(inv, "mallory", None)
 
 

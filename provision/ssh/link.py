@@ -1,0 +1,250 @@
+"""The one SSH link (I/O): every hop provision opens is a `Link`, made by `connection()`.
+
+Converge, audit and confirmations (`provision.ssh.connect`), `provision exec`, the paramiko
+tunnel backend and the Fabric connections of `provision.fleet` all open their hops here, so
+they judge host keys and offer keys the same way:
+
+- **Host keys** go through the one trust path, `provision.ssh.hostkeys.KnownHosts`: the
+  paramiko client behind the Fabric connection holds no host keys of its own, so every key
+  the server offers is handed to our missing-host-key policy, which asks `KnownHosts.check`
+  (unknown refused unless accept-new, changed or revoked always refused). The key types
+  recorded for the hop are moved to the front of the offer so the server shows the key we
+  know (a key of another type counts as changed).
+- **Keys offered** follow `provision.ssh.auth.key_offer`, tried by `KeyStrategy` (a paramiko
+  `AuthStrategy`, handed to `SSHClient.connect` through Fabric's `connect_kwargs`).
+- **Window, packet size and ciphers** are `Settings`, applied by the transport factory
+  paramiko's `SSHClient.connect` accepts.
+- **Jump hops** ride on a `direct-tcpip` channel of the hop before, wrapped in
+  `ChannelSocket` (see there why a bare channel is not a good socket): `Link` overrides
+  Fabric's public `Connection.open_gateway` for that.
+
+Only Fabric's and paramiko's public API is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paramiko
+from fabric import Config, Connection
+from paramiko.auth_strategy import (
+    AuthResult,
+    AuthSource,
+    AuthStrategy,
+    InMemoryPrivateKey,
+    OnDiskPrivateKey,
+)
+from paramiko.pkey import PublicBlob
+
+from .auth import AgentKeys, KeyFile, key_offer
+from .channel_socket import ChannelSocket
+from .errors import AuthError
+from .hostkeys import KnownHosts
+from .login import Hop
+
+CONNECT_TIMEOUT = 10.0
+
+# paramiko logs refused channel opens and failed handshakes on its own; callers report them
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Transport parameters of a hop. None: paramiko's own."""
+
+    window: int | None = None  # per-channel window, bytes
+    packet: int | None = None  # max packet size, bytes
+    ciphers: tuple[str, ...] | None = None  # preferred ciphers, in order (others dropped)
+    timeout: float = CONNECT_TIMEOUT  # TCP connect, banner, authentication
+
+
+DEFAULT = Settings()
+
+
+def _label(hop: Hop) -> str:
+    return f"{hop.name} ({hop.address}:{hop.port})"
+
+
+class KeyStrategy(AuthStrategy):
+    """Offers the keys `key_offer` names for `hop`, in that order; nothing else. A key file
+    that cannot be loaded is skipped and named in the error when no key is accepted; a
+    connection that breaks during authentication raises the transport's own error (a host
+    still booting is retried by the caller, a rejected key is not)."""
+
+    def __init__(self, hop: Hop, agent_socket: str | None = None) -> None:
+        super().__init__(ssh_config=paramiko.SSHConfig())
+        self.hop = hop
+        self.offer = key_offer(hop.identity_file, bool(agent_socket))
+        self.tried: list[str] = []
+
+    def get_sources(self) -> Iterator[AuthSource]:
+        loaded: set[str] = set()
+        for src in self.offer:
+            if isinstance(src, AgentKeys):
+                if src.only_for in loaded:
+                    continue  # the file's own key was offered already
+                want = None if src.only_for is None else _public_blob(src.only_for)
+                if src.only_for is not None and want is None:
+                    continue  # no .pub beside it: nothing to match an agent key with
+                try:
+                    keys = paramiko.Agent().get_keys()
+                except (paramiko.SSHException, OSError) as e:
+                    self.tried.append(f"ssh-agent ({e})")
+                    continue
+                for k in keys:
+                    if want is None or k.asbytes() == want:
+                        yield InMemoryPrivateKey(self.hop.user, k)
+                continue
+            key = self._load(src)
+            if key is not None:
+                loaded.add(src.path)
+                yield OnDiskPrivateKey(self.hop.user, "python-config" if src.named else
+                                       "implicit-home", Path(src.path), key)
+
+    def _load(self, src: KeyFile) -> paramiko.PKey | None:
+        full = os.path.expanduser(src.path)
+        if not os.path.exists(full):
+            if src.named:
+                self.tried.append(f"{src.path} (missing)")
+            return None
+        try:
+            return paramiko.PKey.from_path(full)
+        except (paramiko.PasswordRequiredException, TypeError):
+            # cryptography's loaders raise TypeError for a passphrase-protected file
+            self.tried.append(f"{src.path} (encrypted: load it into ssh-agent)")
+        except (paramiko.SSHException, ValueError, OSError) as e:
+            self.tried.append(f"{src.path} ({e})")
+        return None
+
+    def authenticate(self, transport: paramiko.Transport) -> AuthResult:
+        result = AuthResult(strategy=self)
+        self.tried = []
+        for source in self.get_sources():
+            try:
+                source.authenticate(transport)
+            except paramiko.AuthenticationException:
+                self.tried.append(_source_name(source))
+                continue
+            if transport.is_authenticated():
+                return result
+            self.tried.append(_source_name(source) + " (partial)")
+        raise AuthError(f"{_label(self.hop)}: authentication failed as {self.hop.user} "
+                        f"(tried: {', '.join(self.tried) or 'no keys found'})")
+
+
+def _public_blob(identity_file: str) -> bytes | None:
+    """The public key of an identity file, from the `.pub` beside it (None: none readable)."""
+    try:
+        blob: bytes = PublicBlob.from_file(os.path.expanduser(identity_file) + ".pub").key_blob
+        return blob
+    except (OSError, ValueError, paramiko.SSHException):
+        return None
+
+
+def _source_name(source: AuthSource) -> str:
+    if isinstance(source, OnDiskPrivateKey):
+        return str(source.path)
+    comment = getattr(getattr(source, "pkey", None), "comment", "")
+    return f"ssh-agent key {comment}".strip()
+
+
+class HostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Every server key goes to the one trust path (the client holds no keys of its own)."""
+
+    def __init__(self, store: KnownHosts, hop: Hop, label: str) -> None:
+        self.store = store
+        self.hop = hop
+        self.label = label
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                         key: paramiko.PKey) -> None:
+        self.store.check(self.label, self.hop.address, self.hop.port, key)
+
+
+def _key_family(name: str) -> str:
+    return "rsa" if "rsa" in name else name
+
+
+def _transport_factory(hop: Hop, store: KnownHosts, settings: Settings) -> Any:
+    known = {_key_family(n) for n in store.known(hop.address, hop.port)}
+
+    def make(sock: Any, disabled_algorithms: dict[str, list[str]] | None = None) -> paramiko.Transport:
+        kwargs: dict[str, Any] = {"disabled_algorithms": disabled_algorithms}
+        if settings.window is not None:
+            kwargs["default_window_size"] = settings.window
+        if settings.packet is not None:
+            kwargs["default_max_packet_size"] = settings.packet
+        t = paramiko.Transport(sock, **kwargs)
+        opts = t.get_security_options()
+        if settings.ciphers:
+            opts.ciphers = [c for c in settings.ciphers if c in opts.ciphers]
+        preferred = [k for k in opts.key_types if _key_family(k) in known]
+        if preferred:
+            opts.key_types = preferred + [k for k in opts.key_types if k not in preferred]
+        return t
+
+    return make
+
+
+class Link(Connection):  # type: ignore[misc,unused-ignore]  # fabric ships no types
+    """A fabric.Connection whose jump channel is a `ChannelSocket`, and whose `open` is
+    safe from several threads (a bastion shared by a ThreadingGroup's hosts: fabric #2262);
+    otherwise Fabric's own."""
+
+    open_lock: threading.Lock | None = None  # declared here: Fabric turns unknown attributes into config
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_lock = threading.Lock()
+
+    def open(self) -> Any:
+        assert self.open_lock is not None
+        with self.open_lock:
+            return super().open()
+
+    def open_gateway(self) -> Any:
+        gateway = self.gateway
+        if not isinstance(gateway, Connection):
+            return super().open_gateway()
+        gateway.open()
+        chan = gateway.transport.open_channel("direct-tcpip", (self.host, int(self.port)),
+                                              ("", 0), timeout=self.connect_timeout)
+        return ChannelSocket(chan)
+
+
+def fabric_config(**overrides: Any) -> Config:
+    """A Fabric Config that reads no ssh_config file (the inventory says how to connect)."""
+    return Config(overrides={"load_ssh_configs": False, **overrides}, lazy=True)
+
+
+def connection(hop: Hop, store: KnownHosts, *, gateway: Connection | None = None,
+               sock: Any = None, settings: Settings = DEFAULT, config: Config | None = None,
+               label: str | None = None) -> Link:
+    """The (not yet opened) connection to `hop`: through `gateway` (a Link to the bastion
+    before it), over `sock` (a socket or ChannelSocket the caller opened), or straight
+    over TCP. `label` names the hop in host-key refusals (default: its name)."""
+    connect_kwargs: dict[str, Any] = {
+        "auth_strategy": KeyStrategy(hop, os.environ.get("SSH_AUTH_SOCK")),
+        "transport_factory": _transport_factory(hop, store, settings),
+        "banner_timeout": settings.timeout, "auth_timeout": settings.timeout,
+    }
+    if sock is not None:
+        connect_kwargs["sock"] = sock
+    c = Link(hop.address, user=hop.user, port=hop.port, config=config or fabric_config(),
+             gateway=gateway, connect_timeout=settings.timeout, connect_kwargs=connect_kwargs)
+    c.client.set_missing_host_key_policy(HostKeyPolicy(store, hop, label or hop.name))
+    return c
+
+
+def tcp(hop: Hop, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
+    """A TCP connection to the first hop, Nagle off (SSH sends many small packets)."""
+    sock = socket.create_connection((hop.address, hop.port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
