@@ -83,11 +83,24 @@ def _read(real: Path, spec: TaskSpec) -> bytes:
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise TaskError(f"{spec.where}: task: {spec.path} is not a regular file")
+        opened = _opened_path(f.fileno())
+        if opened is not None and opened != real:
+            # a path component became a symbolic link between `resolve` and this open
+            raise TaskError(f"{spec.where}: task: {spec.path} changed while it was being "
+                            f"read (it now leads to {opened}); nothing was imported")
         data = f.read(MAX_TASK_FILE + 1)
     if len(data) > MAX_TASK_FILE:
         raise TaskError(f"{spec.where}: task: {spec.path} is larger than "
                         f"{MAX_TASK_FILE:,} bytes")
     return data
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The real path of the file open on `fd` (Linux's /proc), or None where unknown."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
 
 
 def _import(real: Path, data: bytes, spec: TaskSpec) -> types.ModuleType:

@@ -284,3 +284,19 @@ def test_sys_exit_in_a_task_fails_its_host_not_the_run() -> None:
 
     task = RunTask("t", "t.py:f", _loaded(lambda c, h: sys.exit(3)), "no check")
     assert pytasks.run(task, None, object()).startswith("task t.py:f: SystemExit: 3 (")
+
+
+def test_a_task_file_swapped_for_a_symlink_after_its_check_is_not_read(tmp_path: Path) -> None:
+    """The path checked is the file read: a component turned into a symbolic link between
+    `resolve` and the open (TOCTOU) is refused, not followed out of the tree."""
+    from provision.hosts import pytasks
+
+    outside = _outside(tmp_path)
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    spec = TaskSpec(label="t", path="tasks/gpu.py", function="install", where="pb.yml:3:5")
+    real = pytasks.resolve(spec, pytasks.root_of(d / "inventory.yml"), ())
+    assert pytasks._read(real, spec) == (d / "tasks" / "gpu.py").read_bytes()
+    real.unlink()
+    real.symlink_to(outside)  # the swap, after the check
+    with pytest.raises(pytasks.TaskError, match="changed while it was being read"):
+        pytasks._read(real, spec)
