@@ -30,6 +30,9 @@ def test_hostile_names_and_descriptions_do_not_become_yaml_keys() -> None:
     g = LiveGroup("sg-dddddddd", "web\n  evil: {id: sg-eeeeeeee}", "vpc-0123abcd",
                   "ok: [1]\nid: sg-ffffffff", False, ())
     text = yaml.safe_dump(adopt([g], "us-east-1").doc, sort_keys=False, allow_unicode=False)
-    (entry,) = yaml.safe_load(text)["aws"]["security_groups"].values()
-    assert entry["id"] == "sg-dddddddd" and set(entry) <= {"id", "vpc", "description", "ingress"}
-    assert "evil" not in text and "sg-ffffffff" not in text
+    doc = yaml.safe_load(text)
+    assert set(doc) == {"version", "aws"} and set(doc["aws"]) == {"region", "security_groups"}
+    ((name, entry),) = doc["aws"]["security_groups"].items()
+    assert name.startswith("web-") and entry["id"] == "sg-dddddddd"
+    assert set(entry) <= {"id", "vpc", "description", "ingress", "egress"}
+    assert "sg-ffffffff" not in text
