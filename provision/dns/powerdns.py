@@ -222,10 +222,13 @@ class PowerDnsProvider:
 
     # --- read ---------------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
+        return read_zone(self._read(), self.zone)[0]
+
+    def _read(self) -> bytes:
         status, data = self._request("GET", self._zone_path())
         if status != 200:
             raise self._error("reading the zone", status, data)
-        return parse_zone(data, self.zone)
+        return data
 
     def get_rrset(self, name: str, rtype: str) -> RRset | None:
         return next((rr for rr in self.list_rrsets() if rr.key == (name.lower(), rtype)), None)
@@ -233,7 +236,17 @@ class PowerDnsProvider:
     # --- write --------------------------------------------------------------------------
     def apply(self, changes: ChangeSet) -> str:
         patch = patch_body(changes)
-        now = {rr.key: rr for rr in self.list_rrsets()}
+        sets, disabled = read_zone(self._read(), self.zone)
+        now = {rr.key: rr for rr in sets}
+        # A REPLACE or DELETE takes a whole RRset, disabled records too: records provision
+        # never saw (the plan reads only what is served) would be lost without a word.
+        held = sorted({rr.key for rr in (*changes.additions, *changes.deletions)} & disabled)
+        if held:
+            name, rtype = held[0]
+            raise ProviderError(f"powerdns: {printable(name)} {rtype} holds disabled records, "
+                                "which this change would remove (PowerDNS writes whole "
+                                "RRsets), so nothing was applied; delete or enable them in "
+                                "PowerDNS first")
         for old in changes.deletions:
             if now.get(old.key) != old:
                 raise StaleRead(f"powerdns: {old.name} {old.type} changed since it was read, "
@@ -298,6 +311,11 @@ def patch_body(changes: ChangeSet) -> dict[str, object]:
 def parse_zone(data: bytes, zone: str) -> list[RRset]:
     """The RRsets of a zone GET's JSON (disabled records are not served: left out);
     ProviderError naming what is wrong with an answer that is not one."""
+    return read_zone(data, zone)[0]
+
+
+def read_zone(data: bytes, zone: str) -> tuple[list[RRset], set[tuple[str, str]]]:
+    """`parse_zone`'s RRsets, and the keys of the RRsets holding disabled records."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -306,17 +324,21 @@ def parse_zone(data: bytes, zone: str) -> list[RRset]:
     if not isinstance(sets, list) or len(sets) > MAX_RRSETS:
         raise ProviderError("powerdns: the zone's answer has no list of rrsets")
     out: dict[tuple[str, str], RRset] = {}
+    disabled: set[tuple[str, str]] = set()
     for i, s in enumerate(sets):
-        rr = _rrset(s, zone, i)
+        rr, has_disabled = _rrset(s, zone, i)
+        if has_disabled:
+            disabled.add((str(s["name"]).lower(), str(s["type"])))
         if rr is not None:
             if rr.key in out:
                 raise ProviderError(f"powerdns: rrset {i} ({printable(rr.name)} {rr.type}) is "
                                     "listed twice")
             out[rr.key] = rr
-    return sorted(out.values())
+    return sorted(out.values()), disabled
 
 
-def _rrset(s: object, zone: str, i: int) -> RRset | None:
+def _rrset(s: object, zone: str, i: int) -> tuple[RRset | None, bool]:
+    """The RRset of the served records (None when none is), and whether any is disabled."""
     def bad(why: str) -> ProviderError:
         return ProviderError(f"powerdns: rrset {i} of the zone's answer is refused: {why}")
 
@@ -345,4 +367,4 @@ def _rrset(s: object, zone: str, i: int) -> RRset | None:
             raise bad(f"a record of {printable(name[:80])} {rtype} has no true/false 'disabled'")
         if not disabled:
             values.append(content)
-    return rrset(name, rtype, ttl, values) if values else None
+    return (rrset(name, rtype, ttl, values) if values else None), len(values) < len(records)
