@@ -87,6 +87,9 @@ steps:
     ('[{run: "ls\\e[2J"}]', "x.yml:2:15: steps[0].run: character '\\\\x1b' is not allowed"),
     ("[{run: [ls]}]", "x.yml:2:15: steps[0].run: must be a string"),
     ("[{run: ls, unless: " + "x" * 16385 + "}]", "steps[0].unless: at most 16,384 characters"),
+    ("[{run: ls, creates: /" + "x" * 4096 + "}]", "steps[0].creates: at most 4,096 characters"),
+    ("[" + ", ".join(f"{{run: ls, name: s{n}, unless: '{'y' * 16000}'}}" for n in range(5)) + "]",
+     "x.yml:2:64141: steps[4]: the playbook's creates:/unless: guards are too long in all"),
     ("[{run: a, name: s}, {run: b, name: s}]", "x.yml:2:28: steps: a step is listed twice ('s')"),
     ("[tasks/a.py:f, tasks/a.py:f]", "steps: a step is listed twice ('tasks/a.py:f')"),
     ("[tasks/../../etc/evil.py:f]", "x.yml:2:9: steps[0]: 'tasks/../../etc/evil.py': a task file "
@@ -300,3 +303,25 @@ def test_a_task_file_swapped_for_a_symlink_after_its_check_is_not_read(tmp_path:
     real.symlink_to(outside)  # the swap, after the check
     with pytest.raises(pytasks.TaskError, match="changed while it was being read"):
         pytasks._read(real, spec)
+
+
+def test_every_guard_of_a_playbook_fits_the_probes_one_command_line() -> None:
+    """What the cap is for: the probe's guards reach the host as ONE argument of `sh -c`
+    (sshd runs the command line so), and Linux refuses one above 128 KiB. Guards at the
+    cap still run through a real sh; the same guards over it cannot."""
+    import shlex
+    import subprocess
+
+    from provision.playbook import MAX_GUARDS_TOTAL
+    from provision.tasks.shell import guard_id
+
+    unless = "true #" + "y" * 15_990
+    steps = ", ".join(f"{{run: ls, name: s{n}, unless: '{unless}'}}" for n in range(4))
+    pb = parse(f"hosts: all\nsteps: [{steps}]\n", "x.yml")
+    args = [f"G:{guard_id('u', '', s.unless)}:u::{s.unless}" for s in pb.custom.values()
+            if isinstance(s, ShellSpec) and s.unless]
+    line = " ".join(shlex.quote(a) for a in ["sudo", "-n", "--", "sh", "-s", "--", *args])
+    assert subprocess.run(["sh", "-c", f": {line}"], check=False).returncode == 0
+    over = line + " " + shlex.quote("z" * (2 * MAX_GUARDS_TOTAL))
+    with pytest.raises(OSError, match="Argument list too long"):
+        subprocess.run(["sh", "-c", f": {over}"], check=False)
