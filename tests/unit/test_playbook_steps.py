@@ -325,3 +325,22 @@ def test_every_guard_of_a_playbook_fits_the_probes_one_command_line() -> None:
     over = line + " " + shlex.quote("z" * (2 * MAX_GUARDS_TOTAL))
     with pytest.raises(OSError, match="Argument list too long"):
         subprocess.run(["sh", "-c", f": {over}"], check=False)
+
+
+@pytest.mark.parametrize(("target", "mode", "words"), [
+    ("tasks/gpu.py", 0o666, "is writable by its group or by others; a task file may be changed"),
+    ("tasks", 0o777, "the directory {d}/tasks (above tasks/gpu.py) is writable by its group"),
+    (".", 0o775, "the directory {d} (above tasks/gpu.py) is writable by its group"),
+])
+def test_task_code_someone_else_could_change_is_not_imported(
+        tmp_path: Path, target: str, mode: int, words: str) -> None:
+    """An inventory in a shared directory (/tmp, a group-writable tree): another local user
+    could plant or swap the task file, so it is refused before it is imported."""
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    (d / target).chmod(mode)
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"))
+    _refused(r, words.format(d=d))
+    assert not (d / "tasks" / "IMPORTED").exists()
+    (d / target).chmod(0o1777 if target != "tasks/gpu.py" else 0o644)  # sticky, like /tmp
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
+    assert "writable" not in r.output, r.output
