@@ -221,3 +221,30 @@ def test_a_dependency_violation_at_apply_names_the_holder(net: tuple[str, str], 
     out = " ".join(result.output.split())
     assert f"AWS: cannot delete old-api ({old}): still used by network interface {eni} of instance {gpu}" in out
     assert "Traceback" not in out
+
+
+def test_a_group_untagged_after_the_plan_is_not_deleted(net: tuple[str, str], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone takes the group over (removes managed-by: provision) while the apply runs,
+    here during the step just before the deletions: it is read again and left alone."""
+    from provision.commands import sg as sg_cmd
+
+    vpc, _ = net
+    groups = base_groups(vpc)
+    groups["old-api"] = {"vpc": vpc, "ingress": [{"port": 8080, "from": ["10.0.0.0/8"]}]}
+    assert apply(inventory(tmp_path, vpc, groups)).exit_code == 0
+    old = groups_by_name()["old-api"]["GroupId"]
+    del groups["old-api"]
+    real_confirm = sg_cmd._confirm_ssh
+
+    def meanwhile(*a: Any, **kw: Any) -> None:
+        ec2().delete_tags(Resources=[old], Tags=[{"Key": "managed-by"}])
+        real_confirm(*a, **kw)
+
+    monkeypatch.setattr(sg_cmd, "_confirm_ssh", meanwhile)
+    result = apply(inventory(tmp_path, vpc, groups), "--force")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert f"old-api ({old}) is no longer tagged managed-by: provision in {vpc} since the plan: " \
+           "not deleted" in out, out
+    assert groups_by_name()["old-api"]["GroupId"] == old
