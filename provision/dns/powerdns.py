@@ -22,6 +22,7 @@ import os
 import re
 import socket
 import ssl
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 MAX_BODY = 64 * 1024 * 1024   # a zone's JSON; more is a server that does not stop
 MAX_RRSETS = 1_000_000
 MAX_TTL = 2**31 - 1
+MAX_SECONDS = 120.0  # one API request, whole answer included
 _TYPE = re.compile(r"^[A-Z][A-Z0-9]{0,9}$")
 
 
@@ -148,7 +150,8 @@ class PowerDnsProvider:
 
     def __init__(self, zone: str, api_url: str, api_key: str, *, server_id: str = "localhost",
                  dns_address: str = "127.0.0.1", dns_port: int = 53,
-                 resolvers: tuple[str, ...] = (), timeout: float = 10.0):
+                 resolvers: tuple[str, ...] = (), timeout: float = 10.0,
+                 deadline: float = MAX_SECONDS):
         why = endpoint.problem(api_url, "powerdns: the api_url")
         if why:  # checked again here: the key is never sent in clear
             raise ProviderError(f"{why}; nothing was sent")
@@ -164,6 +167,7 @@ class PowerDnsProvider:
         self.dns_port = dns_port
         self.resolvers = resolvers
         self.timeout = timeout
+        self.deadline = deadline
 
     @property
     def direct(self) -> tuple[str, int]:
@@ -187,15 +191,37 @@ class PowerDnsProvider:
         if body is not None:
             payload = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        # `timeout` bounds each read, not the answer: a server that sends a byte every few
+        # seconds would hold the run forever. The watchdog shuts the socket at the deadline.
+        late = threading.Event()
+
+        def cut() -> None:
+            late.set()
+            if conn.sock is not None:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        watchdog = threading.Timer(self.deadline, cut)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             conn.request(method, path, body=payload, headers=headers)
             r = conn.getresponse()
             data = r.read(MAX_BODY + 1)
         except (OSError, http.client.HTTPException) as e:
+            if late.is_set():
+                raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: the API "
+                                    f"did not answer within {self.deadline:g} s") from None
             raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: cannot reach "
                                 f"the API: {printable(str(e) or type(e).__name__)}") from None
         finally:
+            watchdog.cancel()
             conn.close()
+        if late.is_set():  # cut short by the watchdog, even if what came looked whole
+            raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: the API did "
+                                f"not answer within {self.deadline:g} s")
         if len(data) > MAX_BODY:
             raise ProviderError(f"powerdns: the API answered more than {MAX_BODY} bytes")
         return r.status, data

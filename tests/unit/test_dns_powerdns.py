@@ -337,3 +337,39 @@ def test_a_write_that_would_drop_disabled_records_is_refused_unsent(
             p.apply(change)
         assert not isinstance(e.value, StaleRead)
         assert [s[0] for s in h.seen if s[0] == "PATCH"] == []
+
+
+def test_an_answer_dripped_byte_by_byte_ends_at_the_deadline() -> None:
+    """Each read has its own timeout, which a byte every 0.1 s never reaches: the whole
+    request has a deadline too, so a slow-drip server cannot hold the run."""
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        c, _ = srv.accept()
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                c.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.1)
+        c.close()
+
+    t = threading.Thread(target=drip, daemon=True)
+    t.start()
+    p = PowerDnsProvider(Z, f"http://127.0.0.1:{srv.getsockname()[1]}", "k3y", timeout=5,
+                         deadline=1.0)
+    try:
+        with pytest.raises(ProviderError, match=r"did not answer within 1 s"):
+            p.list_rrsets()
+    finally:
+        stop.set()
+        t.join(5)
+        srv.close()
