@@ -15,6 +15,7 @@ it is sent only over https:// or to a loopback address, and redirects are not fo
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import json
@@ -198,10 +199,8 @@ class PowerDnsProvider:
         def cut() -> None:
             late.set()
             if conn.sock is not None:
-                try:
+                with contextlib.suppress(OSError):  # already closed: nothing to cut
                     conn.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
         watchdog = threading.Timer(self.deadline, cut)
         watchdog.daemon = True
