@@ -84,9 +84,18 @@ def _top(real: Path, root: Path, allowed: Iterable[Path]) -> Path:
                 real.parent)
 
 
+def _trusted_uids() -> set[int]:
+    """You and root; under sudo, also the user who ran sudo (their own tree, run as root)."""
+    uids = {os.getuid(), 0}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if os.getuid() == 0 and sudo_uid.isdigit():
+        uids.add(int(sudo_uid))
+    return uids
+
+
 def _loose(st: os.stat_result, directory: bool) -> str:
     """Why a task file or a directory above it lets someone else change the code, or ""."""
-    if st.st_uid not in (os.getuid(), 0):
+    if st.st_uid not in _trusted_uids():
         return f"is owned by uid {st.st_uid}, not by you or root"
     sticky = directory and st.st_mode & stat.S_ISVTX  # like /tmp: others cannot rename ours
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:

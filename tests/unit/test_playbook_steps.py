@@ -8,6 +8,7 @@ Every inventory here points at 127.0.0.1 port 1 (nothing listens; loopback only)
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -344,3 +345,16 @@ def test_task_code_someone_else_could_change_is_not_imported(
     (d / target).chmod(0o1777 if target != "tasks/gpu.py" else 0o644)  # sticky, like /tmp
     r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
     assert "writable" not in r.output, r.output
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
+def test_task_code_owned_by_another_user_is_refused_unless_they_ran_sudo(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    os.chown(d / "tasks" / "gpu.py", 54321, -1)
+    monkeypatch.delenv("SUDO_UID", raising=False)
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"))
+    _refused(r, "gpu.py is owned by uid 54321, not by you or root")
+    monkeypatch.setenv("SUDO_UID", "54321")  # `sudo provision plan` by that user: their tree
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
+    assert "owned by uid" not in r.output and (d / "tasks" / "IMPORTED").exists(), r.output
