@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import keyword
 import os
+import shlex
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,12 @@ KEYS = ("name", "description", "hosts", "steps")
 # the keys of a custom step entry, by the key that says its kind
 STEP_KEYS = {"run": ("run", "name", "creates", "unless", "sudo"), "task": ("task", "name")}
 MAX_COMMAND = 16 * 1024  # an unless: travels as one argument of the probe's exec (Linux: 128 KiB)
+# ...and every guard of the playbook travels in the probe's one SSH command line, which the
+# host's shell receives as ONE argument (`sh -c LINE`): Linux refuses more than 128 KiB
+# there (E2BIG), whatever the number of guards. The other facts' arguments and the quoting
+# need room too.
+MAX_GUARDS_TOTAL = 64 * 1024
+MAX_PATH = 4096  # a creates: path (Linux's PATH_MAX)
 # A playbook names steps and hosts: a few hundred bytes. The cap keeps a wrong path (a log,
 # /dev/zero behind a symlink) from being read whole.
 MAX_PLAYBOOK_BYTES = 1024 * 1024
@@ -252,6 +259,7 @@ def _steps(v: Any, err: Err, text_ok: Callable[[Any, str], None],
         raise err(v, "steps", "a non-empty list of names")
     labels: list[str] = []
     custom: dict[str, ShellSpec | TaskSpec] = {}
+    guards = 0
     for i, item in enumerate(v.value):
         at = f"steps[{i}]"
         spec: ShellSpec | TaskSpec | None = None
@@ -275,6 +283,13 @@ def _steps(v: Any, err: Err, text_ok: Callable[[Any, str], None],
             raise err(item, at, "must be a step name, or a mapping with run: or task:")
         if label in labels:
             raise err(item, "steps", f"a step is listed twice ('{label}')")
+        if isinstance(spec, ShellSpec):
+            guards += sum(len(shlex.quote(g)) + 64 for g in (spec.creates, spec.unless) if g)
+            if guards > MAX_GUARDS_TOTAL:
+                raise err(item, at, f"the playbook's creates:/unless: guards are too long in "
+                          f"all (at most {MAX_GUARDS_TOTAL:,} characters together, quoted: "
+                          "they travel in the probe's one command line); move long ones "
+                          "into a script on the host")
         labels.append(label)
         if spec is not None:
             custom[label] = spec
@@ -333,6 +348,8 @@ def _custom(item: Any, i: int, err: Err, text_ok: Callable[[Any, str], None],
     creates = string("creates")
     if creates is not None:
         text_ok(creates[1], f"{at}.creates")
+        if len(creates[0]) > MAX_PATH:
+            raise err(creates[1], f"{at}.creates", f"at most {MAX_PATH:,} characters (a path)")
         if not creates[0].startswith("/") or creates[0] != creates[0].strip():
             raise err(creates[1], f"{at}.creates", "an absolute path (the step is skipped "
                       "when it exists on the host)")

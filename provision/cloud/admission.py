@@ -5,7 +5,10 @@ machine the plan touches on its SSH port, and reverts what touched it when none 
 within the window. A machine is touched when it is an EC2 instance of the inventory (an
 `aws:` block: the ones provision knows the groups govern) and either its attachment
 changes, or an ingress rule admitting TCP on its SSH port is revoked or authorized in one
-of its groups. Description changes admit nothing new and are not counted.
+of its groups. A machine behind a bastion (any host, EC2 or not) is also touched by an
+egress rule admitting TCP on its SSH port changing in one of that bastion's groups: its
+SSH connection leaves the bastion through them. Description changes admit nothing new
+and are not counted.
 """
 
 from __future__ import annotations
@@ -33,18 +36,22 @@ class Touched:
         return " and ".join(parts)
 
 
-def _ssh_rule_changes(plan: GroupPlan, port: int) -> bool:
+def _ssh_rule_changes(plan: GroupPlan, port: int, egress: bool = False) -> bool:
     keys = [r.key for r in plan.revoke] + [k for k, _ in plan.authorize]
-    return any(not k.egress and k.admits_tcp(port) for k in keys)
+    return any(k.egress == egress and k.admits_tcp(port) for k in keys)
 
 
 def touched(inv: Inventory, groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan]) -> list[Touched]:
     """The machines whose SSH admission the plan changes."""
     changed_attachment = {a.machine for a in attachments if a.has_changes}
+    ec2 = {n.name for n in machines(inv)}
     out = []
-    for node in machines(inv):
-        names = tuple(p.name for p in groups
-                      if p.name in node.security_groups and _ssh_rule_changes(p, node.port))
+    for node in (*inv.bastions, *inv.hosts):
+        names = tuple(p.name for p in groups if node.name in ec2
+                      and p.name in node.security_groups and _ssh_rule_changes(p, node.port))
+        names += tuple(p.name for b in inv.chain(node) for p in groups
+                       if p.name in b.security_groups and p.name not in names
+                       and _ssh_rule_changes(p, node.port, egress=True))
         if names or node.name in changed_attachment:
             out.append(Touched(node.name, names, node.name in changed_attachment))
     return out

@@ -44,6 +44,10 @@ def inventory_names(groups: Sequence[LiveGroup]) -> dict[str, str]:
         base = g.name if _NAME_OK.match(g.name) else (re.sub(r"[^A-Za-z0-9._-]+", "-", g.name).strip("-._")
                                                      or "group")[:40]
         name = base if base not in taken else f"{base[:40]}-{g.id.removeprefix('sg-')}"
+        n = 1
+        while name in taken:  # a live group may already be named like the suffixed form
+            n += 1
+            name = f"{base[:40]}-{g.id.removeprefix('sg-')}-{n}"
         taken.add(name)
         out[g.id] = name
     return out

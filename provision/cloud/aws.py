@@ -207,9 +207,16 @@ def attach(ec2: Any, plan: AttachPlan) -> str:
 
 
 def delete(ec2: Any, group: LiveGroup) -> str:
-    """Delete one group; a DependencyViolation names what still holds it."""
+    """Delete one group; a DependencyViolation names what still holds it. The group is read
+    again first: one untagged or moved since the plan (the SSH confirmation can take a
+    while) is not provision's to delete any more, and is left alone."""
     import botocore.exceptions
 
+    with aws_errors(f"reading security group {group.name} before deleting it"):
+        again = live_groups(ec2.describe_security_groups(GroupIds=[group.id])["SecurityGroups"], ())
+    if not again or not again[0].managed or again[0].vpc != group.vpc:
+        raise OperationError(f"AWS: {group.name} ({group.id}) is no longer tagged "
+                             f"{TAG_KEY}: {TAG_VALUE} in {group.vpc} since the plan: not deleted")
     try:
         ec2.delete_security_group(GroupId=group.id)
     except botocore.exceptions.ClientError as e:

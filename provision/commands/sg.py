@@ -9,8 +9,9 @@ inventory or usage, 3 `plan --detailed-exitcode` found changes.
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -234,19 +235,33 @@ def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool) -> None:
     ids = {p.group_id: p.name for p in plan.groups if p.name in names and p.group_id in before}
     assert inv.aws is not None
     now = shell.fetch(ec2, [g for g in inv.aws.security_groups if g.name in ids.values()])
-    reverted: list[str] = []
-    for g in now:
-        if g.id in ids:
-            reverted += shell.execute(ec2, revert_group(before[g.id], g))
-    for a in plan.attachments:
-        if a.has_changes and a.machine in {t.machine for t in failed}:
-            reverted.append(shell.attach(ec2, revert_attachment(a)))
-    for line in reverted:
-        echo(f"reverted: {line}")
+    # Each revert is tried even when one before it fails: a rule revert refused by AWS must
+    # not leave the attachment (or another group) in the state that cut SSH off.
+    undo: list[Callable[[], list[str]]] = [
+        functools.partial(shell.execute, ec2, revert_group(before[g.id], g))
+        for g in now if g.id in ids]
+    undo += [functools.partial(_attach_lines, ec2, revert_attachment(a)) for a in plan.attachments
+             if a.has_changes and a.machine in {t.machine for t in failed}]
+    problems: list[str] = []
+    for step in undo:
+        try:
+            for line in step():
+                echo(f"reverted: {line}")
+        except OperationError as e:
+            echo(f"revert failed: {e.message}")
+            problems.append(e.message)
     raise OperationError(
         f"SSH to {', '.join(t.machine for t in failed)} did not get through within {window} s "
-        "after the change: reverted what touched it"
+        "after the change: "
+        + (f"reverting failed too ({'; '.join(problems)}): fix it by hand" if problems
+           else "reverted what touched it")
         + ("; the dropped groups were not deleted" if plan.deletions else ""))
+
+
+def _attach_lines(ec2: Any, a: Any) -> list[str]:
+    from provision.cloud import aws as shell
+
+    return [shell.attach(ec2, a)]
 
 
 def _refuse(plan: SgPlan, force: bool) -> None:

@@ -15,6 +15,7 @@ it is sent only over https:// or to a loopback address, and redirects are not fo
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import json
@@ -22,6 +23,7 @@ import os
 import re
 import socket
 import ssl
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 MAX_BODY = 64 * 1024 * 1024   # a zone's JSON; more is a server that does not stop
 MAX_RRSETS = 1_000_000
 MAX_TTL = 2**31 - 1
+MAX_SECONDS = 120.0  # one API request, whole answer included
 _TYPE = re.compile(r"^[A-Z][A-Z0-9]{0,9}$")
 
 
@@ -148,7 +151,8 @@ class PowerDnsProvider:
 
     def __init__(self, zone: str, api_url: str, api_key: str, *, server_id: str = "localhost",
                  dns_address: str = "127.0.0.1", dns_port: int = 53,
-                 resolvers: tuple[str, ...] = (), timeout: float = 10.0):
+                 resolvers: tuple[str, ...] = (), timeout: float = 10.0,
+                 deadline: float = MAX_SECONDS):
         why = endpoint.problem(api_url, "powerdns: the api_url")
         if why:  # checked again here: the key is never sent in clear
             raise ProviderError(f"{why}; nothing was sent")
@@ -164,6 +168,7 @@ class PowerDnsProvider:
         self.dns_port = dns_port
         self.resolvers = resolvers
         self.timeout = timeout
+        self.deadline = deadline
 
     @property
     def direct(self) -> tuple[str, int]:
@@ -187,15 +192,35 @@ class PowerDnsProvider:
         if body is not None:
             payload = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        # `timeout` bounds each read, not the answer: a server that sends a byte every few
+        # seconds would hold the run forever. The watchdog shuts the socket at the deadline.
+        late = threading.Event()
+
+        def cut() -> None:
+            late.set()
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):  # already closed: nothing to cut
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(self.deadline, cut)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             conn.request(method, path, body=payload, headers=headers)
             r = conn.getresponse()
             data = r.read(MAX_BODY + 1)
         except (OSError, http.client.HTTPException) as e:
+            if late.is_set():
+                raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: the API "
+                                    f"did not answer within {self.deadline:g} s") from None
             raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: cannot reach "
                                 f"the API: {printable(str(e) or type(e).__name__)}") from None
         finally:
+            watchdog.cancel()
             conn.close()
+        if late.is_set():  # cut short by the watchdog, even if what came looked whole
+            raise ProviderError(f"powerdns: {method} {self._host}:{self._port}: the API did "
+                                f"not answer within {self.deadline:g} s")
         if len(data) > MAX_BODY:
             raise ProviderError(f"powerdns: the API answered more than {MAX_BODY} bytes")
         return r.status, data
@@ -222,10 +247,13 @@ class PowerDnsProvider:
 
     # --- read ---------------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
+        return read_zone(self._read(), self.zone)[0]
+
+    def _read(self) -> bytes:
         status, data = self._request("GET", self._zone_path())
         if status != 200:
             raise self._error("reading the zone", status, data)
-        return parse_zone(data, self.zone)
+        return data
 
     def get_rrset(self, name: str, rtype: str) -> RRset | None:
         return next((rr for rr in self.list_rrsets() if rr.key == (name.lower(), rtype)), None)
@@ -233,7 +261,17 @@ class PowerDnsProvider:
     # --- write --------------------------------------------------------------------------
     def apply(self, changes: ChangeSet) -> str:
         patch = patch_body(changes)
-        now = {rr.key: rr for rr in self.list_rrsets()}
+        sets, disabled = read_zone(self._read(), self.zone)
+        now = {rr.key: rr for rr in sets}
+        # A REPLACE or DELETE takes a whole RRset, disabled records too: records provision
+        # never saw (the plan reads only what is served) would be lost without a word.
+        held = sorted({rr.key for rr in (*changes.additions, *changes.deletions)} & disabled)
+        if held:
+            name, rtype = held[0]
+            raise ProviderError(f"powerdns: {printable(name)} {rtype} holds disabled records, "
+                                "which this change would remove (PowerDNS writes whole "
+                                "RRsets), so nothing was applied; delete or enable them in "
+                                "PowerDNS first")
         for old in changes.deletions:
             if now.get(old.key) != old:
                 raise StaleRead(f"powerdns: {old.name} {old.type} changed since it was read, "
@@ -298,6 +336,11 @@ def patch_body(changes: ChangeSet) -> dict[str, object]:
 def parse_zone(data: bytes, zone: str) -> list[RRset]:
     """The RRsets of a zone GET's JSON (disabled records are not served: left out);
     ProviderError naming what is wrong with an answer that is not one."""
+    return read_zone(data, zone)[0]
+
+
+def read_zone(data: bytes, zone: str) -> tuple[list[RRset], set[tuple[str, str]]]:
+    """`parse_zone`'s RRsets, and the keys of the RRsets holding disabled records."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -306,17 +349,21 @@ def parse_zone(data: bytes, zone: str) -> list[RRset]:
     if not isinstance(sets, list) or len(sets) > MAX_RRSETS:
         raise ProviderError("powerdns: the zone's answer has no list of rrsets")
     out: dict[tuple[str, str], RRset] = {}
+    disabled: set[tuple[str, str]] = set()
     for i, s in enumerate(sets):
-        rr = _rrset(s, zone, i)
+        rr, has_disabled = _rrset(s, zone, i)
+        if has_disabled:
+            disabled.add((str(s["name"]).lower(), str(s["type"])))
         if rr is not None:
             if rr.key in out:
                 raise ProviderError(f"powerdns: rrset {i} ({printable(rr.name)} {rr.type}) is "
                                     "listed twice")
             out[rr.key] = rr
-    return sorted(out.values())
+    return sorted(out.values()), disabled
 
 
-def _rrset(s: object, zone: str, i: int) -> RRset | None:
+def _rrset(s: object, zone: str, i: int) -> tuple[RRset | None, bool]:
+    """The RRset of the served records (None when none is), and whether any is disabled."""
     def bad(why: str) -> ProviderError:
         return ProviderError(f"powerdns: rrset {i} of the zone's answer is refused: {why}")
 
@@ -345,4 +392,4 @@ def _rrset(s: object, zone: str, i: int) -> RRset | None:
             raise bad(f"a record of {printable(name[:80])} {rtype} has no true/false 'disabled'")
         if not disabled:
             values.append(content)
-    return rrset(name, rtype, ttl, values) if values else None
+    return (rrset(name, rtype, ttl, values) if values else None), len(values) < len(records)

@@ -5,7 +5,8 @@ with the host's Fabric connection. Decides nothing: whether a task runs is
 Trust (docs/trust-model.md#what-a-python-task-or-a-shell-step-can-do): a task is code
 run on the operator's machine. Only `plan` and `apply` call `load`, and it imports a file only when its real path (symlinks
 resolved) lies inside the inventory's directory or is named with `--tasks`; the playbook
-cannot name one through `..`. The bytes imported are the bytes hashed and listed
+cannot name one through `..`; neither it nor a directory above it (up to that tree) may be
+writable by anyone but the operator or root. The bytes imported are the bytes hashed and listed
 (`Imported`): the file is read once, compiled from that text, and no bytecode is written
 next to it.
 """
@@ -74,7 +75,55 @@ def resolve(spec: TaskSpec, root: Path, allowed: Iterable[Path]) -> Path:
     return real
 
 
-def _read(real: Path, spec: TaskSpec) -> bytes:
+def _top(real: Path, root: Path, allowed: Iterable[Path]) -> Path:
+    """The trusted directory `real` was admitted under (the inventory's, or a --tasks one)."""
+    if _inside(real, root):
+        return root
+    tops = [Path(os.path.realpath(a)) for a in allowed]
+    return next((t if t.is_dir() else t.parent for t in tops if real == t or _inside(real, t)),
+                real.parent)
+
+
+def _trusted_uids() -> set[int]:
+    """You and root; under sudo, also the user who ran sudo (their own tree, run as root)."""
+    uids = {os.getuid(), 0}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if os.getuid() == 0 and sudo_uid.isdigit():
+        uids.add(int(sudo_uid))
+    return uids
+
+
+def _loose(st: os.stat_result, directory: bool) -> str:
+    """Why a task file or a directory above it lets someone else change the code, or ""."""
+    if st.st_uid not in _trusted_uids():
+        return f"is owned by uid {st.st_uid}, not by you or root"
+    sticky = directory and st.st_mode & stat.S_ISVTX  # like /tmp: others cannot rename ours
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+        return "is writable by its group or by others"
+    return ""
+
+
+def check_modes(real: Path, top: Path, spec: TaskSpec, st: os.stat_result) -> None:
+    """Like sshd's StrictModes: the code imported, and every directory from its own up to
+    `top`, may be changed only by the operator or root; else another local user could
+    swap the code run as the operator (an inventory in /tmp, a group-writable tree)."""
+    why = _loose(st, directory=False)
+    if why:
+        raise TaskError(f"{spec.where}: task: {real} {why}; a task file may be changed only "
+                        "by you or root (chmod go-w / chown it)")
+    d = real.parent
+    while True:
+        why = _loose(os.stat(d), directory=True)
+        if why:
+            raise TaskError(f"{spec.where}: task: the directory {d} (above {spec.path}) {why}: "
+                            "someone else could replace the task's code; chmod go-w it, or "
+                            "move the inventory")
+        if d == top or d == d.parent or not _inside(d, top):
+            return
+        d = d.parent
+
+
+def _read(real: Path, spec: TaskSpec, top: Path | None = None) -> bytes:
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -83,11 +132,25 @@ def _read(real: Path, spec: TaskSpec) -> bytes:
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise TaskError(f"{spec.where}: task: {spec.path} is not a regular file")
+        check_modes(real, top or real.parent, spec, os.fstat(f.fileno()))
+        opened = _opened_path(f.fileno())
+        if opened is not None and opened != real:
+            # a path component became a symbolic link between `resolve` and this open
+            raise TaskError(f"{spec.where}: task: {spec.path} changed while it was being "
+                            f"read (it now leads to {opened}); nothing was imported")
         data = f.read(MAX_TASK_FILE + 1)
     if len(data) > MAX_TASK_FILE:
         raise TaskError(f"{spec.where}: task: {spec.path} is larger than "
                         f"{MAX_TASK_FILE:,} bytes")
     return data
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The real path of the file open on `fd` (Linux's /proc), or None where unknown."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
 
 
 def _import(real: Path, data: bytes, spec: TaskSpec) -> types.ModuleType:
@@ -125,7 +188,7 @@ def load(tasks: Iterable[TaskSpec], root: Path, allowed: Iterable[Path] = ()
     for spec in tasks:
         real = resolve(spec, root, allowed)
         if real not in modules:
-            data = _read(real, spec)
+            data = _read(real, spec, _top(real, root, allowed))
             modules[real] = _import(real, data, spec)
             imported.append(Imported(str(real), hashlib.sha256(data).hexdigest()))
         module = modules[real]

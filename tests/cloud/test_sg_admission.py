@@ -45,12 +45,14 @@ def test_touched_by_ssh_rules_on_the_machines_own_port_and_by_attachments(tmp_pa
     assert touched(i, [plan("gpu", tcp(22))], []) == []
     (t,) = touched(i, [plan("gpu", revoke=(tcp(2222),))], [])
     assert (t.machine, t.groups, t.attachment) == ("gpu1", ("gpu",), False)  # gpu2: no aws block
-    # egress and other ports never count; an attachment change always does
+    # other ports never count, nor a machine's own egress; an attachment change always does
     egress = RuleKey(True, "tcp", 22, 22, "0.0.0.0/0")
     moved = AttachPlan("jump", "i-0123456789abcdef0", "eni-1", ("sg-1",), ("sg-2",))
-    (t,) = touched(i, [plan("bastion", egress, tcp(443))], [moved])
+    t, behind = touched(i, [plan("bastion", egress, tcp(443))], [moved])
     assert (t.machine, t.groups, t.attachment) == ("jump", (), True)
     assert t.why == "its attached groups"
+    # ...but the bastion's egress on 22 carries gpu2's SSH (gpu1's is on 2222)
+    assert (behind.machine, behind.groups, behind.attachment) == ("gpu2", ("bastion",), False)
     same = AttachPlan("jump", "i-0123456789abcdef0", "eni-1", ("sg-1", "sg-2"), ("sg-2", "sg-1"))
     assert touched(i, [], [same]) == []
 
@@ -63,3 +65,16 @@ def test_revert_puts_the_old_rules_back() -> None:
     assert back.authorize == ((tcp(22), "ssh"),)
     a = AttachPlan("jump", "i-1", "eni-1", ("sg-1",), ("sg-2",))
     assert revert_attachment(a).want == ("sg-1",) and revert_attachment(a).current == ("sg-2",)
+
+
+def test_a_bastions_egress_touches_the_hosts_behind_it(tmp_path: Path) -> None:
+    """Revoking the bastion's egress to the hosts' SSH port cuts them off: confirmed (and
+    reverted) like an ingress change, whether or not the host is an EC2 instance."""
+    i = inv(tmp_path)
+    out = RuleKey(True, "tcp", 2222, 2222, "10.0.0.0/8")
+    (t,) = touched(i, [plan("bastion", revoke=(out,))], [])
+    assert (t.machine, t.groups, t.attachment) == ("gpu1", ("bastion",), False)
+    everything = RuleKey(True, "all", -1, -1, "0.0.0.0/0")
+    assert [(t.machine, t.groups) for t in touched(i, [plan("bastion", revoke=(everything,))], [])] \
+        == [("gpu1", ("bastion",)), ("gpu2", ("bastion",))]
+    assert touched(i, [plan("gpu", revoke=(out,))], []) == []  # a host's own egress: not its SSH

@@ -221,3 +221,85 @@ def test_a_dependency_violation_at_apply_names_the_holder(net: tuple[str, str], 
     out = " ".join(result.output.split())
     assert f"AWS: cannot delete old-api ({old}): still used by network interface {eni} of instance {gpu}" in out
     assert "Traceback" not in out
+
+
+def test_a_group_untagged_after_the_plan_is_not_deleted(net: tuple[str, str], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone takes the group over (removes managed-by: provision) while the apply runs,
+    here during the step just before the deletions: it is read again and left alone."""
+    from provision.commands import sg as sg_cmd
+
+    vpc, _ = net
+    groups = base_groups(vpc)
+    groups["old-api"] = {"vpc": vpc, "ingress": [{"port": 8080, "from": ["10.0.0.0/8"]}]}
+    assert apply(inventory(tmp_path, vpc, groups)).exit_code == 0
+    old = groups_by_name()["old-api"]["GroupId"]
+    del groups["old-api"]
+    real_confirm = sg_cmd._confirm_ssh
+
+    def meanwhile(*a: Any, **kw: Any) -> None:
+        ec2().delete_tags(Resources=[old], Tags=[{"Key": "managed-by"}])
+        real_confirm(*a, **kw)
+
+    monkeypatch.setattr(sg_cmd, "_confirm_ssh", meanwhile)
+    result = apply(inventory(tmp_path, vpc, groups), "--force")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert f"old-api ({old}) is no longer tagged managed-by: provision in {vpc} since the plan: " \
+           "not deleted" in out, out
+    assert groups_by_name()["old-api"]["GroupId"] == old
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_ssh_not_confirmed_reverts_rules_and_attachment_even_if_one_revert_fails(
+        net: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuse: bool) -> None:
+    """No new SSH connection (faked here: the instances are moto's; the lab test has real
+    SSH): the SSH rule change and the attachment are both put back, and a revert AWS
+    refuses does not stop the other one."""
+    from botocore.exceptions import ClientError
+
+    from provision.hosts import confirm as confirm_mod
+
+    vpc, subnet = net
+    jump, gpu = instance(subnet, "10.0.1.10"), instance(subnet, "10.0.1.21")
+    groups = base_groups(vpc)
+    groups["monitoring"] = {"vpc": vpc, "ingress": [{"port": 9100, "from": ["10.0.0.0/16"]}]}
+    assert apply(attached_inventory(tmp_path, vpc, jump, groups), "--no-confirm").exit_code == 0
+    def ingress() -> set[tuple[Any, ...]]:
+        gid = groups_by_name()["gpu-servers"]["GroupId"]
+        return {(r["FromPort"], r.get("CidrIpv4"), r.get("CidrIpv6"),
+                 r.get("ReferencedGroupInfo", {}).get("GroupId"))
+                for r in ec2().describe_security_group_rules(Filters=[{"Name": "group-id", "Values": [
+                    gid]}])["SecurityGroupRules"] if not r["IsEgress"]}
+
+    rules_before = ingress()
+    groups["gpu-servers"]["ingress"][0] = {"port": 22, "from": ["10.9.9.0/24"]}  # SSH rule changes
+    inv = attached_inventory(tmp_path, vpc, jump, groups, ("gpu-servers", "monitoring"))
+    monkeypatch.setattr(confirm_mod, "confirm", lambda *a, **k: confirm_mod.Confirmation(
+        [None], "no answer", 0.1))
+    calls = {"authorize": 0}
+
+    def refuse_the_rule_revert(params: dict[str, Any], **_: Any) -> None:
+        calls["authorize"] += 1
+        if refuse and calls["authorize"] == 2:  # the apply's own authorize, then the revert's
+            raise ClientError({"Error": {"Code": "InternalError", "Message": "try later"}},
+                              "AuthorizeSecurityGroupIngress")
+
+    real_client = boto3.session.Session.client
+
+    def client(self: Any, *a: Any, **kw: Any) -> Any:
+        c = real_client(self, *a, **kw)
+        c.meta.events.register("before-call.ec2.AuthorizeSecurityGroupIngress", refuse_the_rule_revert)
+        return c
+
+    monkeypatch.setattr(boto3.session.Session, "client", client)
+    result = apply(inv)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1, out
+    assert "no new SSH connection within" in out, out
+    assert groups_of(gpu) == {"gpu-servers"}  # the attachment is back, in both cases
+    if refuse:
+        assert "revert failed: AWS:" in out and "reverting failed too" in out, out
+        assert "fix it by hand" in out and ingress() != rules_before
+    else:
+        assert "reverted what touched it" in out and ingress() == rules_before, out

@@ -315,3 +315,61 @@ def test_the_patch_replaces_written_rrsets_and_deletes_gone_ones() -> None:
         {"name": f"api.{Z}", "type": "A", "ttl": 60, "changetype": "REPLACE",
          "records": [{"content": "127.0.0.2", "disabled": False}]},
         {"name": f"old.{Z}", "type": "A", "changetype": "DELETE"}]}
+
+
+@pytest.mark.parametrize("records", [
+    [{"content": "127.0.0.7", "disabled": True}],  # not served: the plan sees no RRset
+    [{"content": "127.0.0.1", "disabled": False}, {"content": "127.0.0.7", "disabled": True}],
+])
+def test_a_write_that_would_drop_disabled_records_is_refused_unsent(
+        hostile: tuple[PowerDnsProvider, type[_Hostile]], records: list[Any]) -> None:
+    """PowerDNS replaces and deletes whole RRsets, disabled records with them; the plan
+    reads only served records, so such a write would lose data nobody was shown."""
+    p, h = hostile
+    served = [r["content"] for r in records if not r["disabled"]]
+    old = (rrset(f"api.{Z}", "A", 300, served),) if served else ()
+    for change in (ChangeSet(old, (rrset(f"api.{Z}", "A", 300, ["127.0.0.2"]),)),
+                   ChangeSet(old, ()) if old else None):
+        if change is None:
+            continue
+        h.answers = [(200, {}, _zone_json(_rr(records=records)))]
+        with pytest.raises(ProviderError, match="holds disabled records") as e:
+            p.apply(change)
+        assert not isinstance(e.value, StaleRead)
+        assert [s[0] for s in h.seen if s[0] == "PATCH"] == []
+
+
+def test_an_answer_dripped_byte_by_byte_ends_at_the_deadline() -> None:
+    """Each read has its own timeout, which a byte every 0.1 s never reaches: the whole
+    request has a deadline too, so a slow-drip server cannot hold the run."""
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        c, _ = srv.accept()
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                c.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.1)
+        c.close()
+
+    t = threading.Thread(target=drip, daemon=True)
+    t.start()
+    p = PowerDnsProvider(Z, f"http://127.0.0.1:{srv.getsockname()[1]}", "k3y", timeout=5,
+                         deadline=1.0)
+    try:
+        with pytest.raises(ProviderError, match=r"did not answer within 1 s"):
+            p.list_rrsets()
+    finally:
+        stop.set()
+        t.join(5)
+        srv.close()

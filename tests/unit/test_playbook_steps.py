@@ -8,6 +8,7 @@ Every inventory here points at 127.0.0.1 port 1 (nothing listens; loopback only)
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -87,6 +88,9 @@ steps:
     ('[{run: "ls\\e[2J"}]', "x.yml:2:15: steps[0].run: character '\\\\x1b' is not allowed"),
     ("[{run: [ls]}]", "x.yml:2:15: steps[0].run: must be a string"),
     ("[{run: ls, unless: " + "x" * 16385 + "}]", "steps[0].unless: at most 16,384 characters"),
+    ("[{run: ls, creates: /" + "x" * 4096 + "}]", "steps[0].creates: at most 4,096 characters"),
+    ("[" + ", ".join(f"{{run: ls, name: s{n}, unless: '{'y' * 16000}'}}" for n in range(5)) + "]",
+     "x.yml:2:64141: steps[4]: the playbook's creates:/unless: guards are too long in all"),
     ("[{run: a, name: s}, {run: b, name: s}]", "x.yml:2:28: steps: a step is listed twice ('s')"),
     ("[tasks/a.py:f, tasks/a.py:f]", "steps: a step is listed twice ('tasks/a.py:f')"),
     ("[tasks/../../etc/evil.py:f]", "x.yml:2:9: steps[0]: 'tasks/../../etc/evil.py': a task file "
@@ -284,3 +288,73 @@ def test_sys_exit_in_a_task_fails_its_host_not_the_run() -> None:
 
     task = RunTask("t", "t.py:f", _loaded(lambda c, h: sys.exit(3)), "no check")
     assert pytasks.run(task, None, object()).startswith("task t.py:f: SystemExit: 3 (")
+
+
+def test_a_task_file_swapped_for_a_symlink_after_its_check_is_not_read(tmp_path: Path) -> None:
+    """The path checked is the file read: a component turned into a symbolic link between
+    `resolve` and the open (TOCTOU) is refused, not followed out of the tree."""
+    from provision.hosts import pytasks
+
+    outside = _outside(tmp_path)
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    spec = TaskSpec(label="t", path="tasks/gpu.py", function="install", where="pb.yml:3:5")
+    real = pytasks.resolve(spec, pytasks.root_of(d / "inventory.yml"), ())
+    assert pytasks._read(real, spec) == (d / "tasks" / "gpu.py").read_bytes()
+    real.unlink()
+    real.symlink_to(outside)  # the swap, after the check
+    with pytest.raises(pytasks.TaskError, match="changed while it was being read"):
+        pytasks._read(real, spec)
+
+
+def test_every_guard_of_a_playbook_fits_the_probes_one_command_line() -> None:
+    """What the cap is for: the probe's guards reach the host as ONE argument of `sh -c`
+    (sshd runs the command line so), and Linux refuses one above 128 KiB. Guards at the
+    cap still run through a real sh; the same guards over it cannot."""
+    import shlex
+    import subprocess
+
+    from provision.playbook import MAX_GUARDS_TOTAL
+    from provision.tasks.shell import guard_id
+
+    unless = "true #" + "y" * 15_990
+    steps = ", ".join(f"{{run: ls, name: s{n}, unless: '{unless}'}}" for n in range(4))
+    pb = parse(f"hosts: all\nsteps: [{steps}]\n", "x.yml")
+    args = [f"G:{guard_id('u', '', s.unless)}:u::{s.unless}" for s in pb.custom.values()
+            if isinstance(s, ShellSpec) and s.unless]
+    line = " ".join(shlex.quote(a) for a in ["sudo", "-n", "--", "sh", "-s", "--", *args])
+    assert subprocess.run(["sh", "-c", f": {line}"], check=False).returncode == 0
+    over = line + " " + shlex.quote("z" * (2 * MAX_GUARDS_TOTAL))
+    with pytest.raises(OSError, match="Argument list too long"):
+        subprocess.run(["sh", "-c", f": {over}"], check=False)
+
+
+@pytest.mark.parametrize(("target", "mode", "words"), [
+    ("tasks/gpu.py", 0o666, "is writable by its group or by others; a task file may be changed"),
+    ("tasks", 0o777, "the directory {d}/tasks (above tasks/gpu.py) is writable by its group"),
+    (".", 0o775, "the directory {d} (above tasks/gpu.py) is writable by its group"),
+])
+def test_task_code_someone_else_could_change_is_not_imported(
+        tmp_path: Path, target: str, mode: int, words: str) -> None:
+    """An inventory in a shared directory (/tmp, a group-writable tree): another local user
+    could plant or swap the task file, so it is refused before it is imported."""
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    (d / target).chmod(mode)
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"))
+    _refused(r, words.format(d=d))
+    assert not (d / "tasks" / "IMPORTED").exists()
+    (d / target).chmod(0o1777 if target != "tasks/gpu.py" else 0o644)  # sticky, like /tmp
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
+    assert "writable" not in r.output, r.output
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
+def test_task_code_owned_by_another_user_is_refused_unless_they_ran_sudo(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    os.chown(d / "tasks" / "gpu.py", 54321, -1)
+    monkeypatch.delenv("SUDO_UID", raising=False)
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"))
+    _refused(r, "gpu.py is owned by uid 54321, not by you or root")
+    monkeypatch.setenv("SUDO_UID", "54321")  # `sudo provision plan` by that user: their tree
+    r = _cli("plan", "-i", str(d / "inventory.yml"), "--playbook", str(d / "pb.yml"), "--json")
+    assert "owned by uid" not in r.output and (d / "tasks" / "IMPORTED").exists(), r.output
