@@ -8,7 +8,7 @@ created in. Root (CAP_SYS_ADMIN) required.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,11 +16,15 @@ from contextlib import contextmanager
 CLONE_NEWNET = 0x40000000
 NETNS_RUN_DIR = "/run/netns"
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    # The process's own symbols (libc among them): ctypes.util.find_library would run
+    # ldconfig in a subprocess, at import time of everything that imports the lab.
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
+    if _libc().setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"setns: {os.strerror(err)}")
 
