@@ -19,7 +19,7 @@ import boto3
 import pytest
 import yaml
 from click.testing import CliRunner
-from support.moto_server import aws_test_env, moto_server
+from tests.support.moto_server import aws_test_env, moto_server
 
 from provision.cli import main
 
