@@ -16,7 +16,6 @@ from provision.errors import ProvisionError
 from provision.text import printable_lines
 
 
-
 def _no_pydantic_plugins() -> None:
     """pydantic looks for plugins when it builds each model's validator: it imports
     importlib.metadata and scans every installed distribution's entry points, ~30 ms of a
