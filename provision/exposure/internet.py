@@ -47,6 +47,19 @@ def _space(version: int) -> tuple[Any, tuple[Any, ...], int]:
     return base, holes, base.num_addresses - sum(h.num_addresses for h in holes)
 
 
+@cache
+def public_space(version: int) -> tuple[Any, ...]:
+    """The public address space of a family as disjoint networks (116 for IPv4: what the
+    tests check the holes against; `public_share` counts without splitting the space)."""
+    base, holes, _ = _space(version)
+    nets: list[Any] = [base]
+    for hole in holes:
+        nets = [piece for n in nets
+                for piece in (n.address_exclude(hole) if hole.subnet_of(n)
+                              else [] if n.subnet_of(hole) else [n])]
+    return tuple(ipaddress.collapse_addresses(nets))
+
+
 def _overlap(a: Any, b: Any) -> int:
     """Addresses two CIDR blocks of one family share: one holds the other, or none."""
     if a.subnet_of(b):
