@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
+from provision.exposure import Finding
 
 from . import closed as C
 from .journal import Journal, Snapshot
@@ -412,8 +413,6 @@ def overdue(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> 
 def overdue_findings(journals: Sequence[Journal], now: float,
                      limit: float = 86400.0) -> list[Finding]:
     """`provision check` warnings for open migrations older than `limit` seconds."""
-    from provision.exposure import Finding
-
     out = []
     for j in overdue(journals, now, limit):
         where = relative(j.name, j.zone)
