@@ -66,6 +66,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "dnspython: as dns.exception",
     ("provision/dns/propagation.py", "dns.rdatatype"):
         "dnspython: as dns.exception",
+    ("provision/cloud/aws.py", "boto3"):
+        "boto3 (~0.4 s): only once a client is made; `sg --help`, `import sg --help` and a "
+        "bad inventory's exit 2 come before that",
+    ("provision/cloud/aws.py", "botocore.config"): "boto3: as above",
+    ("provision/cloud/aws.py", "botocore.exceptions"): "boto3: as above",
     ("provision/inventory/__init__.py", ".build"):
         "a cycle through the package: dns/records imports inventory.model (running this "
         "__init__), and build imports the DNS providers, which import dns/records",
@@ -73,7 +78,6 @@ ALLOWED: dict[tuple[str, str], str] = {
 
 # owned by another change, not yet reviewed here (the lead removes entries after merging it)
 NOT_YET_REVIEWED = (
-    "provision/cloud/",
     "provision/commands/dns.py",
     "provision/commands/dns_migrate.py",
     "provision/commands/exec.py",
@@ -81,9 +85,6 @@ NOT_YET_REVIEWED = (
     "provision/commands/import_sg.py",
     "provision/commands/sg.py",
     "provision/commands/tunnel.py",
-    "provision/hosts/converge.py",
-    "provision/hosts/pytasks.py",
-    "provision/playbook.py",
 )
 
 
