@@ -51,7 +51,6 @@ from .marker import LABEL, marked_name
 from .marker import parse as parse_marker
 
 if TYPE_CHECKING:
-    from provision.exposure import Finding
     from provision.inventory.model import Inventory
 
 DEFAULT_CUTOVER_ABOVE_TTL = 300

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
@@ -30,9 +30,6 @@ from provision.exposure import Finding
 from . import closed as C
 from .journal import Journal, Snapshot
 from .marker import Marker, MarkerPhase, marker_rrset, parse
-
-if TYPE_CHECKING:
-    from provision.exposure import Finding
 
 StateName = Literal["original", "lowered", "switched", "finalized"]
 
