@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import click
 from rich.table import Table
@@ -18,22 +18,25 @@ from rich.text import Text
 from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.endpoint import is_own
+from provision.dns.migrate.guard import Review
+from provision.dns.propagation import Verdict
 from provision.dns.provider import ProviderError
 from provision.dns.providers import capabilities, provider_for
-from provision.dns.records import desired, marker_changes, marker_name, relative
-from provision.dns.sync import Options, apply_zone, plan_zones, select_zones
+from provision.dns.records import (
+    RecordChange,
+    RRset,
+    desired,
+    marker_changes,
+    marker_name,
+    relative,
+)
+from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
+from provision.inventory.model import Inventory, Zone
 from provision.text import printable
 
 from .common import console, echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
-
-if TYPE_CHECKING:  # the modules behind them load only when a dns command runs
-    from provision.dns.migrate.guard import Review
-    from provision.dns.propagation import Verdict
-    from provision.dns.records import RecordChange, RRset
-    from provision.dns.sync import ZoneRun
-    from provision.inventory.model import Inventory, Zone
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -19,17 +19,14 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.dns.migrate import run as R
-from provision.dns.migrate.health import parse
+from provision.dns.migrate.health import Check, parse
+from provision.dns.migrate.journal import Journal
+from provision.dns.migrate.run import Ctx
 from provision.dns.migrate.store import JournalStore
 from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
 from provision.text import printable
 
 from .common import console, echo, emit_json, inventory_option, json_option, load
-
-if TYPE_CHECKING:  # the migration modules load only when a migrate command runs
-    from provision.dns.migrate.health import Check
-    from provision.dns.migrate.journal import Journal
-    from provision.dns.migrate.run import Ctx
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -1,9 +1,10 @@
 """`provision sg plan|apply`: AWS security groups reconciled with the inventory.
 
-CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`,
-imported lazily), build the pure plan (`provision.cloud.plan`: rules, attachments,
-deletions), print through the shared plan output. Apply order: create groups, reconcile
-rules (revoke before authorize), set each instance's groups, delete dropped groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
+CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`, which
+loads boto3 only once a client is made), build the pure plan (`provision.cloud.plan`: rules,
+attachments, deletions), print through the shared plan output. Apply order: create groups,
+reconcile rules (revoke before authorize), set each instance's groups, delete dropped
+groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
 inventory or usage, 3 `plan --detailed-exitcode` found changes.
 """
 
