@@ -26,6 +26,7 @@ from typing import Any
 from fabric import Config, Connection, ThreadingGroup
 
 from provision.errors import UsageError
+from provision.inventory import load_inventory
 from provision.inventory.model import Host, Inventory
 from provision.ssh.connect import Gateways, inventory_known_hosts
 from provision.ssh.hostkeys import KnownHosts
@@ -42,8 +43,6 @@ class HostSelectionError(UsageError):
 def load(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Load and validate an inventory (a file or a directory; None: the CLI's default
     lookup). Raises provision.inventory.InventoryError listing every problem."""
-    from provision.inventory import load_inventory
-
     return load_inventory(None if path is None else str(path))
 
 

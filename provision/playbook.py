@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import yaml
 
 from provision.errors import UsageError
+from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
 from provision.tasks import pytask, shell
 from provision.tasks.pytask import Loaded, TaskSpec
@@ -234,8 +235,6 @@ def parse(text: str, source: str, default_name: str = "playbook") -> Playbook:
             if not (isinstance(v, yaml.ScalarNode) and v.tag.endswith(":str")):
                 raise err(v, key, "must be a string")
             if key == "name":
-                from provision.inventory.fields import check_name
-
                 try:  # it titles the plan and the recap
                     name = check_name(v.value)
                 except ValueError as e:
@@ -328,8 +327,6 @@ def _custom(item: Any, i: int, err: Err, text_ok: Callable[[Any, str], None],
 
     name = None
     if (got := string("name")) is not None:
-        from provision.inventory.fields import check_name
-
         try:  # it labels the step's lines in the plan and the recap
             name = check_name(got[0])
         except ValueError as e:

@@ -9,21 +9,34 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import click
+from rich.table import Table
+from rich.text import Text
 
+from provision.dns import names
+from provision.dns import propagation as prop
+from provision.dns.endpoint import is_own
+from provision.dns.migrate.guard import Review
+from provision.dns.propagation import Verdict
+from provision.dns.provider import ProviderError
+from provision.dns.providers import capabilities, provider_for
+from provision.dns.records import (
+    RecordChange,
+    RRset,
+    desired,
+    marker_changes,
+    marker_name,
+    relative,
+)
+from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
+from provision.inventory.model import Inventory, Zone
+from provision.text import printable
 
-from .common import echo, emit_json, inventory_option, json_option, load
+from .common import console, echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
-
-if TYPE_CHECKING:  # the modules behind them load only when a dns command runs
-    from provision.dns.migrate.guard import Review
-    from provision.dns.propagation import Verdict
-    from provision.dns.records import RecordChange, RRset
-    from provision.dns.sync import ZoneRun
-    from provision.inventory.model import Inventory, Zone
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -56,14 +69,10 @@ def _no_migrate_option(f: F) -> F:
 
 
 def _subject(rr: RRset, zone: str) -> str:
-    from provision.dns.records import relative
-
     return f"{relative(rr.name, zone)} {rr.type}"
 
 
 def _change(c: RecordChange, zone: str, markers: set[str]) -> Change:
-    from provision.dns.records import marker_name
-
     rr = c.new or c.old
     assert rr is not None  # a change has an old or a new RRset, or both
     detail: list[str] = []
@@ -93,9 +102,6 @@ def _change(c: RecordChange, zone: str, markers: set[str]) -> Change:
 
 def zone_endpoint(zone: Zone, inv: Inventory | None) -> str | None:
     """The API endpoint credentials for `zone` go to, when it is not the provider's own."""
-    from provision.dns.endpoint import is_own
-    from provision.dns.providers import capabilities
-
     aws = inv.aws.endpoint_url if inv is not None and inv.aws is not None else None
     url = zone.settings.credentials_url(aws)
     if url is None or is_own(url, capabilities(zone.provider).own_api_hosts):
@@ -104,8 +110,6 @@ def zone_endpoint(zone: Zone, inv: Inventory | None) -> str | None:
 
 
 def _zone_title(zone: Zone, inv: Inventory | None) -> str:
-    from provision.dns.providers import capabilities
-
     url = zone_endpoint(zone, inv)
     if not url:
         return f"zone {zone.name} ({zone.provider})"
@@ -117,8 +121,6 @@ def _zone_title(zone: Zone, inv: Inventory | None) -> str:
 
 def _sections(runs: Sequence[ZoneRun], force: bool,
               inv: Inventory | None = None) -> list[Section]:
-    from provision.dns.records import marker_changes
-
     out = []
     for run in runs:
         name = _zone_title(run.zone, inv)
@@ -149,8 +151,6 @@ def _held(run: ZoneRun) -> list[Change]:
     """What the migration guard took out of the plan (cutovers, refused reverts) and the
     closed migrations' records that apply deletes: shown as changes, so that a plan with
     them is never "no changes"."""
-    from provision.dns.records import relative
-
     out: list[Change] = []
     assert run.plan is not None
     rv, zone = run.review, run.plan.zone
@@ -201,8 +201,6 @@ def _refuse_bad_markers(runs: Sequence[ZoneRun]) -> None:
 
 
 def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Inventory, list[Zone]]:
-    from provision.dns.sync import select_zones
-
     inv = load(inventory_path)
     if inv.dns is None or not inv.dns.zones:
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
@@ -226,8 +224,6 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
              force: bool, no_migrate: bool, allow_revert: tuple[str, ...],
              as_json: bool) -> None:
     """Show the record changes apply would make, per zone."""
-    from provision.dns.sync import Options, plan_zones
-
     inv, selected = _setup(inventory_path, zones)
     runs = plan_zones(inv, selected, opts=Options(force=force, no_migrate=no_migrate,
                                                   allow_revert=allow_revert))
@@ -270,9 +266,6 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
               no_migrate: bool, allow_revert: tuple[str, ...], timeout: float,
               as_json: bool) -> None:
     """Apply the record changes, each zone in one atomic change, and wait until served."""
-    from provision.dns.provider import ProviderError
-    from provision.dns.sync import Options, apply_zone, plan_zones
-
     if not yes and not sys.stdin.isatty():
         raise UsageError("dns apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision dns plan`, then run dns apply with --yes")
@@ -304,8 +297,6 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers
                 if not c.old_type]  # type changes are said in the plan
     if cutovers and not as_json:
-        from provision.dns.records import relative
-
         echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
              f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers if not c.old_type)}), "
              "or apply them as plain changes with --no-migrate")
@@ -316,11 +307,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
 
 
 def _print_applied(run: ZoneRun) -> None:
-    from rich.text import Text
 
-    from provision.text import printable
-
-    from .common import console
 
     out = console()
     if run.error:
@@ -328,8 +315,6 @@ def _print_applied(run: ZoneRun) -> None:
         return
     assert run.plan is not None
     n = len(run.plan.changes)
-    from provision.dns.providers import capabilities
-
     how = capabilities(run.zone.provider).served()
     again = " (after re-reading the changed zone once)" if run.replanned else ""
     out.print(Text(f"{run.zone.name}: applied {n} change{'s' if n != 1 else ''}{again}, {how} "
@@ -350,12 +335,6 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
               as_json: bool) -> None:
     """What every authoritative server of NAME's zone, and every configured resolver,
     answers for NAME: value, remaining TTL, AA flag; who disagrees and why."""
-    from provision.dns import names
-    from provision.dns import propagation as prop
-    from provision.dns.provider import ProviderError
-    from provision.dns.records import desired
-    from provision.text import printable
-
     inv = load(inventory_path)
     zones = list(inv.dns.zones) if inv.dns else []
     if zone_name:
@@ -373,8 +352,6 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     expected = want.values if want is not None else None
     resolvers = inv.dns.resolvers if inv.dns else ()
     try:
-        from provision.dns.providers import provider_for
-
         provider = provider_for(zone, inv)
         targets, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
                                                       resolvers)
@@ -400,17 +377,11 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
 
 
 def _print_check(v: Verdict) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.text import printable as p
-
-    from .common import console
 
     out = console()  # every answer, label and note below is a server's: escaped
     want = ("(no expectation: compared with the authoritative servers)" if v.expected is None
             else ", ".join(v.expected) or "no such record")
-    out.print(Text(p(f"{v.name} {v.type}: expected {want}"), style="bold"))
+    out.print(Text(printable(f"{v.name} {v.type}: expected {want}"), style="bold"))
     table = Table(show_header=True, header_style="bold")
     for col in ("server", "role", "answer", "ttl", "aa", ""):
         table.add_column(col)
@@ -421,14 +392,14 @@ def _print_check(v: Verdict) -> None:
         bad = a.target.label in v.disagree
         server = a.target.label if a.target.label == a.target.address else \
             f"{a.target.label} ({a.target.address})"
-        table.add_row(p(server), p(a.target.role), p(answer), ttl,
+        table.add_row(printable(server), printable(a.target.role), printable(answer), ttl,
                       "yes" if a.aa else "no",
                       Text("differs", style="bold red") if bad else Text("ok", style="green"))
     out.print(table)
     for note in v.notes:
-        out.print(Text(f"  ! {p(note)}", style="magenta"))
+        out.print(Text(f"  ! {printable(note)}", style="magenta"))
     out.print(Text("every server agrees" if v.ok else
-                   p(f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}"),
+                   printable(f"{len(v.disagree)} server(s) disagree: {', '.join(v.disagree)}"),
                    style="bold green" if v.ok else "bold red"))
 
 

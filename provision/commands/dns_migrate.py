@@ -11,19 +11,22 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
 
+from provision.dns.migrate import run as R
+from provision.dns.migrate.health import Check, parse
+from provision.dns.migrate.journal import Journal
+from provision.dns.migrate.run import Ctx
+from provision.dns.migrate.store import JournalStore
 from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
 from provision.text import printable
 
-from .common import echo, emit_json, inventory_option, json_option, load
-
-if TYPE_CHECKING:  # the migration modules load only when a migrate command runs
-    from provision.dns.migrate.health import Check
-    from provision.dns.migrate.journal import Journal
-    from provision.dns.migrate.run import Ctx
+from .common import console, echo, emit_json, inventory_option, json_option, load
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -42,9 +45,6 @@ def _say(as_json: bool) -> Callable[[str], None]:
 
 
 def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 300.0) -> Ctx:
-    from provision.dns.migrate import run as R
-    from provision.dns.migrate.store import JournalStore
-
     inv = load(inventory_path)
     if inv.dns is None or not inv.dns.zones:
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
@@ -77,8 +77,6 @@ def _health_option(f: F) -> F:
 
 
 def _checks(specs: tuple[str, ...]) -> list[Check]:
-    from provision.dns.migrate.health import parse
-
     try:
         return [parse(s) for s in specs]
     except ValueError as e:
@@ -118,8 +116,6 @@ def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
               as_json: bool) -> None:
     """Journal the record, re-publish it with the lowered TTL, and wait until every
     authoritative server serves that."""
-    from provision.dns.migrate import run as R
-
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.allow_revert = allow_revert
     with ctx.store.lock(ctx.name):
@@ -137,9 +133,6 @@ def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
 def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> None:
     """The phase, the time left, and what each authoritative server and resolver answers
     now. Without NAME: every open migration (local journals and markers in the zones)."""
-    from provision.dns.migrate import run as R
-    from provision.dns.migrate.store import JournalStore
-
     inv = load(inventory_path)
     if inv.dns is None or not inv.dns.zones:
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
@@ -174,40 +167,34 @@ def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> N
 
 
 def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.text import printable as p
-
-    from .common import console
 
     out = console()  # journals, markers and answers are outside data: every string escaped
     if not items:
-        out.print(p(f"no open migration{' of ' + name if name else ''}"))
+        out.print(printable(f"no open migration{' of ' + name if name else ''}"))
         return
     for s in items:
-        out.print(Text(p(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})"),
+        out.print(Text(printable(f"{s['name']} {s['type']}: phase {s['phase']} (started {s['started_at']})"),
                        style="bold"))
-        out.print(p(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
+        out.print(printable(f"  {', '.join(s['original']['values'])} ttl {s['original']['ttl']} -> "
                     f"{', '.join(s['target']['values'])} (ttl {s['lower_ttl']} during the migration)"))
         if s.get("by"):
-            out.print(p(f"  opened by {s['by']}" + ("" if s.get("mine", True) else " (someone else)")))
+            out.print(printable(f"  opened by {s['by']}" + ("" if s.get("mine", True) else " (someone else)")))
         if s["seconds_left"] is not None:
-            out.print(p(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}"))
+            out.print(printable(f"  {s['seconds_left']:.0f} s left until {s['waiting_for']}"))
         if s["conflict"]:
-            out.print(Text(p(f"  conflict: {s['conflict']}"), style="bold red"))
+            out.print(Text(printable(f"  conflict: {s['conflict']}"), style="bold red"))
         table = Table(show_header=True, header_style="bold")
         for col in ("server", "role", "answer", "ttl", "aa", "serves"):
             table.add_column(col)
         for a in s["answers"]:
-            table.add_row(p(a["server"]), p(a["role"]), p(", ".join(a["values"]) or a["status"]),
-                          "-" if a["ttl"] is None else p(str(a["ttl"])), "yes" if a["aa"] else "no",
-                          p(str(a["serves"])))
+            table.add_row(printable(a["server"]), printable(a["role"]), printable(", ".join(a["values"]) or a["status"]),
+                          "-" if a["ttl"] is None else printable(str(a["ttl"])), "yes" if a["aa"] else "no",
+                          printable(str(a["serves"])))
         out.print(table)
         for n in s["notes"]:
-            out.print(Text(p(f"  ! {n}"), style="magenta"))
+            out.print(Text(printable(f"  ! {n}"), style="magenta"))
         if s["next"]:
-            out.print(p(f"  next: {s['next']}"))
+            out.print(printable(f"  next: {s['next']}"))
 
 
 @migrate_group.command("cutover")
@@ -222,8 +209,6 @@ def cutover_cmd(name: str, health: tuple[str, ...], force: bool, inventory_path:
                 timeout: float, as_json: bool) -> None:
     """Health-check every new value, then switch (lowered TTL) and wait until every
     authoritative server serves the new values."""
-    from provision.dns.migrate import run as R
-
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
     with ctx.store.lock(ctx.name):
@@ -241,8 +226,6 @@ def cutover_cmd(name: str, health: tuple[str, ...], force: bool, inventory_path:
 def verify_cmd(name: str, inventory_path: str | None, as_json: bool) -> None:
     """Every authoritative server serves the new values (AA, RD off); every configured
     resolver does too. Stale caches are named with their remaining TTL (exit 1)."""
-    from provision.dns.migrate import run as R
-
     ctx = _ctx(inventory_path, name, as_json)
     with ctx.store.lock(ctx.name):
         j, v, answers = R.verify(ctx)
@@ -280,8 +263,6 @@ def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str
     """Once verified: raise the TTL back (to the inventory's or the original, or --ttl),
     leave a closed migration's record in the zone, write an ad hoc --to into the
     inventory, and close."""
-    from provision.dns.migrate import run as R
-
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.write_inventory = not no_write
     with ctx.store.lock(ctx.name):
@@ -301,8 +282,6 @@ def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str
 @json_option
 def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json: bool) -> None:
     """From any phase: restore the original values and TTL exactly, and close."""
-    from provision.dns.migrate import run as R
-
     ctx = _ctx(inventory_path, name, as_json, timeout)
     with ctx.store.lock(ctx.name):
         j, outcome = R.rollback(ctx)
@@ -336,8 +315,6 @@ def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
             as_json: bool) -> None:
     """Every phase in one go, waiting with a countdown; stops at the first failure and
     leaves the migration resumable (run it again, or use the single commands)."""
-    from provision.dns.migrate import run as R
-
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.write_inventory = not no_write
@@ -369,11 +346,7 @@ def _countdown(as_json: bool) -> Callable[[float, str], None]:
         end = time.monotonic() + seconds
         stream = sys.stderr if as_json else sys.stdout
         if stream.isatty():
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            from provision.text import printable
-
-            from .common import console
 
             with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                           TimeRemainingColumn(), transient=True,

@@ -16,14 +16,32 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.table import Table
+from rich.text import Text
 
 from provision.commands.common import console, echo, emit_json, inventory_option, json_option, load
 from provision.errors import Exit, UsageError
+from provision.fleet import select
+from provision.hosts.gather import Unreachable, open_chain, reason
+
+# paramiko (through these) is imported here, before any thread: its first import is not thread-safe
+from provision.ssh import exec_run
+from provision.ssh.connect import Gateways
+from provision.ssh.exec_plan import (
+    DEFAULT_CAP,
+    Result,
+    cut_note,
+    exit_code,
+    prefixed,
+    status_of,
+    summary,
+)
+from provision.ssh.limits import machine_forks
+from provision.ssh.login import choose_login
+from provision.text import printable
 
 if TYPE_CHECKING:
     from provision.inventory.model import Host, Inventory
-    from provision.ssh.connect import Gateways
-    from provision.ssh.exec_plan import Result
     from provision.ssh.login import Login
 
 EXIT_INTERRUPTED = 130
@@ -58,10 +76,6 @@ def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, a
     each host's stdout and stderr under its name (or, with --stream, as they come), then a
     recap. Exit 0 when every host ran it and it exited 0, 1 otherwise, 130 on Ctrl-C.
     """
-    from provision.fleet import select
-    from provision.ssh.exec_plan import DEFAULT_CAP, exit_code
-    from provision.ssh.login import choose_login
-
     inv = load(inventory_path)
     patterns = [p for p in hosts.split(",") if p]
     if not patterns:
@@ -92,8 +106,6 @@ class _Printer:
         self.lock = threading.Lock()
 
     def line(self, host: str, stream: str, text: str) -> None:
-        from provision.ssh.exec_plan import prefixed
-
         with self.lock:
             for out in prefixed(host, text, self.width, "out" if stream == "out" else "err"):
                 echo(out, err=stream == "err")
@@ -102,11 +114,6 @@ class _Printer:
 def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str, sudo: bool,
              cap: int, timeout: float | None, forks: int | None, accept_new: bool,
              printer: _Printer | None) -> tuple[list[Result], bool]:
-    import paramiko  # noqa: F401  # its first import is not thread-safe: import it here first
-
-    from provision.ssh.connect import Gateways
-    from provision.ssh.limits import machine_forks
-
     stop = threading.Event()
     interrupted = False
     with Gateways() as gateways, \
@@ -147,10 +154,6 @@ def _wait(futures: list[Future[Result]], stop: threading.Event | None) -> None:
 def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: int,
          timeout: float | None, accept_new: bool, gateways: Gateways, stop: threading.Event,
          printer: _Printer | None) -> Result:
-    from provision.hosts.gather import Unreachable, open_chain, reason
-    from provision.ssh import exec_run
-    from provision.ssh.exec_plan import Result, status_of
-
     t0 = time.monotonic()
     if stop.is_set():
         return Result(host.name, "interrupted", None, 0.0, error="interrupted before connecting")
@@ -176,8 +179,6 @@ def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: i
 
 
 def _print_grouped(results: list[Result], cap: int) -> None:
-    from provision.ssh.exec_plan import cut_note
-
     for r in results:
         exit_text = "-" if r.exit_status is None else str(r.exit_status)
         head = f"── {r.host} ({r.status}, exit {exit_text}, {r.seconds:.2f}s)"
@@ -199,18 +200,12 @@ STYLE = {"ok": "green", "failed": "bold red", "unreachable": "bold red", "timeou
 
 
 def _print_recap(results: list[Result], cap: int) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.ssh.exec_plan import summary
-    from provision.text import printable as p
-
-    t = Table(title=p(f"exec recap: {summary(results)}"))
+    t = Table(title=printable(f"exec recap: {summary(results)}"))
     for col in ("host", "status", "exit", "seconds"):
         t.add_column(col, no_wrap=True, justify="right" if col in ("exit", "seconds") else "left")
     t.add_column("note", overflow="fold")
     for r in results:
-        t.add_row(p(r.host), Text(r.status, style=STYLE[r.status]),
+        t.add_row(printable(r.host), Text(r.status, style=STYLE[r.status]),
                   "-" if r.exit_status is None else str(r.exit_status), f"{r.seconds:.2f}",
-                  p(r.note(cap)))
+                  printable(r.note(cap)))
     console().print(t)

@@ -11,8 +11,12 @@ import re
 from pathlib import Path
 
 import click
+import yaml
 
+from provision.cloud import aws as shell
+from provision.cloud.adopt import adopt
 from provision.errors import UsageError
+from provision.inventory.model import Aws
 
 from .common import echo, load
 
@@ -30,12 +34,6 @@ def import_sg_cmd(inventory_path: str | None, region: str | None, vpcs: tuple[st
                   groups: tuple[str, ...], output: str | None, profile: str | None) -> None:
     """Write security groups (those of --vpc, those named by --group, else all in the region,
     plus every group they reference) as inventory YAML."""
-    import yaml
-
-    from provision.cloud import aws as shell
-    from provision.cloud.adopt import adopt
-    from provision.inventory.model import Aws
-
     endpoint = None
     if inventory_path is not None or region is None:
         inv = load(inventory_path)

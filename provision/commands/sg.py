@@ -1,9 +1,10 @@
 """`provision sg plan|apply`: AWS security groups reconciled with the inventory.
 
-CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`,
-imported lazily), build the pure plan (`provision.cloud.plan`: rules, attachments,
-deletions), print through the shared plan output. Apply order: create groups, reconcile
-rules (revoke before authorize), set each instance's groups, delete dropped groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
+CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud.aws`, which
+loads boto3 only once a client is made), build the pure plan (`provision.cloud.plan`: rules,
+attachments, deletions), print through the shared plan output. Apply order: create groups,
+reconcile rules (revoke before authorize), set each instance's groups, delete dropped
+groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
 inventory or usage, 3 `plan --detailed-exitcode` found changes.
 """
 
@@ -11,12 +12,20 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from provision.cloud import aws as shell
+from provision.cloud.admission import revert_attachment, revert_group, touched
+from provision.cloud.attach import group_text, machines
+from provision.cloud.plan import Live, build, vpcs
+from provision.cloud.rules import operator_path, rule_text
 from provision.errors import EXIT_FAILED, Exit, OperationError, UsageError
+from provision.hosts import confirm as new_ssh  # as a module: tests stand in for its confirm
+from provision.hosts.converge import HostRun
 
 from .common import echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Section, exit_status, print_plan, to_json
@@ -46,10 +55,6 @@ def _inventory(path: str | None) -> Inventory:
 
 def _plan(inv: Inventory, ec2: Any) -> SgPlan:
     """Read what the plan needs (a fixed number of describe calls per page) and build it."""
-    from provision.cloud import aws as shell
-    from provision.cloud.attach import machines
-    from provision.cloud.plan import Live, build, vpcs
-
     assert inv.aws is not None
     in_vpcs = vpcs(inv)
     missing = shell.vpcs_missing(ec2, in_vpcs)
@@ -64,9 +69,6 @@ def _plan(inv: Inventory, ec2: Any) -> SgPlan:
 
 def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]:
     """The plan as shared plan-output sections (pure)."""
-    from provision.cloud.attach import group_text
-    from provision.cloud.rules import operator_path, rule_text
-
     names = plan.names
     out = []
     for p in plan.groups:
@@ -126,8 +128,6 @@ def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]
 @_profile_option
 def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool, profile: str | None) -> None:
     """Show what `sg apply` would change (reads AWS, writes nothing)."""
-    from provision.cloud import aws as shell
-
     inv = _inventory(inventory_path)
     assert inv.aws is not None
     plan = _plan(inv, shell.client(inv.aws, profile))
@@ -154,8 +154,6 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @_profile_option
 def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bool, profile: str | None) -> None:
     """Create groups, reconcile rules, attach groups to instances, delete dropped groups."""
-    from provision.cloud import aws as shell
-
     inv = _inventory(inventory_path)
     assert inv.aws is not None
     ec2 = shell.client(inv.aws, profile)
@@ -203,24 +201,16 @@ def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool) -> None:
     """After a change that touches SSH admission: a new SSH connection through the jump
     chain (host keys checked) to each touched machine within the window, or the change
     that touched it is reverted. The commit-confirmed hosts' own confirmation loop."""
-    import time
-
-    from provision.cloud import aws as shell
-    from provision.cloud.admission import revert_attachment, revert_group, touched
-
     hit = touched(inv, plan.groups, plan.attachments)
     if not hit:
         return
     if skip:
         echo(f"SSH not confirmed (--no-confirm) for {', '.join(t.machine for t in hit)}")
         return
-    from provision.hosts.confirm import confirm
-    from provision.hosts.converge import HostRun
-
     window = inv.confirm_timeout
     failed = []
     for t in hit:
-        conf = confirm(inv, HostRun(inv.node(t.machine)), False, _CONFIRM_SCRIPT, 1,
+        conf = new_ssh.confirm(inv, HostRun(inv.node(t.machine)), False, _CONFIRM_SCRIPT, 1,
                        time.monotonic() + window)
         if conf.answers == [True]:
             echo(f"{t.machine}: a new SSH connection gets through after the change ({conf.seconds:.1f} s)")
@@ -259,8 +249,6 @@ def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool) -> None:
 
 
 def _attach_lines(ec2: Any, a: Any) -> list[str]:
-    from provision.cloud import aws as shell
-
     return [shell.attach(ec2, a)]
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from rich.table import Table
+from rich.text import Text
 
 from provision.commands.common import (
     EXIT_FAILED,
@@ -24,19 +26,24 @@ from provision.commands.common import (
     load,
 )
 from provision.errors import Exit, OperationError, UsageError
+from provision.ssh.errors import ConnectError, HostKeyError
+from provision.ssh.login import choose_login, hops
+from provision.text import printable
+from provision.tunnel.backends import AUTO, Request, choose, names
+from provision.tunnel.local import http_answers, port_accepts, port_is_free
+from provision.tunnel.openssh import find_ssh, known_hosts_path, private_dir, write_ssh_config
+from provision.tunnel.plan import plan_forwards, remote_side, rsync_argv, select_services, ssh_argv
+from provision.tunnel.session import Interrupted, Session, until_stopped
 
 if TYPE_CHECKING:
     from provision.inventory.model import Host, Inventory
     from provision.ssh.login import Login
     from provision.tunnel.plan import Row
-    from provision.tunnel.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _backend_choices() -> list[str]:
-    from provision.tunnel.backends import AUTO, names
-
     return [AUTO, *names()]
 
 
@@ -55,8 +62,6 @@ def _host(inv: Inventory, name: str) -> Host:
 
 
 def _login(inv: Inventory, user: str | None) -> Login:
-    from provision.ssh.login import choose_login
-
     return choose_login(inv, user, os.environ.get("USER"))  # LoginError: exit 2
 
 
@@ -93,22 +98,12 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
     Prints each service's local URL (Jupyter's with its token) and stays in the foreground,
     reconnecting when the link drops, until Ctrl-C.
     """
-    from provision.ssh.errors import ConnectError, HostKeyError
-    from provision.ssh.login import hops
-    from provision.tunnel.backends import Request, choose
-    from provision.tunnel.local import port_is_free
-    from provision.tunnel.plan import plan_forwards, select_services
-    from provision.tunnel.session import Interrupted, Session, until_stopped
-
     inv = load(inventory_path)
     node = _host(inv, host)
     login = _login(inv, user)
     err = console(stderr=True)
 
     def log(message: str) -> None:  # messages quote hosts' answers and ssh's stderr
-        from rich.text import Text
-
-        from provision.text import printable
 
         err.print(Text("tunnel:", style="dim") + Text(f" {printable(message)}"), soft_wrap=True)
 
@@ -180,14 +175,9 @@ def _doc(host: str, backend: str, ready: float, table: Sequence[Row]) -> dict[st
 
 
 def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from provision.text import printable as p
-
     # a URL carries the token `jupyter server list` printed on the host: escaped like the rest
-    urls = [p(r.url) for r in table]
-    t = Table(title=p(f"tunnels to {host} ({backend})"))
+    urls = [printable(r.url) for r in table]
+    t = Table(title=printable(f"tunnels to {host} ({backend})"))
     t.add_column("service", no_wrap=True)
     # URLs are copied from here: never cut them
     t.add_column("local URL", no_wrap=True, min_width=max((len(u) for u in urls), default=9))
@@ -196,7 +186,7 @@ def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
     for r, url in zip(table, urls, strict=True):
         style = "red" if r.listening is False else ("yellow" if r.status not in ("ok", "forwarded")
                                                     else "green")
-        t.add_row(p(r.service), url, p(r.remote), Text(p(r.status), style=style))
+        t.add_row(printable(r.service), url, printable(r.remote), Text(printable(r.status), style=style))
     out = console()
     if not out.is_terminal:
         out.width = max(out.width, 200)  # a pipe or a log: never cut a URL
@@ -206,8 +196,6 @@ def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
 def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
            ready: float) -> int:
     """Each forward must answer an HTTP request (or, for other schemes, accept a connection)."""
-    from provision.tunnel.local import http_answers, port_accepts
-
     results: dict[str, str | None] = {}
     for f, r in zip(session.forwards, table, strict=True):
         if r.listening is False:
@@ -236,9 +224,6 @@ def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
 def ssh_cmd(host: str, command: tuple[str, ...], inventory_path: str | None,
             user: str | None) -> None:
     """Interactive ssh to HOST through its jump chain (or run `-- CMD`), host keys verified."""
-    from provision.tunnel.openssh import find_ssh, private_dir, write_ssh_config
-    from provision.tunnel.plan import ssh_argv
-
     inv = load(inventory_path)
     node = _host(inv, host)
     login = _login(inv, user)
@@ -259,9 +244,6 @@ def ssh_cmd(host: str, command: tuple[str, ...], inventory_path: str | None,
 def sync_cmd(src: str, dst: str, inventory_path: str | None, user: str | None, dry_run: bool,
              delete: bool) -> None:
     """rsync -avhP SRC DST through the jump chain, e.g. `provision sync gpu1:~/ckpt/ ./ckpt/`."""
-    from provision.tunnel.openssh import find_ssh, known_hosts_path, private_dir, write_ssh_config
-    from provision.tunnel.plan import remote_side, rsync_argv
-
     inv = load(inventory_path)
     names = [h.name for h in (*inv.hosts, *inv.bastions)]
     remote = [s for s in (src, dst) if remote_side(s, names)]

@@ -11,6 +11,7 @@ anonymous credentials: no token is ever sent in clear, nor fetched for it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -117,8 +118,6 @@ class CloudDnsProvider:
     def _service_account(self) -> Any:
         """The service account of `credentials_file` (a regular file, `~` expanded). Its
         `token_uri` receives a signed assertion: it must be https:// (or loopback) too."""
-        import json
-
         from google.auth import exceptions as aexc
         from google.oauth2 import service_account
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from .records import normalise_value
+
 if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
     import dns.message
     import dns.rdata
@@ -208,8 +210,6 @@ def parse_response(target: Target, r: dns.message.Message, name: str, rtype: str
 
 
 def _text(rtype: str, rdata: dns.rdata.Rdata) -> str:
-    from .records import normalise_value
-
     return normalise_value(rtype, rdata.to_text())
 
 

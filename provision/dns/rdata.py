@@ -12,6 +12,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from provision.text import printable
+
 from .names import problem
 
 MANAGED_TYPES = ("A", "AAAA", "CNAME")
@@ -65,7 +67,5 @@ def ttl_problem(ttl: object) -> str:
 
 def _show(v: object) -> str:
     """A short, escaped rendering of a hostile value for a message."""
-    from provision.text import printable
-
     text = repr(v) if not isinstance(v, str) else v
     return repr(printable(text[:80]) + ("…" if len(text) > 80 else ""))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from provision.inventory.model import Zone
+from provision.text import printable
 
 from .names import canonical, marker_owner, problem, reserved, split_marker
 from .rdata import values_problem
@@ -203,8 +204,6 @@ def marker_problems(actual: Iterable[RRset], zone: str) -> list[str]:
 
 
 def _show(text: str) -> str:
-    from provision.text import printable
-
     return printable(text[:200])
 
 

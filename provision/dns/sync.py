@@ -15,6 +15,7 @@ from provision.inventory.model import Inventory, Zone
 
 from .migrate.guard import Review, review
 from .provider import Provider, ProviderError, StaleRead
+from .providers import provider_for
 from .records import RRset, ZonePlan, absolute, desired, plan_zone
 
 MakeProvider = Callable[[Zone, Inventory], Provider]
@@ -36,8 +37,6 @@ class ZoneRun:
 
 
 def _default_provider(zone: Zone, inv: Inventory) -> Provider:
-    from .providers import provider_for
-
     return provider_for(zone, inv)
 
 

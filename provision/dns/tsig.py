@@ -11,6 +11,8 @@ import base64
 import binascii
 import re
 
+from provision.text import printable
+
 # The algorithm names BIND (named.conf, `tsig-keygen -a`, nsupdate -y) writes, and the
 # name dnspython signs with: HMAC-MD5 has a long historic name on the wire (RFC 8945).
 ALGORITHMS = {
@@ -65,8 +67,6 @@ def algorithm_ok(text: str) -> str:
     a = text.strip().lower()
     a = _ALIASES.get(a, a)
     if a not in ALGORITHMS:
-        from provision.text import printable
-
         raise TsigKeyError(f"unknown TSIG algorithm '{printable(text[:40])}' (allowed: "
                         f"{', '.join(ALGORITHMS)}, as tsig-keygen -a writes them)")
     return a
@@ -74,8 +74,6 @@ def algorithm_ok(text: str) -> str:
 
 def name_ok(text: str) -> str:
     if not _NAME.match(text) or len(text) > 253:
-        from provision.text import printable
-
         raise TsigKeyError(f"the key name '{printable(text[:80])}' is not a DNS name (letters, "
                         "digits, '-', '_' in dot-separated labels)")
     return text

@@ -8,6 +8,8 @@ its own connection chain; an unreachable or failing host never stops the others.
 from __future__ import annotations
 
 import contextlib
+import os
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -27,10 +29,11 @@ from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
 from provision.ssh.connect import Gateways
 from provision.ssh.limits import machine_forks as machine_forks  # where commands find it
-from provision.ssh.session import SudoPassword
+from provision.ssh.session import Remote, SudoPassword
 from provision.tasks import apt_script
 from provision.tasks import script as batch
 from provision.tasks.actions import Action
+from provision.tasks.commit import CommitConfirmed
 from provision.tasks.files import cleanup
 from provision.tasks.pytask import RunTask, TaskStep
 from provision.tasks.shell import Decision, ShellStep
@@ -103,8 +106,6 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     With `spec` (apply) the probe takes the host lock first (waiting, `on_event` says for
     what) and the run keeps it while it has changes to make (released by `close`); without
     (plan) it only reports who holds the host."""
-    from provision.ssh.session import Remote
-
     run = HostRun(host, gateways=gateways)
     started = time.monotonic()
     opened = connecting(inv, host, accept_new, gateways)  # network round trips while the state renders
@@ -186,8 +187,6 @@ def execute_in_order(run: HostRun, finish: Callable[[HostRun], HostRun]) -> Host
     plain actions before a task as one batch, then the task (here, over the host's
     connection), and the rest (plain actions after the last task, then the commit-confirmed
     changes, as without tasks) through `finish`. The first failure stops the host."""
-    from provision.tasks.commit import CommitConfirmed
-
     if run.status != "pending" or not any(isinstance(a, RunTask) for _, a in run.actions):
         return finish(run)
     planned = run.actions
@@ -306,8 +305,6 @@ class Contention:
 
 def plain_actions(run: HostRun) -> list[Action]:
     """The run's actions that go into the plain batch (not the commit-confirmed ones)."""
-    from provision.tasks.commit import CommitConfirmed
-
     return [a for _, a in run.actions if not isinstance(a, CommitConfirmed | RunTask)]
 
 
@@ -379,8 +376,6 @@ class Memory:
 
     @classmethod
     def now(cls, hosts: int, forks: int) -> Memory:
-        import os
-
         try:
             pages = int(open("/proc/self/statm").read().split()[1])  # noqa: SIM115
             start = pages * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -389,8 +384,6 @@ class Memory:
         return cls(start, hosts=hosts, forks=forks)
 
     def finish(self) -> Memory:
-        import resource
-
         self.peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         return self
 

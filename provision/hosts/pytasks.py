@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabric.runners import Remote
+
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
 from provision.task import CHECK
@@ -220,8 +222,6 @@ def task_connection(chain: Any, remote: Any) -> Any:
     Configured for tasks: commands raise on a non-zero exit (warn off), their output is
     captured (hidden) for the recap, the operator's stdin is not read, and each command
     counts in `remote.execs` (the recap's remote execs: a check costs what it runs)."""
-    from fabric.runners import Remote
-
     c = chain.conn
     c.config.run.warn = False
     c.config.run.hide = True

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from provision.inventory.fields import check_address
 from provision.text import printable
 
 from .errors import HostKeyError
@@ -145,8 +146,6 @@ def known_hosts_line(name: str, key_type: str, key_b64: str) -> str:
     """The one line accept-new appends: `HOST KEYTYPE BASE64`, HOST the validated address in
     OpenSSH's spelling (`addr` or `[addr]:port`). No marker, no pattern, no comment: a
     hostile address or key can add nothing else to the file. Raises HostKeyError."""
-    from provision.inventory.fields import check_address
-
     m = re.fullmatch(r"\[(?P<a>[^\]]+)\]:(?P<p>[0-9]{1,5})|(?P<b>[^\[\]]+)", name)
     address = (m.group("a") or m.group("b")) if m else ""
     try:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from provision.render import SSHD_DROPIN
 from provision.render.env import render as _render
 
 from .actions import WriteFile
@@ -97,8 +98,6 @@ def _b64(text: str) -> str:
 
 
 def _context(action: CommitConfirmed, commit_id: str) -> dict[str, Any]:
-    from provision.render import SSHD_DROPIN
-
     fs = [{"path": s.write.path, "dirname": posixpath.dirname(s.write.path),
            "mode": f"{s.write.mode:04o}", "owner": s.write.owner, "group": s.write.group,
            "b64": _b64(s.write.content), "kind": s.kind, "remove": s.remove}

@@ -18,18 +18,18 @@ from typing import Any
 from provision.facts import Facts, Request
 from provision.facts import iptables as IPT
 from provision.inventory.model import Host, Inventory
+from provision.render import FIREWALL_SCRIPT, FIREWALL_UNIT, render_host
 
 from .actions import WriteFile
 from .commit import TESTED_KINDS, CommitConfirmed, Staged
 from .files import sha256
+from .verify import firewall_problems
 
 KINDS = ("iptables-v4", "iptables-v6", "iptables-docker-v4", "iptables-docker-v6",
          "firewall-script", "unit", "unit-dropin")
 
 
 def _wanted(a: Any) -> bool:
-    from provision.render import FIREWALL_UNIT
-
     return a.kind in KINDS and (a.kind != "unit" or a.service == FIREWALL_UNIT)
 
 
@@ -44,8 +44,6 @@ class FirewallStep:
 
     @classmethod
     def build(cls, inv: Inventory, host: Host, *, allow_lockout: bool = False) -> FirewallStep:
-        from provision.render import FIREWALL_SCRIPT, FIREWALL_UNIT, render_host
-
         arts = tuple(a for a in render_host(inv, host, allow_lockout=allow_lockout) if _wanted(a))
         return cls(inv, host, artifacts=arts, unit=FIREWALL_UNIT, script=FIREWALL_SCRIPT)
 
@@ -56,8 +54,6 @@ class FirewallStep:
 
     def _live(self, facts: Facts) -> list[str]:
         """Why the rules in force are not ours as rendered (nothing when not probed)."""
-        from .verify import firewall_problems
-
         ipt = facts.get(IPT.SPEC)
         saves = {fam: ipt.text(fam) for fam in (4, 6) if ipt.status(fam) == 0}
         if not saves:

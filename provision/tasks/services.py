@@ -10,6 +10,7 @@ from typing import Any
 
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
+from provision.render import host_directories, render_host
 
 from .actions import (
     Action,
@@ -26,15 +27,11 @@ KINDS = ("unit", "jupyter-config")
 
 
 def _artifacts(inv: Inventory, host: Host) -> tuple[Any, ...]:
-    from provision.render import render_host
-
     units = {s.unit_name for s in host.services}
     return tuple(a for a in render_host(inv, host) if a.kind in KINDS and a.service in units)
 
 
 def _directories(host: Host) -> tuple[tuple[str, str], ...]:
-    from provision.render import host_directories
-
     return host_directories(host)
 
 

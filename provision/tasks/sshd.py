@@ -21,6 +21,8 @@ from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SE
 from provision.facts.support import sshd_refusal
 from provision.inventory.model import Host, Inventory
+from provision.render import render_host
+from provision.render.host import SSHD_DROPIN_BEFORE
 
 from . import sshd_effect as E
 from .actions import WriteFile
@@ -41,8 +43,6 @@ class SshdStep:
 
     @classmethod
     def build(cls, inv: Inventory, host: Host) -> SshdStep:
-        from provision.render import render_host
-
         (artifact,) = [a for a in render_host(inv, host) if a.kind == "sshd"]
         return cls(inv, host, artifact=artifact)
 
@@ -56,8 +56,6 @@ class SshdStep:
         return tuple(dict.fromkeys((self.host.user, *(p.name for p in self.inv.team))))
 
     def request(self) -> Request:
-        from provision.render.host import SSHD_DROPIN_BEFORE
-
         return Request(files=(self.artifact.path, *SSHD_DROPIN_BEFORE),
                        units=(self.artifact.service, SOCKET),
                        facts=("sshd_effective", "sshd_config"), sshd_users=self.users)
@@ -118,8 +116,6 @@ class SshdStep:
 
     def _old(self, facts: Facts) -> tuple[Staged, ...]:
         """Our drop-in under its former names (by its heading): removed with this commit."""
-        from provision.render.host import SSHD_DROPIN_BEFORE
-
         out = []
         for path in SSHD_DROPIN_BEFORE:
             f = facts.file(path)

@@ -69,7 +69,7 @@ def _sshd(action: CommitConfirmed, result: ApplyResult, facts: Facts | None) -> 
             continue
         for key, value in want.items():
             have = view.get(key)
-            if have.lower() == E.normal(key, value) or (key, have) in seen:
+            if have.lower() == SC.normal(key, value) or (key, have) in seen:
                 continue
             seen.add((key, have))
             origin = SC.winner(cfg, key, conn, have) if cfg.files else None

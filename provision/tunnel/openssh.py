@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from provision.inventory.model import Host, Inventory
+from provision.render import render_ssh_config
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
 from provision.ssh.login import Login, hops
@@ -39,8 +40,6 @@ def known_hosts_path(inv: Inventory) -> str:
 
 def write_ssh_config(inv: Inventory, login: Login, directory: str) -> str:
     """Render the inventory's ssh_config for this login into a private file; return its path."""
-    from provision.render import render_ssh_config
-
     text = render_ssh_config(inv, user=login.user, identity_file=login.identity_file,
                              known_hosts=known_hosts_path(inv))
     path = os.path.join(directory, "ssh_config")

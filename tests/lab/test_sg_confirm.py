@@ -19,9 +19,9 @@ import boto3
 import pytest
 import yaml
 from click.testing import CliRunner
-from tests.support.moto_server import aws_test_env, moto_server
 
 from provision.cli import main
+from tests.support.moto_server import aws_test_env, moto_server
 
 from .conftest import Lab
 

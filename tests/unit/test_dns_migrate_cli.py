@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns.migrate import journal
+from provision.dns.migrate import journal, trust
 from provision.dns.migrate.run import find_zone, validate_values
 from provision.errors import UsageError
 from provision.inventory import load_inventory
@@ -95,7 +95,7 @@ def test_journal_writes_are_atomic_and_archived_on_close(tmp_path: Path) -> None
     assert [p.name for p in (tmp_path / "m").iterdir() if p.name.endswith(".tmp")] == []
     dest = store.archive(loaded, "rolled back")
     assert store.load(j.name) is None and dest.parent.name == "closed"
-    assert journal.from_json(dest.read_text()).history[-1][1] == "closed: rolled back"
+    assert trust.from_json(dest.read_text()).history[-1][1] == "closed: rolled back"
     (tmp_path / "m" / "bad.example.org.json").write_text("{")
     with pytest.raises(UsageError.__mro__[1]):  # ProvisionError: a clear message, not a traceback
         store.load("bad.example.org.")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from provision.dns.migrate import closed as C
-from provision.dns.migrate import journal, marker, phases
+from provision.dns.migrate import journal, marker, phases, trust
 from provision.dns.migrate.guard import check_findings, closed_at
 from provision.dns.migrate.journal import Journal
 from provision.dns.migrate.phases import ZoneView, reconcile
@@ -194,11 +194,11 @@ def test_the_open_marker_and_the_journal_carry_who_opened_it() -> None:
     m = marker.parse(mk)
     assert m is not None and m.by == "alice@laptop"
     assert phases.from_marker(NAME, ZONE, "rfc2136", m).by == "alice@laptop"
-    assert journal.from_json(journal.to_json(j)).by == "alice@laptop"
+    assert trust.from_json(journal.to_json(j)).by == "alice@laptop"
     bad = rrset(mk.name, "TXT", 60, [v.replace("alice@laptop", "a;b@c") for v in mk.values])
     assert marker.parse(bad) is None
     with pytest.raises(journal.JournalError, match="user@host"):
-        journal.from_json(journal.to_json(replace(j, by="x\n@y")))
+        trust.from_json(journal.to_json(replace(j, by="x\n@y")))
 
 
 # --- check (offline) -----------------------------------------------------------------

@@ -107,8 +107,8 @@ GOOD: dict[str, Any] = {
 
 
 def test_a_good_journal_round_trips() -> None:
-    j = journal.from_json(json.dumps(GOOD))
-    assert journal.from_json(journal.to_json(j)) == j
+    j = trust.from_json(json.dumps(GOOD))
+    assert trust.from_json(journal.to_json(j)) == j
 
 
 @pytest.mark.parametrize(("change", "why"), [
@@ -123,7 +123,7 @@ def test_a_good_journal_round_trips() -> None:
 ])
 def test_a_journal_field_out_of_bounds_is_refused(change: dict[str, Any], why: str) -> None:
     with pytest.raises(trust.Refused, match=why.replace("[", r"\[").replace(".", r"\.")):
-        journal.from_json(json.dumps({**GOOD, **change}))
+        trust.from_json(json.dumps({**GOOD, **change}))
 
 
 def test_json_limits() -> None:
@@ -142,14 +142,14 @@ def test_json_limits() -> None:
 
 
 def test_a_journal_acts_only_on_the_record_it_is_filed_under() -> None:
-    j = journal.from_json(json.dumps(GOOD))
+    j = trust.from_json(json.dumps(GOOD))
     kw: dict[str, Any] = {"zone": "example.org", "provider": "rfc2136", "declared": frozenset()}
     trust.admit_journal(j, name="api.example.org.", **kw)
     with pytest.raises(trust.Refused, match="filed under www"):
         trust.admit_journal(j, name="www.example.org.", **kw)
     with pytest.raises(trust.Refused, match="uses route53"):
         trust.admit_journal(j, name="api.example.org.", **{**kw, "provider": "route53"})
-    apex = journal.from_json(json.dumps({**GOOD, "name": ZONE}))
+    apex = trust.from_json(json.dumps({**GOOD, "name": ZONE}))
     with pytest.raises(trust.Refused, match="zone apex"):
         trust.admit_journal(apex, name=ZONE, **kw)
     trust.admit_journal(apex, name=ZONE, **{**kw, "declared": frozenset({(ZONE, "A")})})
@@ -160,7 +160,7 @@ def test_a_marker_is_checked_against_its_journal_and_the_clock() -> None:
     kw: dict[str, Any] = {"name": "api.example.org.", "zone": ZONE, "declared": frozenset(),
                           "journal": None, "now": T0 + 10}
     trust.admit_marker(m, **kw)
-    cname = journal.from_json(json.dumps({**GOOD, "type": "CNAME",
+    cname = trust.from_json(json.dumps({**GOOD, "type": "CNAME",
                                           "original_values": ["a.example.org."],
                                           "target_values": ["b.example.org."]}))
     with pytest.raises(trust.Refused, match="the CNAME record"):

@@ -34,7 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from provision.dns.records import MANAGED_TYPES, MARKER_TYPE, RRset, absolute, in_zone, relative
+from provision.dns.records import (
+    MANAGED_TYPES,
+    MARKER_TYPE,
+    RRset,
+    absolute,
+    desired,
+    in_zone,
+    relative,
+)
+from provision.exposure import Finding
 
 from . import closed as C
 from .journal import Journal
@@ -42,7 +51,6 @@ from .marker import LABEL, marked_name
 from .marker import parse as parse_marker
 
 if TYPE_CHECKING:
-    from provision.exposure import Finding
     from provision.inventory.model import Inventory
 
 DEFAULT_CUTOVER_ABOVE_TTL = 300
@@ -226,9 +234,6 @@ def check_findings(inv: Inventory, journals: Sequence[Journal], now: float) -> l
     """`provision check` warnings: a migration finalized on this machine less than its
     zone's ``closed_migration_days`` ago, whose record the inventory still declares with
     the values it was moved away from (`dns apply` would refuse to put them back)."""
-    from provision.dns.records import desired
-    from provision.exposure import Finding
-
     zones = {z.name.rstrip(".") + ".": z for z in (inv.dns.zones if inv.dns else ())}
     out = []
     seen: set[tuple[str, str]] = set()

@@ -8,7 +8,9 @@ runs; redirects are not followed (a 3xx is a failure).
 
 from __future__ import annotations
 
+import http.client
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
@@ -72,9 +74,6 @@ def run(check: Check, value: str, timeout: float = 5.0) -> Result:
 
 
 def _http(check: Check, host: str, timeout: float) -> Result:
-    import http.client
-    import ssl
-
     conn: http.client.HTTPConnection
     if check.kind == "https":
         ctx = ssl.create_default_context()

@@ -94,14 +94,6 @@ def to_json(j: Journal) -> str:
     return json.dumps(d, indent=2, sort_keys=True) + "\n"
 
 
-def from_json(text: str | bytes) -> Journal:
-    """The journal a file holds, parsed with limits and every field checked
-    (`trust`); JournalError saying what is wrong otherwise."""
-    from .trust import journal_from_dict, parse_json
-
-    return journal_from_dict(parse_json(text.encode() if isinstance(text, str) else text))
-
-
 _SAFE = re.compile(r"^\*?[a-z0-9._-]+$")
 
 

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
+from provision.exposure import Finding
 
 from . import closed as C
 from .journal import Journal, Snapshot
 from .marker import Marker, MarkerPhase, marker_rrset, parse
-
-if TYPE_CHECKING:
-    from provision.exposure import Finding
 
 StateName = Literal["original", "lowered", "switched", "finalized"]
 
@@ -412,8 +410,6 @@ def overdue(journals: Sequence[Journal], now: float, limit: float = 86400.0) -> 
 def overdue_findings(journals: Sequence[Journal], now: float,
                      limit: float = 86400.0) -> list[Finding]:
     """`provision check` warnings for open migrations older than `limit` seconds."""
-    from provision.exposure import Finding
-
     out = []
     for j in overdue(journals, now, limit):
         where = relative(j.name, j.zone)

@@ -12,8 +12,11 @@ new phase with the time it was served. A crash anywhere in between is recognised
 
 from __future__ import annotations
 
+import getpass
+import ipaddress
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
+from provision.dns.providers import provider_for
 from provision.dns.rdata import value_problem, values_problem
 from provision.dns.records import (
     ChangeSet,
@@ -34,6 +38,7 @@ from provision.dns.records import (
 )
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
+from provision.inventory.writeback import WriteBackError, prepare, write
 from provision.text import printable
 
 from . import closed as C
@@ -53,9 +58,6 @@ if TYPE_CHECKING:
 
 def who() -> str:
     """The operator, ``$USER@hostname`` (short host name), cut to what a marker may hold."""
-    import getpass
-    import socket
-
     try:
         user = os.environ.get("USER") or getpass.getuser()
     except (KeyError, OSError):
@@ -67,8 +69,6 @@ def who() -> str:
 
 
 def make_provider(zone: Zone, inv: Inventory) -> Provider:
-    from provision.dns.providers import provider_for
-
     return provider_for(zone, inv)
 
 
@@ -95,8 +95,6 @@ def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
 
 
 def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
-    import ipaddress
-
     out = []
     for v in values:
         if not v or any(c.isspace() or ord(c) < 32 or c in "\"'\\;" for c in v):
@@ -480,8 +478,6 @@ def writeback_check(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> Edit | Non
     finalize will write, prepared and checked now (None when none is needed or
     --no-write-inventory). An inventory that cannot be updated is refused before any
     change, so nothing is left half-done."""
-    from provision.inventory.writeback import WriteBackError, prepare
-
     decl = ctx.declared(rtype)
     if not decl or decl[0].values == values or not ctx.write_inventory:
         return None
@@ -621,8 +617,6 @@ def finalize(ctx: Ctx, ttl: int | None) -> Journal:
     j1, _ = change(ctx, j, loaded.view, "finalizing", "finalized", final_ttl=final)
     ctx.store.archive(j1, "finalized")
     if edit is not None:
-        from provision.inventory.writeback import WriteBackError, write
-
         try:
             write(edit)
         except WriteBackError as e:

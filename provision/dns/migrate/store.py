@@ -23,8 +23,8 @@ from provision import state
 from provision.dns.localfile import read_regular
 from provision.errors import OperationError, UsageError
 
-from .journal import Journal, JournalError, file_name, from_json, to_json
-from .trust import MAX_BYTES
+from .journal import Journal, JournalError, file_name, to_json
+from .trust import MAX_BYTES, from_json
 
 
 def state_dir() -> Path:

@@ -139,6 +139,12 @@ _FIELDS = {"name", "type", "zone", "provider", "original_values", "original_ttl"
            "by"}
 
 
+def from_json(text: str | bytes) -> Journal:
+    """The journal a file holds (the inverse of journal.to_json), parsed with limits and
+    every field checked; JournalError saying what is wrong otherwise."""
+    return journal_from_dict(parse_json(text.encode() if isinstance(text, str) else text))
+
+
 def journal_from_dict(d: Mapping[str, Any]) -> Journal:
     """A Journal from a parsed JSON object, every field checked (Refused otherwise)."""
     if d.get("version") != VERSION or type(d.get("version")) is not int:
