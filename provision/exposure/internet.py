@@ -32,22 +32,41 @@ _V4_NOT_PUBLIC = ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "16
 _V6_PUBLIC = ("2000::/3",)
 
 
+# per family: (the block public space is drawn from, the blocks inside it that are not public)
+_SPACE = {4: ("0.0.0.0/0", _V4_NOT_PUBLIC), 6: (_V6_PUBLIC[0], ())}
+
+
+@cache
+def _space(version: int) -> tuple[Any, tuple[Any, ...], int]:
+    """(base network, its non-public holes, public address count): the holes are disjoint
+    CIDR blocks inside the base, so the count is plain subtraction (splitting the space into
+    disjoint networks cost ~5 ms of every `provision check`)."""
+    base_text, holes_text = _SPACE[version]
+    base = ipaddress.ip_network(base_text)
+    holes = tuple(ipaddress.ip_network(h) for h in holes_text)
+    return base, holes, base.num_addresses - sum(h.num_addresses for h in holes)
+
+
 @cache
 def public_space(version: int) -> tuple[Any, ...]:
-    """The public address space of a family as disjoint networks."""
-    if version == 6:
-        return tuple(ipaddress.ip_network(n) for n in _V6_PUBLIC)
-    nets: list[Any] = [ipaddress.ip_network("0.0.0.0/0")]
-    for text in _V4_NOT_PUBLIC:
-        hole = ipaddress.ip_network(text)
-        nxt: list[Any] = []
-        for n in nets:
-            if hole.subnet_of(n):
-                nxt.extend(n.address_exclude(hole))
-            elif not n.subnet_of(hole):
-                nxt.append(n)
-        nets = nxt
+    """The public address space of a family as disjoint networks (116 for IPv4: what the
+    tests check the holes against; `public_share` counts without splitting the space)."""
+    base, holes, _ = _space(version)
+    nets: list[Any] = [base]
+    for hole in holes:
+        nets = [piece for n in nets
+                for piece in (n.address_exclude(hole) if hole.subnet_of(n)
+                              else [] if n.subnet_of(hole) else [n])]
     return tuple(ipaddress.collapse_addresses(nets))
+
+
+def _overlap(a: Any, b: Any) -> int:
+    """Addresses two CIDR blocks of one family share: one holds the other, or none."""
+    if a.subnet_of(b):
+        return int(a.num_addresses)
+    if b.subnet_of(a):
+        return int(b.num_addresses)
+    return 0
 
 
 def public_share(cidrs: Iterable[str], version: int) -> float:
@@ -57,16 +76,11 @@ def public_share(cidrs: Iterable[str], version: int) -> float:
         net = ipaddress.ip_network(c, strict=False)
         if net.version == version:
             nets.append(net)
-    union = list(ipaddress.collapse_addresses(nets))
-    space = public_space(version)
-    covered = 0
-    for u in union:
-        for p in space:
-            if u.subnet_of(p):
-                covered += u.num_addresses
-            elif p.subnet_of(u):
-                covered += p.num_addresses
-    total: int = sum(p.num_addresses for p in space)
+    base, holes, total = _space(version)
+    # the collapsed union is disjoint blocks: each counts what it shares with the base
+    # minus what it shares with each hole
+    covered = sum(_overlap(u, base) - sum(_overlap(u, h) for h in holes)
+                  for u in ipaddress.collapse_addresses(nets))
     return covered / total
 
 
