@@ -1,5 +1,5 @@
 """tests/steps (step fixtures): pure tests, guarded (tests/support/purity.py)."""
 
-from tests.support.purity import pytest_runtest_call, pytest_runtest_setup, pytest_runtest_teardown
+from tests.support.purity import pytest_runtest_call, pytest_runtest_setup
 
-__all__ = ["pytest_runtest_call", "pytest_runtest_setup", "pytest_runtest_teardown"]
+__all__ = ["pytest_runtest_call", "pytest_runtest_setup"]

@@ -2,8 +2,9 @@
 no fork, no socket that binds or connects. A test that needs one belongs in tests/integration
 (a real sh, moto, the Cloud DNS fake, `uv build`, the CLI as a process).
 
-A pure folder's conftest imports the three hooks below. They wrap each phase (setup, call,
-teardown) of every test collected under that folder: runtest hooks in a conftest apply only
+A pure folder's conftest imports the two hooks below. They wrap the setup and the call of
+every test collected under that folder (not its teardown: the session's own finalizers, a
+lab's teardown among them, run in the teardown of the session's last test): runtest hooks in a conftest apply only
 to the items below it, so tests/integration and the lab are untouched even in one
 `pytest tests` session. Socket pairs (`socket.socketpair()`, an in-process channel with no
 address) stay allowed: they reach nothing outside the process.
@@ -68,11 +69,5 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    with _pure():
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
     with _pure():
         return (yield)
