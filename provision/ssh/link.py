@@ -130,6 +130,12 @@ class KeyStrategy(AuthStrategy):
             try:
                 source.authenticate(transport)
             except paramiko.AuthenticationException:
+                if not transport.is_active():
+                    # sshd closed the connection instead of refusing the key (pam_nologin
+                    # while booting, MaxStartups): a retry may get in, a key refusal not
+                    raise paramiko.SSHException(
+                        "transport shut down or saw EOF during authentication: the server "
+                        "closed the connection (a host still starting up, or sshd shedding load)") from None
                 self.tried.append(_source_name(source))
                 continue
             if transport.is_authenticated():

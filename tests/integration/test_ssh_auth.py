@@ -18,6 +18,7 @@ from provision.ssh.auth import DEFAULT_KEYS, AgentKeys, KeyFile, key_offer
 from provision.ssh.errors import AuthError, HostKeyError
 from provision.ssh.link import KeyStrategy
 from provision.ssh.login import Hop, Login, hops
+from provision.ssh.retry import transient
 from provision.tunnel.paramiko_backend import Link as TunnelLink
 
 # --- the policy (pure) --------------------------------------------------------------------
@@ -78,12 +79,25 @@ class Recorder(paramiko.ServerInterface):
         return paramiko.AUTH_SUCCESSFUL if key.asbytes() == self.accept else paramiko.AUTH_FAILED
 
 
+class Dropper(Recorder):
+    """Closes the connection at the first key, as sshd does when PAM's account stack
+    refuses a login (pam_nologin while the host boots: "fatal: Access denied [preauth]")."""
+
+    transport: paramiko.Transport | None = None
+
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        self.offered.append((username, key.get_base64()))
+        assert self.transport is not None
+        self.transport.close()
+        return paramiko.AUTH_FAILED
+
+
 class Server:
     """A paramiko SSH server on 127.0.0.1 that logs the keys each login offers."""
 
-    def __init__(self, accept: bytes | None) -> None:
+    def __init__(self, accept: bytes | None, recorder: Recorder | None = None) -> None:
         self.host_key = paramiko.RSAKey.generate(1024)
-        self.recorder = Recorder(accept)
+        self.recorder = recorder or Recorder(accept)
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(8)
@@ -100,6 +114,8 @@ class Server:
             t = paramiko.Transport(conn)
             t.add_server_key(self.host_key)
             self.transports.append(t)
+            if isinstance(self.recorder, Dropper):
+                self.recorder.transport = t
             try:
                 t.start_server(server=self.recorder)
             except (EOFError, OSError, paramiko.SSHException):
@@ -171,6 +187,22 @@ def test_both_paths_refuse_the_same_way_when_the_key_is_rejected(
     finally:
         server.close()
     assert server.recorder.offered == [("root", key.get_base64())]
+
+
+def test_a_server_that_drops_the_login_is_transient_not_a_refused_key(
+        keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
+    """A booting host's sshd closes the connection at the key instead of refusing it: that is
+    worth a retry (ssh.retry.transient), where a refused key is not. It was reported as
+    'authentication failed', so a booting host was never retried."""
+    _, path = keys
+    server = Server(accept=None, recorder=Dropper(None))
+    try:
+        with pytest.raises(paramiko.SSHException) as got:
+            _converge(_inventory(tmp_path, server.port, str(path), _known(server)))
+    finally:
+        server.close()
+    assert not isinstance(got.value, AuthError)
+    assert transient(str(got.value)), got.value
 
 
 @pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
