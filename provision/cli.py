@@ -42,6 +42,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def load_command(ref: str) -> click.Command:
+    """The click command that `ref` ("module:attribute") names, its module imported now."""
+    module, attr = ref.split(":")
+    command = getattr(importlib.import_module(module), attr)
+    assert isinstance(command, click.Command)
+    return command
+
+
 class LazyGroup(click.Group):
     """Resolves subcommands from COMMANDS on first use; the one place that turns a
     ProvisionError into a message on stderr and its exit status."""
@@ -51,12 +59,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module, attr = entry[0].split(":")
-        command = getattr(importlib.import_module(module), attr)
-        assert isinstance(command, click.Command)
-        return command
+        return None if entry is None else load_command(entry[0])
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]

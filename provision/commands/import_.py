@@ -6,9 +6,9 @@ used, like the top-level commands): `sg` (AWS security groups); `dns` is next.
 
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from provision.cli import load_command
 
 # kind -> ("module:attribute" of a click.Command, help). Keep sorted by kind.
 KINDS: dict[str, tuple[str, str]] = {
@@ -22,12 +22,7 @@ class _Kinds(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = KINDS.get(cmd_name)
-        if entry is None:
-            return None
-        module, attr = entry[0].split(":")
-        command = getattr(importlib.import_module(module), attr)
-        assert isinstance(command, click.Command)
-        return command
+        return None if entry is None else load_command(entry[0])
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Kinds"):
