@@ -43,6 +43,8 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from provision.state import fsync_dir
+
 from .build import build
 from .errors import InventoryError
 from .model import Inventory, Record
@@ -399,10 +401,6 @@ def write(edit: Edit) -> None:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        dfd = os.open(p.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        fsync_dir(p.parent)
     except OSError as e:
         raise WriteBackError(f"{edit.where}: not written: {e.strerror}") from None
