@@ -42,9 +42,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.lab)
-            # under pytest-xdist (`make test`), every lab test runs on one worker: the lab
-            # is a session fixture, and a second worker would boot a second lab
-            item.add_marker(pytest.mark.xdist_group("lab"))
 
 
 def missing_prerequisites() -> list[str]:
