@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from provision.commands.import_dns import _check_round_trip, render
+from provision.dns import providers
 from provision.dns.adopt import FORMS, adopt, comment_text
 from provision.dns.rdata import MANAGED_TYPES
 from provision.dns.records import Alias, RRset, rrset
+from provision.errors import OperationError
+from provision.inventory.model import Zone
 
 Z = "example.org."
 
@@ -77,3 +81,15 @@ def test_a_comment_is_printable_ascii_whatever_the_zone_holds(hostile: str) -> N
     got = adopt(Z, [RRset("n.example.org.", "TXT", 300, (f'"{hostile}"',))], None)
     line = got.skipped[0].line(Z)
     assert all(0x20 <= ord(c) < 0x7F for c in line) and line.startswith("n TXT ttl 300")
+
+
+def test_yaml_that_would_not_declare_what_was_read_is_not_written() -> None:
+    """The self-check of `import dns`: the YAML is read back as an inventory and must
+    declare exactly the imported RRsets (here a record whose value was altered)."""
+    zone = Zone("example.org", "route53", (), providers.settings_model("route53").model_validate({}))
+    good = adopt(Z, [rr("api.example.org.", "A", "192.0.2.1")], None)
+    _check_round_trip(render(zone, good), zone, good)
+    bad = type(good)({"api": {"type": "A", "values": ["192.0.2.9"], "ttl": 300}},
+                     good.imported, ())
+    with pytest.raises(OperationError, match="would not declare what the zone holds"):
+        _check_round_trip(render(zone, bad), zone, bad)
