@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from provision.dns import providers
 from provision.dns.endpoint import problem as endpoint_problem
 from provision.dns.names import BadName, canonical, check_record
+from provision.dns.owner import default_owner
+from provision.dns.owner import problem as owner_problem
 from provision.dns.provider import ProviderSettings
 
 from . import model as m
@@ -542,7 +544,20 @@ class _Resolver:
                                 settings=self._settings(zpath, z),
                                 cutover_above_ttl=z.cutover_above_ttl,
                                 closed_migration_days=z.closed_migration_days))
-        return m.Dns(tuple(dd.resolvers), tuple(zones))
+        return m.Dns(tuple(dd.resolvers), tuple(zones), self._owner(dd.owner))
+
+    def _owner(self, given: str | None) -> str:
+        """dns.owner, or the owner id derived from the inventory's name."""
+        if given is not None:
+            why = owner_problem(given)
+            if why:
+                self.fail(("dns", "owner"), f"not an owner id: {why}")
+            return given
+        src = self.source
+        name = src.name or (os.path.basename(os.path.dirname(src.files[0])) if len(src.files) > 1
+                            else os.path.splitext(os.path.basename(src.files[0]))[0]
+                            if src.files else "")
+        return default_owner(name)
 
     def _settings(self, zpath: FieldPath, z: ZoneDoc) -> ProviderSettings:
         """The provider's own fields of zone `z` (validated with the zone), the files they

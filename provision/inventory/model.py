@@ -188,6 +188,7 @@ class Zone:
 class Dns:
     resolvers: tuple[str, ...]
     zones: tuple[Zone, ...]
+    owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
 
 
 @dataclass(frozen=True)

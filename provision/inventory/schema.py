@@ -322,6 +322,9 @@ def _zones(names: tuple[str, ...], validating: bool) -> Any:
 class DnsDoc(Strict):
     model_config = ConfigDict(defer_build=True)  # a base only, see ZoneDoc
     resolvers: list[IP] = Field(default_factory=list, description="resolvers checked for propagation")
+    owner: StrictStr | None = Field(
+        None, description="owner id written into ownership markers (one DNS label); default: "
+        "the inventory's file name without .yml, or its directory's name")
     zones: dict[ZoneName, ZoneDoc] = Field(default_factory=dict)  # see `inventory_doc`
 
 

@@ -91,8 +91,8 @@ def test_plan_apply_then_the_plan_is_empty_and_the_server_answers(
     assert pdns.query(f"v6.{zone}", "AAAA") == ("NOERROR", ["::1"], True, 300)
     assert pdns.query(f"www.{zone}", "CNAME") == ("NOERROR", [f"api.{zone}"], True, 60)
     sets = pdns.rrsets(zone)
-    assert sets[(f"_provision.api.{zone}", "TXT")] == (300, ['"provision owns A"'])
-    assert sets[(f"_provision.www.{zone}", "TXT")] == (300, ['"provision owns CNAME"'])
+    assert sets[(f"_provision.api.{zone}", "TXT")] == (300, ['"provision owns A owner=inv"'])
+    assert sets[(f"_provision.www.{zone}", "TXT")] == (300, ['"provision owns CNAME owner=inv"'])
 
     r = _cli("dns", "plan", "-i", inv, "--detailed-exitcode")
     assert r.exit_code == 0, r.output  # no changes means no changes

@@ -296,3 +296,41 @@ def test_hostile_txt_records_in_the_zone_are_refused_and_nothing_is_sent(
         assert _ask(lab, lab.addr("ns1"), "*", "A")[1] == [wild]     # their wildcard stays
     finally:
         update(False)
+
+
+def test_import_through_a_zone_transfer_then_plan_shows_no_changes(lab: Lab, tmp_path: Path) -> None:
+    """`provision import dns` reads the BIND zone by AXFR (RFC 2136 provider): the YAML,
+    adopted in place of the zone's records, plans no changes; records the lab's inventory
+    does not declare (ns1's addresses) are imported too, SOA/NS are comments, nothing is
+    written (the SOA serial stays). In-process, in the operator namespace (no start-up)."""
+    import dns.message
+    import dns.query
+    from click.testing import CliRunner
+
+    from provision.cli import main
+
+    def serial() -> int:
+        r = dns.query.udp(dns.message.make_query(f"{P.ZONE}.", "SOA"), lab.addr("ns1"), timeout=2)
+        return int(r.answer[0][0].serial)
+
+    out = tmp_path / "imported.yml"
+    with lab.operator_netns():
+        before = serial()
+        r = CliRunner().invoke(main, ["import", "dns", "-i", str(lab.inventory), "--zone", P.ZONE,
+                                      "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        raw = out.read_bytes()
+        assert all(b == 0x0A or 0x20 <= b < 0x7F for b in raw)
+        assert b"#   @ SOA" in raw and b"#   @ NS" in raw
+        records = yaml.safe_load(raw)["dns"]["zones"][P.ZONE]["records"]
+        assert records["ns1"][0] == {"type": "A", "values": [lab.addr("ns1")], "ttl": 300}
+        doc = yaml.safe_load(lab.inventory.read_text())
+        declared = set(doc["dns"]["zones"][P.ZONE]["records"])
+        assert declared < set(records)
+        doc["dns"]["zones"][P.ZONE]["records"] = records
+        adopted = tmp_path / "inventory.yml"
+        adopted.write_text(yaml.safe_dump(doc))
+        r = CliRunner().invoke(main, ["dns", "plan", "-i", str(adopted), "--detailed-exitcode"])
+        assert r.exit_code == 0, r.output
+        assert "no changes" in r.output
+        assert serial() == before
