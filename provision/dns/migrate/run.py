@@ -195,7 +195,11 @@ class Ctx:
         configured resolvers only; those without an address are skipped, and said)."""
         if self._auth is None:
             out, unknown = prop.authoritative_targets(self.provider.nameservers(),
-                                                      self.provider.direct, self.resolvers)
+                                                      self.provider.direct, self.resolvers,
+                                                      self.zone.visibility, self.zone.name)
+            if self.zone.visibility == "private":
+                self.notes.append(f"{self.zone.name} is private: verified through "
+                                  "dns.resolvers (inside its networks) only")
             self.notes += [f"authoritative server {label} not asked: no address (list a "
                            "resolver under dns.resolvers)" for label in unknown]
             self._auth = out
