@@ -90,7 +90,7 @@ RECORDS = {"gpu-worker-1": {"type": "A", "values": ["10.0.0.11"]}}
 
 
 def test_a_zone_that_is_not_the_declared_one_is_refused(
-        zones: dict[str, Any], tmp_path: Path) -> None:
+        zones: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vpc, other = zones["vpc"], zones["other"]
     # the VPC is checked in the region the inventory names (EC2 DescribeVpcs there)
     inv = _inventory(tmp_path, zones, "region", _private(zones, (vpc, "us-west-2")), RECORDS)
@@ -122,3 +122,16 @@ def test_a_zone_that_is_not_the_declared_one_is_refused(
     r = _cli("dns", "check", "gpu-worker-1", "-i", str(inv))
     assert r.exit_code == 1, r.output
     assert "private zone" in r.output and "dns.resolvers lists none" in r.output
+    # nor does a cutover start there: refused before the TTL is lowered or a journal kept
+    zones["r53"].change_resource_record_sets(HostedZoneId=zones["private"], ChangeBatch={
+        "Changes": [{"Action": "CREATE", "ResourceRecordSet": {
+            "Name": f"gpu-worker-1.{ZONE}", "Type": "A", "TTL": 3600,
+            "ResourceRecords": [{"Value": "10.0.0.10"}]}}]})
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    before = zones["r53"].list_resource_record_sets(HostedZoneId=zones["private"])
+    r = _cli("dns", "migrate", "start", "gpu-worker-1", "-i", str(inv))
+    assert r.exit_code == 1, r.output
+    assert "dns.resolvers lists none" in r.output
+    after = zones["r53"].list_resource_record_sets(HostedZoneId=zones["private"])
+    assert after["ResourceRecordSets"] == before["ResourceRecordSets"]
+    assert not list((tmp_path / "state").rglob("*.json"))
