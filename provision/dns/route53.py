@@ -200,7 +200,7 @@ class Route53Provider:
             raise ProviderError(f"route53: {e.args[0]}{hint}") from None
 
     def _summary(self, z: dict[str, Any]) -> Found:
-        zid = str(z["Id"]).rsplit("/", 1)[-1]
+        zid = printable(str(z["Id"]).rsplit("/", 1)[-1])
         if not z.get("Config", {}).get("PrivateZone"):
             return Found(zid, False)
         if self.want.visibility == "public":  # its VPCs do not matter: it is not the one
@@ -210,8 +210,8 @@ class Route53Provider:
     def _describe(self, zid: str) -> Found:
         r = self.client.get_hosted_zone(Id=zid)
         private = bool(r["HostedZone"].get("Config", {}).get("PrivateZone"))
-        vpcs = frozenset(f"{v['VPCId']} in {v['VPCRegion']}" for v in r.get("VPCs", []))
-        return Found(zid, private, frozenset(printable(v) for v in vpcs))
+        vpcs = frozenset(printable(f"{v['VPCId']} in {v['VPCRegion']}") for v in r.get("VPCs", []))
+        return Found(printable(zid), private, vpcs)
 
     def _check_vpc(self, vpc_id: str, region: str) -> None:
         """The VPC exists in the region the inventory names (EC2's DescribeVpcs there)."""
