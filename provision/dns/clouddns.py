@@ -287,6 +287,8 @@ class CloudDnsProvider:
             self._call("polling the change", ch.reload)
 
     def nameservers(self) -> list[tuple[str, str | None]]:
-        self._check_zone()
-        self._call("reading the managed zone", self.mz.reload)
+        if self.want is not None:
+            self._check_zone()  # reads the zone too
+        else:
+            self._call("reading the managed zone", self.mz.reload)
         return [(n.lower().rstrip(".") + ".", None) for n in (self.mz.name_servers or [])]

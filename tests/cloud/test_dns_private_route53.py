@@ -13,6 +13,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from provision.cli import main
+from provision.dns.route53 import Route53Provider
+from provision.dns.visibility import Wanted, ZoneMismatch
 
 ZONE = "internal.example."
 VPC_REGION = "eu-west-1"
@@ -74,6 +76,17 @@ def test_each_change_lands_in_its_own_zone(zones: dict[str, Any], tmp_path: Path
     for inv in (priv, pub):  # each reads back its own zone: nothing left to do
         r = _cli("dns", "plan", "-i", str(inv), "--detailed-exitcode")
         assert r.exit_code == 0, r.output
+    # a zone named by id is read and compared too (moto's ids do not look like AWS's, so
+    # the provider is made here rather than from an inventory's hosted_zone_id)
+    on_vpc = Wanted("private", frozenset({f"{zones['vpc']} in {VPC_REGION}"}))
+    for zid, want, ok in ((zones["private"], on_vpc, True), (zones["public"], on_vpc, False),
+                          (zones["private"], Wanted(), False)):
+        p = Route53Provider(ZONE, hosted_zone_id=zid, endpoint_url=zones["url"], want=want)
+        if ok:
+            assert any(rr.name == f"gpu-worker-1.{ZONE}" for rr in p.list_rrsets())
+        else:
+            with pytest.raises(ZoneMismatch):
+                p.list_rrsets()
 
 
 def _refused(z: dict[str, Any], inv: Path, *needles: str, apply: bool = False) -> None:
