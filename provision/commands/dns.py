@@ -354,7 +354,7 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     try:
         provider = provider_for(zone, inv)
         targets, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
-                                                      resolvers)
+                                                      resolvers, zone.visibility, zone.name)
     except ProviderError as e:
         raise OperationError(e.message) from None
     if unknown:

@@ -63,6 +63,13 @@ class ProviderSettings(BaseModel):
     # editors; a user reading an error should not have to read a regular expression)
     pattern_words: ClassVar[Mapping[str, str]] = {}
 
+    # the field listing the networks that see a private zone ('' : the provider has none)
+    networks_field: ClassVar[str] = ""
+
+    def visible_to(self) -> frozenset[str]:
+        """Who sees a private zone, as labels compared with the provider's own answer."""
+        return frozenset()
+
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         """The API URL credentials are sent to, when the inventory names one (None: the
         provider's own, or no HTTP API). `aws_endpoint_url`: the inventory's aws section."""
@@ -82,6 +89,7 @@ class Capabilities:
     authoritative: bool             # the server it talks to answers DNS authoritatively itself
     nameservers: str                # how the servers to verify against are found, in words
     own_api_hosts: tuple[str, ...] = ()  # its public API's hosts ('.x' a suffix): not named in plans
+    private_zones: bool = False     # may serve a zone only to some networks (visibility: private)
 
     def served(self) -> str:
         """What a finished apply means, for the user."""

@@ -540,10 +540,13 @@ class _Resolver:
                     elif r.type == "CNAME" and len(entry) > 1:
                         self.fail((*rpath, i), "a CNAME must be alone at its name")
                     records.append(self._record((*rpath, i), rname, r, zname))
+            settings = self._settings(zpath, z)
+            self._visibility(zpath, z, settings)
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
-                                settings=self._settings(zpath, z),
+                                settings=settings,
                                 cutover_above_ttl=z.cutover_above_ttl,
-                                closed_migration_days=z.closed_migration_days))
+                                closed_migration_days=z.closed_migration_days,
+                                visibility=z.visibility))
         return m.Dns(tuple(dd.resolvers), tuple(zones), self._owner(dd.owner))
 
     def _owner(self, given: str | None) -> str:
@@ -558,6 +561,21 @@ class _Resolver:
                             else os.path.splitext(os.path.basename(src.files[0]))[0]
                             if src.files else "")
         return default_owner(name)
+
+    def _visibility(self, zpath: FieldPath, z: ZoneDoc, settings: ProviderSettings) -> None:
+        """A private zone needs a provider that has them and the networks that see it; a
+        public zone names none."""
+        field = settings.networks_field
+        if z.visibility == "private":
+            if not providers.capabilities(z.provider).private_zones or not field:
+                self.fail((*zpath, "visibility"), f"provider {z.provider} has no private "
+                          "zones: visibility must be 'public' (the default)")
+            elif not settings.visible_to():
+                self.fail((*zpath, "visibility"), f"a private zone needs '{field}': at least "
+                          "one network that sees it")
+        elif field and settings.visible_to():
+            self.fail((*zpath, field), f"'{field}' is for a private zone only (add "
+                      "'visibility: private', or remove it)")
 
     def _settings(self, zpath: FieldPath, z: ZoneDoc) -> ProviderSettings:
         """The provider's own fields of zone `z` (validated with the zone), the files they

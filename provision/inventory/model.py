@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from provision.dns.names import canonical
+from provision.dns.visibility import Visibility
 
 from .programs import Program, program
 
@@ -182,6 +183,7 @@ class Zone:
     settings: ProviderSettings  # the provider's own fields (its module's `Settings`)
     cutover_above_ttl: int = 300
     closed_migration_days: int = 7
+    visibility: Visibility = "public"  # private: only the provider's listed networks see it
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from provision.dns import providers
+from provision.dns.visibility import Visibility
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
@@ -283,6 +284,10 @@ class ZoneDoc(Strict):
     closed_migration_days: Annotated[StrictInt, Field(ge=0, le=366)] = Field(
         7, description="how long a finished migration is remembered in the zone (dns apply "
         "refuses to put the old value back meanwhile); 0: not at all")
+    visibility: Visibility = Field(
+        "public", description="public: the internet sees the zone; private: only the networks "
+        "the provider's field names (Route53 vpcs, Cloud DNS networks), verified through "
+        "dns.resolvers inside them")
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """A local HTTP server that follows the Cloud DNS v1 REST API closely enough for the
 real google-cloud-dns client: managedZones, paged rrsets, changes that stay `pending` for
-a few polls, 409 on creating an existing RRset, 412 on a deletion that does not match.
+a few polls, 409 on creating an existing RRset, 412 on a deletion that does not match;
+public and private zones (visibility, privateVisibilityConfig.networks).
 
 Listens on 127.0.0.1 only. Test hooks: `before_change` runs once before the next POST of
 a change is processed (to change the zone "behind the client's back"); `requests` logs
@@ -49,18 +50,29 @@ class FakeCloudDns:
         self._server.server_close()
 
     # --- state -----------------------------------------------------------------------
-    def add_zone(self, project: str, name: str, dns_name: str) -> None:
+    def add_zone(self, project: str, name: str, dns_name: str, *, visibility: str = "public",
+                 networks: tuple[str, ...] = ()) -> None:
+        """A managed zone; a private one (`visibility`) is visible to `networks` (network
+        URLs, as privateVisibilityConfig holds them) and served by Google's private name
+        server only, as v1 answers for one."""
         dns_name = dns_name.rstrip(".") + "."
+        ns = (["ns-gcp-private.googledomains.com."] if visibility == "private"
+              else ["ns-cloud-a1.googledomains.com.", "ns-cloud-a2.googledomains.com."])
+        zone: dict[str, Any] = {
+            "kind": "dns#managedZone", "name": name, "dnsName": dns_name,
+            "id": str(1000 + len(self.zones)), "description": "",
+            "creationTime": "2026-01-01T00:00:00.000Z", "nameServers": ns,
+            "visibility": visibility}
+        if visibility == "private":
+            zone["privateVisibilityConfig"] = {
+                "kind": "dns#managedZonePrivateVisibilityConfig",
+                "networks": [{"kind": "dns#managedZonePrivateVisibilityConfigNetwork",
+                              "networkUrl": url} for url in networks]}
         self.zones[(project, name)] = {
-            "zone": {"kind": "dns#managedZone", "name": name, "dnsName": dns_name,
-                     "id": str(1000 + len(self.zones)), "description": "",
-                     "creationTime": "2026-01-01T00:00:00.000Z",
-                     "nameServers": ["ns-cloud-a1.googledomains.com.",
-                                     "ns-cloud-a2.googledomains.com."]},
+            "zone": zone,
             "rrsets": {(dns_name, "SOA"): _rr(dns_name, "SOA", 21600, [
-                           "ns-cloud-a1.googledomains.com. cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"]),
-                       (dns_name, "NS"): _rr(dns_name, "NS", 21600, [
-                           "ns-cloud-a1.googledomains.com.", "ns-cloud-a2.googledomains.com."])},
+                           f"{ns[0]} cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"]),
+                       (dns_name, "NS"): _rr(dns_name, "NS", 21600, ns)},
             "changes": {},
         }
 

@@ -197,7 +197,11 @@ class Ctx:
         configured resolvers only; those without an address are skipped, and said)."""
         if self._auth is None:
             out, unknown = prop.authoritative_targets(self.provider.nameservers(),
-                                                      self.provider.direct, self.resolvers)
+                                                      self.provider.direct, self.resolvers,
+                                                      self.zone.visibility, self.zone.name)
+            if self.zone.visibility == "private":
+                self.notes.append(f"{self.zone.name} is private: verified through "
+                                  "dns.resolvers (inside its networks) only")
             self.notes += [f"authoritative server {label} not asked: no address (list a "
                            "resolver under dns.resolvers)" for label in unknown]
             self._auth = out
@@ -230,6 +234,8 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
     """The journal, the marker and the record, each checked (`trust`) before it may drive
     a change: anything that is not about this record, of a managed type, in this zone,
     is refused (UsageError naming the file or the TXT record) and nothing is sent."""
+    if ctx.zone.visibility == "private":
+        ctx.auth_targets()  # a private zone nothing here can verify: said before any change
     j = ctx.store.load(ctx.name)
     declared = frozenset(rr.key for rr in desired(ctx.zone))
     if j is not None:
