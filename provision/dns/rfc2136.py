@@ -56,7 +56,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # UPDATE prerequisites: NXRRSET/YXRRSET otherwise
     replan_on_stale=False, change_ids=False, authoritative=True,
     nameservers="the zone's NS set, asked of the primary (in-zone names' addresses from "

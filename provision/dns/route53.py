@@ -51,7 +51,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # DELETE of the exact RRset read: InvalidChangeBatch otherwise
     replan_on_stale=False, change_ids=True, authoritative=False,
     nameservers="the hosted zone's delegation set (names; addresses from dns.resolvers)",
