@@ -18,16 +18,6 @@ from __future__ import annotations
 import ipaddress
 import re
 
-import dns.exception
-import dns.name
-import dns.rdata
-import dns.rdataclass
-import dns.rdatatype
-import dns.rdtypes.ANY.CAA
-import dns.rdtypes.ANY.MX
-import dns.rdtypes.ANY.TXT
-import dns.rdtypes.IN.SRV
-
 from provision.text import printable
 
 from .names import problem
@@ -58,45 +48,39 @@ def canonical(rtype: str, text: str) -> str:
     dnspython writes them); BadValue saying why when it is not one such value."""
     if rtype not in DATA_TYPES:
         raise BadValue(f"type {rtype} is not one provision manages (only {', '.join(MANAGED_TYPES)})")
+    from .presentation import Unparsed, parse
+
     try:
-        rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.from_text(rtype), text,
-                                 origin=dns.name.root, relativize=False)
-    except (dns.exception.DNSException, ValueError, UnicodeError) as e:
-        raise BadValue(f"not {_article(rtype)} {rtype} value: {_dns_words(e)}") from None
-    if isinstance(rd, dns.rdtypes.ANY.MX.MX):
-        rd = rd.replace(exchange=_host(rd.exchange, "the mail exchange", rtype))
-    elif isinstance(rd, dns.rdtypes.IN.SRV.SRV):
-        rd = rd.replace(target=_host(rd.target, "the target", rtype))
-    elif isinstance(rd, dns.rdtypes.ANY.CAA.CAA):
-        rd = rd.replace(tag=rd.tag.lower())
-    elif isinstance(rd, dns.rdtypes.ANY.TXT.TXT) and sum(map(len, rd.strings)) > 65000:
+        p = parse(rtype, text)
+    except Unparsed as e:
+        raise BadValue(f"not {_article(rtype)} {rtype} value: {_dns_words(str(e))}") from None
+    if p.host is not None:
+        why = _host_problem(p.host)
+        if why:
+            what = "the mail exchange" if rtype == "MX" else "the target"
+            raise BadValue(f"{what} of the {rtype} value is not a host name: {why}")
+    if p.octets > 65000:
         raise BadValue("a TXT value of more than 65000 octets")
-    return str(rd.to_text())
+    return p.text
 
 
-def _host(name: dns.name.Name, what: str, rtype: str) -> dns.name.Name:
-    """An MX exchange or SRV target: a host name provision would accept as a record name
-    (or the root, RFC 7505's null MX and RFC 2782's "no such service")."""
-    if name == dns.name.root:
-        return name
-    text = name.canonicalize().to_text()
-    why = problem(text, wildcard=False)
-    if not why and len(name) < 3:
+def _host_problem(name: str) -> str:
+    """An MX exchange or SRV target (absolute, lowercase): a host name provision would
+    accept as a record name, or the root (RFC 7505's null MX, RFC 2782's "no service")."""
+    if name == ".":
+        return ""
+    why = problem(name, wildcard=False)
+    if not why and name.count(".") < 2:
         why = "a single label (a top-level domain)"
-    if why:
-        raise BadValue(f"{what} of the {rtype} value is not a host name: {why}")
-    return name.canonicalize()
+    return why
 
 
 def _article(rtype: str) -> str:
     return "an" if rtype[0] in "AEFHILMNORSX" else "a"
 
 
-def _dns_words(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
-    if isinstance(e, dns.exception.UnexpectedEnd):
-        text = "it ends too early (a missing field, or a quote that is never closed)"
-    elif text == "string too long":
+def _dns_words(text: str) -> str:
+    if text == "string too long":
         text = f"a quoted string of more than {MAX_STRING} octets"
     return printable(text[:160])
 
@@ -121,9 +105,11 @@ def declared(rtype: str, text: str) -> str:
 
 
 def _txt(text: str) -> str:
+    from .presentation import parse
+
     if text.startswith('"'):
         value = canonical("TXT", text)
-        size = len(_strings(value)[0])
+        size = parse("TXT", value).octets
     else:
         data = text.encode("utf-8")
         size = len(data)
@@ -159,23 +145,16 @@ def _escape(chunk: bytes) -> str:
     return "".join(out)
 
 
-def _strings(value: str) -> tuple[bytes, tuple[bytes, ...]]:
-    rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, value)
-    assert isinstance(rd, dns.rdtypes.ANY.TXT.TXT)
-    return b"".join(rd.strings), tuple(rd.strings)
-
-
 def _caa(value: str) -> None:
-    rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.CAA, value)
-    assert isinstance(rd, dns.rdtypes.ANY.CAA.CAA)
-    if rd.flags not in (0, CAA_CRITICAL):
-        raise BadValue(f"CAA flags {rd.flags}: 0, or {CAA_CRITICAL} (issuer critical); RFC "
+    from .presentation import caa_fields
+
+    flags, tag, v = caa_fields(value)
+    if flags not in (0, CAA_CRITICAL):
+        raise BadValue(f"CAA flags {flags}: 0, or {CAA_CRITICAL} (issuer critical); RFC "
                        "8659 reserves the other bits, which must be zero")
-    tag = rd.tag.decode("ascii")
     if tag not in CAA_TAGS:
         raise BadValue(f"CAA tag '{printable(tag[:40])}' is not one of {', '.join(CAA_TAGS)} "
                        "(a CA ignores a tag it does not know: a misspelt one allows every CA)")
-    v = rd.value.decode("latin-1")
     if tag in ("issue", "issuewild", "issuemail"):
         issuer, _, params = v.partition(";")
         issuer = issuer.strip()
