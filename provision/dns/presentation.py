@@ -30,6 +30,7 @@ class Parsed:
     text: str               # canonical presentation: names absolute and lowercase, CAA tag lowercase
     host: str | None        # the MX exchange or SRV target (absolute, lowercase)
     octets: int             # a TXT value's data, all strings together
+    ascii: bool = True      # a TXT value's data is printable ASCII only
 
 
 def parse(rtype: str, text: str) -> Parsed:
@@ -46,6 +47,7 @@ def parse(rtype: str, text: str) -> Parsed:
         raise Unparsed(str(e) or type(e).__name__) from None
     host: str | None = None
     octets = 0
+    ascii = True
     if isinstance(rd, dns.rdtypes.ANY.MX.MX):
         rd = rd.replace(exchange=rd.exchange.canonicalize())
         host = rd.exchange.to_text()
@@ -56,9 +58,10 @@ def parse(rtype: str, text: str) -> Parsed:
         rd = rd.replace(tag=rd.tag.lower())
     elif isinstance(rd, dns.rdtypes.ANY.TXT.TXT):
         octets = sum(len(s) for s in rd.strings)
+        ascii = all(0x20 <= b < 0x7F for s in rd.strings for b in s)
     else:  # a generic `\# ...` spelling of another type cannot get here: from_text types it
         raise Unparsed(f"not a {rtype} value")
-    return Parsed(str(rd.to_text()), host, octets)
+    return Parsed(str(rd.to_text()), host, octets, ascii)
 
 
 def caa_fields(value: str) -> tuple[int, str, str]:

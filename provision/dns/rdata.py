@@ -35,6 +35,12 @@ MAX_TEXT = 4000           # octets of one TXT value provision writes (Route53's 
 CAA_TAGS = ("issue", "issuewild", "iodef", "issuemail", "contactemail", "contactphone")
 CAA_CRITICAL = 128        # the only flag RFC 8659 defines; the other bits must be zero
 _IP_TEXT = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
+_PRINTABLE_ASCII = re.compile(r"^[\x20-\x7e]*$")
+# Cloud DNS refuses other bytes in TXT data, and Route53 spells them as octal escapes
+# where the zone-file form (BIND, PowerDNS) has decimal ones: provision writes none
+_ASCII_ONLY = ("TXT text must be printable ASCII (letters, digits, spaces and "
+               "punctuation; no other characters and no \\DDD escapes): Cloud DNS refuses "
+               "the rest, and providers spell it differently")
 _CAA_PARAM = re.compile(r"^[A-Za-z0-9]+=[\x21-\x3a\x3c-\x7e]*$")
 
 
@@ -109,7 +115,12 @@ def _txt(text: str) -> str:
 
     if text.startswith('"'):
         value = canonical("TXT", text)
-        size = parse("TXT", value).octets
+        p = parse("TXT", value)
+        size = p.octets
+        if not p.ascii:
+            raise BadValue(_ASCII_ONLY)
+    elif not _PRINTABLE_ASCII.match(text):
+        raise BadValue(_ASCII_ONLY)
     else:
         data = text.encode("utf-8")
         size = len(data)
@@ -149,6 +160,8 @@ def _caa(value: str) -> None:
     from .presentation import caa_fields
 
     flags, tag, v = caa_fields(value)
+    if not _PRINTABLE_ASCII.match(v):
+        raise BadValue("a CAA value must be printable ASCII (RFC 8659)")
     if flags not in (0, CAA_CRITICAL):
         raise BadValue(f"CAA flags {flags}: 0, or {CAA_CRITICAL} (issuer critical); RFC "
                        "8659 reserves the other bits, which must be zero")
