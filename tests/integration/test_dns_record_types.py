@@ -122,8 +122,9 @@ def test_route53_round_trip_of_txt_mx_srv_caa(r53: Any, moto_url: str, tmp_path:
 
 def test_route53_a_record_in_another_spelling_is_no_change(r53: Any, moto_url: str,
                                                            tmp_path: Path) -> None:
-    """Route53 takes names without their final dot and keeps what it was sent: the
-    inventory's canonical form of the same data plans nothing."""
+    """Route53 takes names without their final dot, keeps case, and spells bytes in TXT
+    as octal escapes (\\101 is 'A'): the inventory's canonical form of the same data
+    plans nothing."""
     client, zid = r53
     client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
         {"Action": "CREATE", "ResourceRecordSet": {
@@ -131,7 +132,7 @@ def test_route53_a_record_in_another_spelling_is_no_change(r53: Any, moto_url: s
             "ResourceRecords": [{"Value": "10 MX1.Example.ORG"}]}},
         {"Action": "CREATE", "ResourceRecordSet": {
             "Name": "txt.example.org.", "Type": "TXT", "TTL": 300,
-            "ResourceRecords": [{"Value": '"a \\"quoted\\" \\065"'}]}}]})
+            "ResourceRecords": [{"Value": '"a \\"quoted\\" \\101"'}]}}]})
     inv = _r53_inventory(tmp_path, moto_url, {
         "@": {"type": "MX", "values": ["10 mx1.example.org."]},
         "txt": {"type": "TXT", "values": ['a "quoted" A']}})
