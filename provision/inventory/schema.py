@@ -256,8 +256,7 @@ def _record_text(value: str) -> str:
     bad = unsafe(value)
     if bad:
         raise ValueError(f"a record value must not contain control, format or invisible "
-                         f"characters, nor a newline (found {printable(bad)!r}); write bytes "
-                         "a TXT string needs as \\DDD escapes in its quoted form")
+                         f"characters, nor a newline (found {printable(bad)!r})")
     if not value.strip():
         raise ValueError("a record value must not be empty")
     return value
