@@ -49,11 +49,11 @@ def parse(rtype: str, text: str) -> Parsed:
     octets = 0
     ascii = True
     if isinstance(rd, dns.rdtypes.ANY.MX.MX):
-        rd = rd.replace(exchange=rd.exchange.canonicalize())
-        host = rd.exchange.to_text()
+        exchange = rd.exchange.canonicalize()
+        rd, host = rd.replace(exchange=exchange), exchange.to_text()
     elif isinstance(rd, dns.rdtypes.IN.SRV.SRV):
-        rd = rd.replace(target=rd.target.canonicalize())
-        host = rd.target.to_text()
+        target = rd.target.canonicalize()
+        rd, host = rd.replace(target=target), target.to_text()
     elif isinstance(rd, dns.rdtypes.ANY.CAA.CAA):
         rd = rd.replace(tag=rd.tag.lower())
     elif isinstance(rd, dns.rdtypes.ANY.TXT.TXT):

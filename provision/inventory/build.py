@@ -583,7 +583,8 @@ class _Resolver:
         for host, why in problems:
             self.fail(("hosts", host, "address"), f"from_hosts of zone {zone}: {why}")
         at = self.source.where(where)
-        declared_at = {(canonical(r.name, zone), r.type): r for r in declared}
+        declared_at: dict[tuple[str, str], m.Record] = {
+            (canonical(r.name, zone), r.type): r for r in declared}
         cnames = {canonical(r.name, zone): r for r in declared if r.type == "CNAME"}
         others = [z for z in self._raw_zones() if isinstance(z, str) and check_zone_key(z) != zone]
         first: dict[str, str] = {}
@@ -611,7 +612,7 @@ class _Resolver:
                 self.fail(where, f"the name {g.fqdn} from_hosts makes for host '{g.host}' is "
                           f"in the inventory's zone '{inner}', not in {zone}")
                 continue
-            out.append(m.Record(name=g.name, type=g.type, values=(g.value,), ttl=g.ttl,  # type: ignore[arg-type]
+            out.append(m.Record(name=g.name, type=g.type, values=(g.value,), ttl=g.ttl,
                                 host=g.host))
         return out
 

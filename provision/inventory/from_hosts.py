@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from provision.dns.names import BadName, canonical, check_record
 
@@ -38,7 +39,7 @@ class Generated:
     host: str
     name: str       # relative to the zone, as the template made it
     fqdn: str       # absolute, lowercase, trailing dot
-    type: str       # A or AAAA
+    type: Literal["A", "AAAA"]
     value: str
     ttl: int
 

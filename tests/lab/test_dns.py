@@ -296,3 +296,40 @@ def test_hostile_txt_records_in_the_zone_are_refused_and_nothing_is_sent(
         assert _ask(lab, lab.addr("ns1"), "*", "A")[1] == [wild]     # their wildcard stays
     finally:
         update(False)
+
+
+def test_txt_mx_srv_caa_and_records_from_hosts_round_trip_on_bind(
+        lab: Lab, tmp_path: Path, restore: None) -> None:
+    """The four new types through RFC 2136 to the lab's BIND, served by it (AA), and no
+    change on the next plan; the GPU hosts' A records come from `from_hosts` instead of
+    being declared, and plan as the same records (no change)."""
+    doc = yaml.safe_load(lab.inventory.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    gpus = [n.name for n in lab.plan.gpu_hosts]
+    for name in gpus:
+        del zone["records"][name]
+    zone["from_hosts"] = {"roles": ["gpu-server"], "ttl": 300}
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert code == 0 and data["summary"] == {"add": 0, "change": 0, "destroy": 0}, (data, err)
+
+    z = P.ZONE
+    zone["records"].update({
+        # BIND refuses an update whose in-zone MX target has no address record
+        "mail": [{"type": "MX", "values": [f"10 {gpus[0]}.{z}", f"20 {gpus[1].upper()}.{z}."]},
+                 {"type": "TXT", "values": ["v=spf1 mx -all", "k=" + "x" * 300]},
+                 {"type": "CAA", "values": ['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']}],
+        "_sip._tcp": {"type": "SRV", "values": [f"10 60 5060 sip.{z}"], "ttl": 120}})
+    inv.write_text(yaml.safe_dump(doc))
+    code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes")
+    assert code == 0 and data["summary"] == {"add": 4, "change": 0, "destroy": 0}, (data, err)
+    ns1 = lab.addr("ns1")
+    assert _ask(lab, ns1, "mail", "MX") == ("NOERROR", [f"10 {gpus[0]}.{z}.", f"20 {gpus[1]}.{z}."], True)
+    assert _ask(lab, ns1, "mail", "TXT") == (
+        "NOERROR", sorted(['"v=spf1 mx -all"', f'"k={"x" * 253}" "{"x" * 49}"']), True)
+    assert _ask(lab, ns1, "mail", "CAA") == (
+        "NOERROR", sorted(['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']), True)
+    assert _ask(lab, ns1, "_sip._tcp", "SRV") == ("NOERROR", [f"10 60 5060 sip.{z}."], True)
+    code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert code == 0 and data["summary"] == {"add": 0, "change": 0, "destroy": 0}, (data, err)
