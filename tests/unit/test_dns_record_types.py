@@ -131,6 +131,17 @@ def test_a_marker_claiming_another_type_is_refused(claim: str) -> None:
     assert plan.refused and "is not one provision writes" in plan.errors[0]
 
 
+@pytest.mark.parametrize("covered", ["_provision-migration.api", "_provision-closed-a.api",
+                                     "_provision.api"])
+def test_a_marker_claiming_the_txt_of_provisions_own_markers_is_refused(covered: str) -> None:
+    """"provision owns TXT" is new: it must never reach provision's own TXT records."""
+    target = _rr(covered, "TXT", '"phase=lowered"')
+    bad = RRset(f"_provision.{covered}.{Z}", "TXT", 300, ('"provision owns TXT"',))
+    plan = plan_zone(Z, [], [SOA, target, bad])
+    assert plan.refused and any("reserved for provision's markers" in e for e in plan.errors)
+    assert not plan.change_set
+
+
 def test_a_migration_marker_holds_only_the_record_it_migrates() -> None:
     """A migration moves A/AAAA/CNAME values: the TXT beside it is changed as usual."""
     marker = RRset(f"_provision-migration.api.{Z}", "TXT", 60, ('"phase=lowered"',))
