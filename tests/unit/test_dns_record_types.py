@@ -271,3 +271,14 @@ def test_generate_is_plain_data_in_and_out() -> None:
     assert [(g.fqdn, g.type, g.value) for g in made] == [("a.example.org.", "A", "10.0.0.1")]
     assert [h for h, _ in problems] == ["c", "_provision"]
     assert "reserved for provision's markers" in problems[1][1]
+
+
+def test_check_findings_read_addresses_from_a_and_aaaa_only(tmp_path: Path) -> None:
+    """A name with an A and a TXT record: the TXT is no address (it used to be parsed as
+    one); a generated record points at its own host, so it is no unknown address."""
+    from provision.exposure.dns import dns_findings
+
+    text = ZONE.replace("FROM", "from_hosts: true") + \
+        '        api: [{type: A, values: [192.0.2.80]}, {type: TXT, values: ["hello"]}]\n'
+    found = dns_findings(_load(tmp_path, text))
+    assert [(f.code, f.subject) for f in found] == [("dns-unknown-address", "dns/api.example.org")]
