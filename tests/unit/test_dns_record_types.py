@@ -282,3 +282,12 @@ def test_check_findings_read_addresses_from_a_and_aaaa_only(tmp_path: Path) -> N
         '        api: [{type: A, values: [192.0.2.80]}, {type: TXT, values: ["hello"]}]\n'
     found = dns_findings(_load(tmp_path, text))
     assert [(f.code, f.subject) for f in found] == [("dns-unknown-address", "dns/api.example.org")]
+
+
+def test_a_migration_never_rewrites_a_generated_record_in_a_file(tmp_path: Path) -> None:
+    from provision.inventory.writeback import WriteBackError, prepare
+
+    inv = _load(tmp_path, ZONE.replace("FROM", "from_hosts: true"))
+    with pytest.raises(WriteBackError, match="from host gpu1's address: set hosts.gpu1.address"):
+        prepare(inv, "example.org", "gpu1", "A", ("10.0.1.99",))
+    assert "10.0.1.21" in (tmp_path / "inv.yml").read_text()
