@@ -288,6 +288,6 @@ def test_a_migration_never_rewrites_a_generated_record_in_a_file(tmp_path: Path)
     from provision.inventory.writeback import WriteBackError, prepare
 
     inv = _load(tmp_path, ZONE.replace("FROM", "from_hosts: true"))
-    with pytest.raises(WriteBackError, match="from host gpu1's address: set hosts.gpu1.address"):
+    with pytest.raises(WriteBackError, match=r"from host gpu1's address: set hosts\.gpu1\.address"):
         prepare(inv, "example.org", "gpu1", "A", ("10.0.1.99",))
     assert "10.0.1.21" in (tmp_path / "inv.yml").read_text()
