@@ -84,7 +84,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # a deletion that no longer matches answers HTTP 412
     replan_on_stale=True, change_ids=True, authoritative=False, private_zones=True,
     nameservers="the managed zone's name servers (names; addresses from dns.resolvers)",

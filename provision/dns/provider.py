@@ -80,7 +80,7 @@ class ProviderSettings(BaseModel):
 class Capabilities:
     """What a provider can do, as data: the rest of provision asks these, never its name."""
 
-    record_types: frozenset[str]    # the types it can write (provision manages A, AAAA, CNAME + TXT markers)
+    record_types: frozenset[str]    # the types it can write (of provision.dns.rdata.MANAGED_TYPES)
     root_ns: bool                   # may change the apex NS set (octoDNS SUPPORTS_ROOT_NS); no provider does
     conditional_write: bool         # the write itself refuses a stale read (prerequisites, If-Match)
     replan_on_stale: bool           # after StaleRead, re-read and re-plan once (Cloud DNS 412)

@@ -4,10 +4,11 @@ Pure, no I/O. Providers turn their API's records into `RRset`s and a `ChangeSet`
 their API's calls; everything decided in between lives here:
 
 * names normalised (absolute, lowercase, trailing dot; '@' and relative names resolved);
-* values normalised (IPv6 compressed, CNAME targets absolute and lowercase);
+* values normalised (IPv6 compressed, CNAME targets absolute and lowercase; TXT, MX,
+  SRV and CAA in dnspython's presentation form, see `provision.dns.rdata`);
 * only managed records are touched: a record is managed when the inventory declares it
   (name and type) or when provision's ownership marker says provision wrote it. Other
-  records (SOA, NS, TXT, someone else's A) are never changed or deleted;
+  records (SOA, NS, someone else's TXT or A) are never changed or deleted;
 * ownership markers: a TXT RRset at ``_provision.<name>`` with one string per owned type
   and the owner id of the inventory that wrote it (``"provision owns A owner=ml-team"``,
   see `provision.dns.owner`), written in the same atomic change as the records it
@@ -35,9 +36,9 @@ from provision.text import printable
 
 from .names import canonical, marker_owner, problem, reserved, split_marker
 from .owner import problem as owner_problem
-from .rdata import values_problem
+from .rdata import DATA_TYPES, MANAGED_TYPES, MIGRATE_TYPES, BadValue, values_problem
+from .rdata import canonical as canonical_value
 
-MANAGED_TYPES = ("A", "AAAA", "CNAME")
 MARKER_LABEL = "_provision"
 MARKER_TYPE = "TXT"
 MARKER_TTL = 300
@@ -86,6 +87,11 @@ def normalise_value(rtype: str, value: str) -> str:
             return v
     if rtype in ("CNAME", "NS", "PTR"):
         return v.lower() if v.endswith(".") else v.lower() + "."
+    if rtype in DATA_TYPES:
+        try:
+            return canonical_value(rtype, v)
+        except BadValue:
+            return v  # refused where it would be acted on (`values_problem`)
     return v
 
 
@@ -377,7 +383,10 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     migrating = {n for rr in actual if rr.type == MARKER_TYPE
                  and (n := _migrating(rr.name)) is not None and in_zone(n, origin)
                  and '"phase=closed"' not in rr.values}
-    held = [c for c in changes if c.key[0] in migrating and c.key not in (hold or {})]
+    # a migration moves A, AAAA or CNAME values: it holds only those (a marker never
+    # freezes the TXT, MX, SRV or CAA records beside them)
+    held = [c for c in changes if c.key[0] in migrating and c.key[1] in MIGRATE_TYPES
+            and c.key not in (hold or {})]
     if held:
         changes = [c for c in changes if c not in held]
         for c in held:

@@ -87,7 +87,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # DELETE of the exact RRset read: InvalidChangeBatch otherwise
     replan_on_stale=False, change_ids=True, authoritative=False, private_zones=True,
     nameservers="the hosted zone's delegation set (names; addresses from dns.resolvers)",
@@ -103,6 +103,31 @@ def make(zone: Zone, inv: Inventory) -> Route53Provider:
                            region=aws.region if aws else "us-east-1",
                            want=Wanted(zone.visibility, s.visible_to()),
                            vpcs=tuple((v.id, v.region) for v in s.vpcs))
+
+
+_ESCAPE = re.compile(r"\\([0-9]{3}|.)", re.S)
+_TEXT_TYPES = ("TXT", "CAA")   # their data holds character-strings
+
+
+def from_route53_text(value: str) -> str:
+    """A TXT or CAA value as Route53 returns it (a byte outside printable ASCII as a
+    three-digit OCTAL escape) in zone-file form, where the escape is decimal."""
+    def dec(m: re.Match[str]) -> str:
+        g = m.group(1)
+        if len(g) == 3 and set(g) <= set("01234567"):
+            return f"\\{int(g, 8):03d}"
+        return m.group(0)
+
+    return _ESCAPE.sub(dec, value)
+
+
+def to_route53_text(value: str) -> str:
+    """The inverse of `from_route53_text`: decimal escapes as Route53's octal ones."""
+    def octal(m: re.Match[str]) -> str:
+        g = m.group(1)
+        return f"\\{int(g):03o}" if len(g) == 3 and int(g) <= 255 else m.group(0)
+
+    return _ESCAPE.sub(octal, value)
 
 
 def _unescape(name: str) -> str:
@@ -236,7 +261,10 @@ class Route53Provider:
             return RRset(name, r["Type"], None, (),
                          Alias(a["DNSName"].lower(), a["HostedZoneId"],
                                bool(a.get("EvaluateTargetHealth", False))))
-        return rrset(name, r["Type"], int(r["TTL"]), [x["Value"] for x in r.get("ResourceRecords", [])])
+        values = [x["Value"] for x in r.get("ResourceRecords", [])]
+        if r["Type"] in _TEXT_TYPES:
+            values = [from_route53_text(v) for v in values]
+        return rrset(name, r["Type"], int(r["TTL"]), values)
 
     def list_rrsets(self) -> list[RRset]:
         """Every RRset, one paged pass (StartRecordName/StartRecordType)."""
@@ -294,7 +322,8 @@ class Route53Provider:
                                   "EvaluateTargetHealth": rr.alias.evaluate_target_health}
         else:
             out["TTL"] = rr.ttl
-            out["ResourceRecords"] = [{"Value": v} for v in rr.values]
+            values = [to_route53_text(v) if rr.type in _TEXT_TYPES else v for v in rr.values]
+            out["ResourceRecords"] = [{"Value": v} for v in values]
         return out
 
     def change_batch(self, changes: ChangeSet) -> dict[str, Any]:

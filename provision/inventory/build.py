@@ -20,16 +20,20 @@ from provision.dns.names import BadName, canonical, check_record
 from provision.dns.owner import default_owner
 from provision.dns.owner import problem as owner_problem
 from provision.dns.provider import ProviderSettings
+from provision.dns.rdata import DATA_TYPES, BadValue
+from provision.dns.rdata import declared as declared_value
 
+from . import from_hosts as gen
 from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
-from .fields import is_cidr, is_ip
+from .fields import check_ip, is_cidr, is_ip
 from .programs import program
 from .schema import (
     AptSourceDoc,
     BastionDoc,
     ExposeFrom,
+    FromHostsDoc,
     HostDoc,
     InstanceDoc,
     InventoryDoc,
@@ -542,6 +546,8 @@ class _Resolver:
                     records.append(self._record((*rpath, i), rname, r, zname))
             settings = self._settings(zpath, z)
             self._visibility(zpath, z, settings)
+            self._supported(zpath, z.provider, records)
+            records += self._from_hosts(zpath, zname, z.from_hosts, records)
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 settings=settings,
                                 cutover_above_ttl=z.cutover_above_ttl,
@@ -576,6 +582,72 @@ class _Resolver:
         elif field and settings.visible_to():
             self.fail((*zpath, field), f"'{field}' is for a private zone only (add "
                       "'visibility: private', or remove it)")
+
+    def _supported(self, zpath: FieldPath, provider: str, records: list[m.Record]) -> None:
+        """A record type the zone's provider cannot write is refused where it is declared."""
+        types = providers.capabilities(provider).record_types
+        for r in records:
+            if r.type not in types:
+                path = (*zpath, "records", self._raw_record_key(str(zpath[2]), r.name))
+                self.fail(path, f"provider {provider} does not support {r.type} records (it "
+                          f"writes {', '.join(sorted(types))})")
+
+    def _from_hosts(self, zpath: FieldPath, zone: str, spec_doc: bool | FromHostsDoc,
+                    declared: list[m.Record]) -> list[m.Record]:
+        """The zone's records generated from the hosts' addresses; a generated name that a
+        declared record of the zone has (same type, or a CNAME), that two hosts generate,
+        or that lies in another of the inventory's zones, is an error naming both places."""
+        if spec_doc is False:
+            return []
+        where = (*zpath, "from_hosts")
+        doc = FromHostsDoc() if spec_doc is True else spec_doc
+        assert isinstance(doc, FromHostsDoc)
+        why = gen.template_problem(doc.name)
+        if why:
+            self.fail((*where, "name"), why)
+            return []
+        for i, role in enumerate(doc.roles or ()):
+            if role not in self.doc.roles:
+                self.fail((*where, "roles", i), f"unknown role '{role}' (roles: "
+                          f"{', '.join(self.doc.roles) or 'none defined'})")
+        spec = gen.Spec(tuple(doc.roles) if doc.roles is not None else None, doc.name, doc.ttl)
+        hosts = [gen.HostIn(n, h.address, tuple(h.roles)) for n, h in self.doc.hosts.items()]
+        made, problems = gen.generate(zone, spec, hosts)
+        for host, why in problems:
+            self.fail(("hosts", host, "address"), f"from_hosts of zone {zone}: {why}")
+        at = self.source.where(where)
+        declared_at: dict[tuple[str, str], m.Record] = {
+            (canonical(r.name, zone), r.type): r for r in declared}
+        cnames = {canonical(r.name, zone): r for r in declared if r.type == "CNAME"}
+        others = [z for z in self._raw_zones() if isinstance(z, str) and check_zone_key(z) != zone]
+        first: dict[str, str] = {}
+        out = []
+        for g in made:
+            # the same name and type, or a CNAME (alone at its name): an A/AAAA beside a
+            # declared TXT or MX of that name is no clash
+            clash = declared_at.get((g.fqdn, g.type)) or cnames.get(g.fqdn)
+            if clash is not None:
+                self.fail((*zpath, "records", self._raw_record_key(str(zpath[2]), clash.name)),
+                          f"record '{clash.name}' ({g.fqdn} {clash.type}) is also the {g.type} "
+                          f"record from_hosts (at {at.file}:{at.line}) makes for host "
+                          f"'{g.host}': rename the record, or leave the host out with "
+                          "from_hosts.roles")
+                continue
+            if g.fqdn in first:
+                self.fail(("hosts", g.host), f"from_hosts of zone {zone} (at {at.file}:"
+                          f"{at.line}) makes {g.fqdn} for host '{g.host}' and for host "
+                          f"'{first[g.fqdn]}': names are compared without case")
+                continue
+            first[g.fqdn] = g.host
+            inner = next((z for z in others if g.fqdn.endswith("." + check_zone_key(z) + ".")
+                          and len(check_zone_key(z)) > len(zone)), None)
+            if inner is not None:
+                self.fail(where, f"the name {g.fqdn} from_hosts makes for host '{g.host}' is "
+                          f"in the inventory's zone '{inner}', not in {zone}")
+                continue
+            out.append(m.Record(name=g.name, type=g.type, values=(g.value,), ttl=g.ttl,
+                                host=g.host))
+        return out
 
     def _settings(self, zpath: FieldPath, z: ZoneDoc) -> ProviderSettings:
         """The provider's own fields of zone `z` (validated with the zone), the files they
@@ -678,16 +750,47 @@ class _Resolver:
                           f"an absolute name (write '{r.value}.{zone}' for a name in this zone)")
             else:
                 values = (r.value,)
+        elif r.type in DATA_TYPES:
+            if r.value is not None or r.values is None:
+                self.fail(path, f"a{'n' if r.type in ('MX', 'SRV') else ''} {r.type} record "
+                          f"takes 'values': a list ({_DATA_WORDS[r.type]})")
+            else:
+                canon: dict[str, int] = {}
+                for i, v in enumerate(r.values):
+                    try:
+                        c = declared_value(r.type, v)
+                    except BadValue as e:
+                        self.fail((*path, "values", i), str(e))
+                        continue
+                    if c in canon:
+                        self.fail((*path, "values", i), f"the same value as values[{canon[c]}] "
+                                  f"({c}): each value once")
+                    canon.setdefault(c, i)
+                values = tuple(canon)
         else:
             if r.value is not None or r.values is None:
                 self.fail(path, f"an {r.type} record takes 'values': a list of IP addresses")
             else:
                 want = 4 if r.type == "A" else 6
                 for i, v in enumerate(r.values):
+                    try:
+                        check_ip(v)
+                    except ValueError as e:
+                        self.fail((*path, "values", i), f"{e} (type {r.type})")
+                        continue
                     if ipaddress.ip_address(v).version != want:
                         self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
                 values = tuple(r.values)
         return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
+
+
+_DATA_WORDS = {
+    "TXT": "texts; plain text is split into strings of 255 octets, or quoted strings "
+           "\"...\" \"...\" as in a zone file",
+    "MX": "'PREFERENCE HOST', e.g. '10 mx1.example.org'",
+    "SRV": "'PRIORITY WEIGHT PORT TARGET', e.g. '10 5 5060 sip.example.org'",
+    "CAA": "'FLAGS TAG \"VALUE\"', e.g. '0 issue \"letsencrypt.org\"'",
+}
 
 
 # Debian's system accounts and other names a person must never be given.

@@ -167,9 +167,10 @@ class Aws:
 @dataclass(frozen=True)
 class Record:
     name: str  # relative to the zone, '@' for the apex
-    type: Literal["A", "AAAA", "CNAME"]
-    values: tuple[str, ...]
+    type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"]
+    values: tuple[str, ...]  # TXT, MX, SRV, CAA: canonical presentation (provision.dns.rdata)
     ttl: int
+    host: str | None = None  # generated from this host's address (the zone's `from_hosts`)
 
     def fqdn(self, zone: str) -> str:
         return canonical(self.name, zone).rstrip(".")  # the one normalisation (dns plan's)

@@ -10,6 +10,7 @@ import functools
 from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -24,6 +25,7 @@ from pydantic import (
 
 from provision.dns import providers
 from provision.dns.visibility import Visibility
+from provision.text import printable, unsafe
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
@@ -247,9 +249,47 @@ class AwsDoc(Strict):
     security_groups: dict[Name, SecurityGroupDoc] = Field(default_factory=dict)
 
 
+# --- records of TXT, MX, SRV and CAA data, and records generated from the hosts ----------
+# (kept together; what a value may hold is checked when the inventory is built, with
+# dnspython, see provision.dns.rdata.declared)
+
+def _record_text(value: str) -> str:
+    bad = unsafe(value)
+    if bad:
+        raise ValueError(f"a record value must not contain control, format or invisible "
+                         f"characters, nor a newline (found {printable(bad)!r})")
+    if not value.strip():
+        raise ValueError("a record value must not be empty")
+    return value
+
+
+RecordText = Annotated[StrictStr, Field(max_length=16384), AfterValidator(_record_text)]
+HostNameTemplate = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.{}-]{1,200}$")]
+
+
+class FromHostsDoc(Strict):
+    """Records generated from the hosts' addresses (an A or AAAA record each)."""
+
+    roles: list[Name] | None = Field(
+        None, min_length=1, description="only the hosts with one of these roles (default: every host)")
+    name: HostNameTemplate = Field(
+        "{host}", description="the record's name, relative to the zone; '{host}' is the "
+                              "host's name (e.g. '{host}.gpu'); it must appear once")
+    ttl: Ttl = 300
+
+
+FromHosts = Annotated[StrictBool | FromHostsDoc, Field(
+    description="give every host (or the hosts of `roles`) an A or AAAA record from its "
+                "`address`: true for '<host>.<zone>' of every host, or {roles, name, ttl}")]
+
+
 class RecordDoc(Strict):
-    type: Literal["A", "AAAA", "CNAME"]
-    values: list[IP] | None = Field(None, min_length=1)
+    type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"] = Field(
+        description="A/AAAA take 'values' (IP addresses), CNAME 'value' (a host name); TXT "
+                    "'values' of text (plain text is split into 255-octet strings; a value "
+                    "starting with '\"' is zone-file quoted strings), MX 'PREFERENCE HOST', "
+                    "SRV 'PRIORITY WEIGHT PORT TARGET', CAA 'FLAGS TAG \"VALUE\"'")
+    values: list[IP | RecordText] | None = Field(None, min_length=1)
     value: Target | IP | None = None
     ttl: Ttl = 300
 
@@ -288,6 +328,7 @@ class ZoneDoc(Strict):
         "public", description="public: the internet sees the zone; private: only the networks "
         "the provider's field names (Route53 vpcs, Cloud DNS networks), verified through "
         "dns.resolvers inside them")
+    from_hosts: FromHosts = False
 
 
 @functools.cache

@@ -334,3 +334,57 @@ def test_import_through_a_zone_transfer_then_plan_shows_no_changes(lab: Lab, tmp
         assert r.exit_code == 0, r.output
         assert "no changes" in r.output
         assert serial() == before
+
+
+def _plan_apply(lab: Lab, path: Path) -> tuple[tuple[int, int, int], bool]:
+    """(creates, updates, deletes) of the zone's plan, applied; then whether the next
+    plan is empty. In this process (in the operator namespace): no CLI start-up."""
+    from provision.dns.sync import apply_zone, plan_zones
+    from provision.inventory import load_inventory
+
+    inv = load_inventory(path)
+    assert inv.dns is not None
+    with lab.operator_netns():
+        [run] = plan_zones(inv, inv.dns.zones)
+        assert run.plan is not None and not run.error and not run.plan.refused, run
+        ops = [c.op for c in run.plan.changes]
+        apply_zone(run, timeout=60)
+        [again] = plan_zones(inv, inv.dns.zones)
+    assert again.plan is not None
+    return (ops.count("create"), ops.count("update"), ops.count("delete")), \
+        not again.plan.changes and not again.plan.change_set
+
+
+def test_txt_mx_srv_caa_and_records_from_hosts_round_trip_on_bind(lab: Lab, tmp_path: Path) -> None:
+    """The four new types through RFC 2136 to the lab's BIND, served by it (AA), and no
+    change on the next plan; the GPU hosts' A records come from `from_hosts` instead of
+    being declared, and plan as the same records (no change, nothing created)."""
+    doc = yaml.safe_load(lab.inventory.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    gpus = [n.name for n in lab.plan.gpu_hosts]
+    for name in gpus:
+        del zone["records"][name]
+    zone["from_hosts"] = {"roles": ["gpu-server"], "ttl": 300}
+    z = P.ZONE
+    zone["records"].update({
+        # BIND refuses an update whose in-zone MX target has no address record
+        "mail": [{"type": "MX", "values": [f"10 {gpus[0]}.{z}", f"20 {gpus[1].upper()}.{z}."]},
+                 {"type": "TXT", "values": ["v=spf1 mx -all", "k=" + "x" * 300]},
+                 {"type": "CAA", "values": ['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']}],
+        "_sip._tcp": {"type": "SRV", "values": [f"10 60 5060 sip.{z}"], "ttl": 120}})
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    try:
+        assert _plan_apply(lab, inv) == ((4, 0, 0), True)
+        ns1 = lab.addr("ns1")
+        assert _ask(lab, ns1, "mail", "MX") == (
+            "NOERROR", [f"10 {gpus[0]}.{z}.", f"20 {gpus[1]}.{z}."], True)
+        assert _ask(lab, ns1, "mail", "TXT") == (
+            "NOERROR", sorted(['"v=spf1 mx -all"', f'"k={"x" * 253}" "{"x" * 47}"']), True)
+        assert _ask(lab, ns1, "mail", "CAA") == (
+            "NOERROR", sorted(['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']), True)
+        assert _ask(lab, ns1, "_sip._tcp", "SRV") == ("NOERROR", [f"10 60 5060 sip.{z}."], True)
+        assert _ask(lab, ns1, gpus[0], "A")[1] == [lab.addr(gpus[0])]
+    finally:  # the lab's own inventory again: the records provision created (marked) go
+        assert _plan_apply(lab, lab.inventory)[1]
+    assert _ask(lab, lab.addr("ns1"), "mail", "MX")[0] == "NXDOMAIN"
