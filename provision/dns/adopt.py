@@ -30,7 +30,7 @@ from provision.inventory.schema import RecordDoc
 from provision.text import printable
 
 from .names import BadName, canonical, check_record, reserved
-from .rdata import ttl_problem, values_problem
+from .rdata import DATA_TYPES, BadValue, declared, ttl_problem, values_problem
 from .records import RRset, foreign, relative
 
 Form = Callable[[RRset], dict[str, Any]]
@@ -51,6 +51,12 @@ FORMS: dict[str, Form] = {
     "A": _values,
     "AAAA": _values,
     "CNAME": _target,
+    # in the presentation form provision reads them in (TXT quoted, host names absolute):
+    # the read-back check below refuses what the inventory would spell differently
+    "TXT": _values,
+    "MX": _values,
+    "SRV": _values,
+    "CAA": _values,
 }
 
 
@@ -137,8 +143,14 @@ def _why_not(rr: RRset, zone: str, theirs: Mapping[str, Any]) -> str:
     why = ttl_problem(rr.ttl) or values_problem(rr.type, list(rr.values))
     if why:
         return f"the provider's answer: {why}"
-    try:  # the inventory's own check of the record as it would be written
+    try:  # the inventory's own checks of the record as it would be written
         RecordDoc.model_validate(FORMS[rr.type](rr))
+        if rr.type in DATA_TYPES:
+            for v in rr.values:
+                if declared(rr.type, v) != v:
+                    return f"the inventory would spell {v!r} differently"
     except ValidationError as e:
         return f"the inventory refuses it: {e.errors()[0]['msg']}"
+    except BadValue as e:
+        return f"the inventory refuses it: {e}"
     return ""

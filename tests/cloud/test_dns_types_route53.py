@@ -45,7 +45,7 @@ def test_route53_round_trip_of_txt_mx_srv_caa(r53: Any, aws_env: str, tmp_path: 
     for key, values in expected("example.org").items():
         assert canonical(key[1], held[key]) == values, key
     assert held[("_provision.example.org.", "TXT")] == [
-        '"provision owns CAA"', '"provision owns MX"', '"provision owns TXT"']
+        '"provision owns CAA owner=inv"', '"provision owns MX owner=inv"', '"provision owns TXT owner=inv"']
 
 
 def test_route53_a_record_in_another_spelling_is_no_change(r53: Any, aws_env: str,
