@@ -10,6 +10,7 @@ import ipaddress
 import os
 import types
 import typing
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -23,6 +24,7 @@ from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import is_cidr, is_ip
+from .member_ports import DEFAULT_RANGE, allocate
 from .programs import program
 from .schema import (
     AptSourceDoc,
@@ -31,6 +33,7 @@ from .schema import (
     HostDoc,
     InstanceDoc,
     InventoryDoc,
+    MemberServiceDoc,
     ServiceDoc,
     ZoneDoc,
     inventory_doc,
@@ -363,9 +366,11 @@ class _Resolver:
             resolved = self._resolved.get(roles)
             if resolved is None:
                 resolved = self._resolved[roles] = tuple(
-                    self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+                    x for sname, (sp, sd) in services.items()
+                    for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         else:
-            resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+            resolved = tuple(x for sname, (sp, sd) in services.items()
+                             for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
@@ -424,10 +429,85 @@ class _Resolver:
             expose = m.Expose("public", tuple(s.expose.from_))
         else:
             expose = m.Expose(s.expose or "tunnel")
+        group = s.group or (TEAM_GROUP if program(command) == "tensorboard" and logdir else None)
+        if s.group is not None and logdir is None:
+            self.fail((*path, "group"), "'group' names who may write the service's logdir, "
+                      "and the service has none")
+        if group is not None and group in self.doc.team:
+            self.fail((*path, "group"), f"'{group}' is a team member's name (each member has "
+                      "a group of that name already); pick another group name")
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
                          notebook_dir=s.notebook_dir, venv=s.venv, restart=s.restart,
-                         scheme=entry.scheme if entry else "http")
+                         scheme=entry.scheme if entry else "http", memory_max=s.memory_max,
+                         group=group)
+
+    def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
+        """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
+        if s.per_user is None or s.per_user is False:
+            for f in ("per_user_ports",):
+                if getattr(s, f) is not None:
+                    self.fail((*path, f), f"'{f}' is for per_user servers; add per_user")
+            return (base,)
+        where: FieldPath = (*path, "per_user")
+        bad = [(f, why) for f, why in (
+            ("user", "each member's server runs as that member"),
+            ("notebook_dir", "each member's notebooks are their home"),
+            ("bind", "a per-user server binds 127.0.0.1 (reached through the member's tunnel)"),
+            ("expose", "a per-user server is tunnel-only"),
+            ("logdir", "a per-user server has no logdir"))
+            if getattr(s, f) is not None and not (f == "bind" and base.is_loopback)
+            and not (f == "expose" and base.expose.kind == "tunnel")]
+        for f, why in bad:
+            self.fail((*path, f), f"'{f}' does not go with per_user: {why}")
+        if base.program != "jupyter":
+            self.fail(where, "per_user is for Jupyter servers (the command must start jupyter)")
+            return ()
+        if bad:
+            return ()
+        team = list(self.doc.team)
+        per = s.per_user
+        options: dict[str, MemberServiceDoc] = {}
+        if per is True:
+            members = team
+            if not members:
+                self.fail(where, "per_user: true gives every team member a server, but `team` "
+                          "is empty")
+        elif isinstance(per, list):
+            members = list(dict.fromkeys(per))
+        else:
+            members = list(per)
+            options = {k: v for k, v in per.items() if v is not None}
+        for i, mem in enumerate(members if not isinstance(per, bool) else ()):
+            if mem not in self.doc.team:
+                key: str | int = mem if isinstance(per, dict) else per.index(mem) if isinstance(per, list) else i
+                close = difflib.get_close_matches(mem, team, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self.fail((*where, key), f"'{mem}' is not a team member{hint} (team: "
+                          f"{', '.join(team) or 'none'})")
+        members = [mem for mem in members if mem in self.doc.team]
+        low, high = s.per_user_ports or DEFAULT_RANGE
+        if low > high:
+            self.fail((*path, "per_user_ports"), "per_user_ports must be [low, high]")
+            return ()
+        pins = {mem: o.port for mem, o in options.items() if o.port is not None}
+        ports, clashes = allocate(members, pins, low, high)
+        for c in clashes:
+            self.fail((*where, c.member) if isinstance(per, dict) and c.member in per else where,
+                      c.message)
+        if clashes:
+            return ()
+        out = []
+        for mem in members:
+            o = options.get(mem) or MemberServiceDoc()
+            if o.gpus is not None and len(set(o.gpus)) != len(o.gpus):
+                self.fail((*where, mem, "gpus"), "a GPU is listed twice")
+            out.append(replace(
+                base, name=f"{base.name}@{mem}", member=mem, template=base.name, user=mem,
+                port=ports[mem], local_port=base.port, notebook_dir=None,
+                gpus=None if o.gpus is None else tuple(o.gpus),
+                memory_max=o.memory_max or s.memory_max))
+        return tuple(out)
 
     # cloud ----------------------------------------------------------------------
     def _group_name(self, path: FieldPath, name: str, what: str) -> bool:
@@ -655,6 +735,10 @@ class _Resolver:
                         self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
                 values = tuple(r.values)
         return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
+
+
+# The group that writes TensorBoard's logdir unless a service names another (`group:`).
+TEAM_GROUP = "provision-team"
 
 
 # Debian's system accounts and other names a person must never be given.

@@ -9,16 +9,19 @@ from .artifact import Artifact
 from .host import (
     FIREWALL_SCRIPT,
     FIREWALL_UNIT,
+    MEMBER_TOKEN_FILE,
     SSHD_DROPIN,
     exec_start,
     host_directories,
     jupyter_config_path,
     render_host,
+    team_directories,
 )
 from .ssh_config import render_ssh_config
 from .tree import write_tree
 
 __all__ = [
-    "FIREWALL_SCRIPT", "FIREWALL_UNIT", "SSHD_DROPIN", "Artifact", "RenderError", "exec_start",
-    "host_directories", "jupyter_config_path", "render_host", "render_ssh_config", "write_tree",
+    "FIREWALL_SCRIPT", "FIREWALL_UNIT", "MEMBER_TOKEN_FILE", "SSHD_DROPIN", "Artifact", "RenderError", "exec_start",
+    "host_directories", "jupyter_config_path", "render_host", "render_ssh_config", "team_directories",
+    "write_tree",
 ]
