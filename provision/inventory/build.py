@@ -429,8 +429,8 @@ class _Resolver:
             expose = m.Expose("public", tuple(s.expose.from_))
         else:
             expose = m.Expose(s.expose or "tunnel")
-        group = s.group or (TEAM_GROUP if program(command) == "tensorboard" and logdir else None)
-        if s.group is not None and logdir is None:
+        group = s.group
+        if group is not None and logdir is None:
             self.fail((*path, "group"), "'group' names who may write the service's logdir, "
                       "and the service has none")
         if group is not None and group in self.doc.team:
@@ -735,10 +735,6 @@ class _Resolver:
                         self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
                 values = tuple(r.values)
         return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
-
-
-# The group that writes TensorBoard's logdir unless a service names another (`group:`).
-TEAM_GROUP = "provision-team"
 
 
 # Debian's system accounts and other names a person must never be given.

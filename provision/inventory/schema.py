@@ -117,9 +117,9 @@ class ServiceDoc(Strict):
         None, description="systemd MemoryMax= (e.g. 32G, 25%); for per_user, every member's "
                           "server (a member's own memory_max wins)")
     group: User | None = Field(
-        None, description="a group that may write the service's data directory (logdir): "
-                          "created on the host with every team member in it, the directory "
-                          "setgid 2770 (default for tensorboard: provision-team; none for others)")
+        None, description="a group that may write the service's logdir (TensorBoard's runs): "
+                          "created on the host with every team member in it; the directory "
+                          "becomes 2770 (setgid: new runs belong to the group; others see nothing)")
     port: Port | None = None
     bind: IP | None = None
     expose: Expose | None = None

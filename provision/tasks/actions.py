@@ -170,6 +170,36 @@ class RestartUnit:
         return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
 
+@dataclass(frozen=True)
+class RetireUnit:
+    """Stop and disable a unit provision no longer wants (a member's server once they
+    leave): its files, and the member's, stay."""
+
+    unit: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"systemctl disable --now {self.unit}" + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class EnsureGroup:
+    """The group exists (created when absent), with `add` in it and `remove` out of it."""
+
+    name: str
+    create: bool
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        parts = [f"create group {self.name}"] if self.create else [f"group {self.name}"]
+        if self.add:
+            parts.append("add " + ", ".join(self.add))
+        if self.remove:
+            parts.append("remove " + ", ".join(self.remove))
+        return ": ".join(parts[:1]) + ("; " if len(parts) > 1 else "") + "; ".join(parts[1:])
+
+
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | DaemonReload | EnableUnit | StartUnit | RestartUnit
-          | RunCommand)
+          | RetireUnit | EnsureGroup | RunCommand)
