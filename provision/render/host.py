@@ -37,6 +37,7 @@ from provision.firewall.rules import (
     Ruleset,
     host_firewall,
 )
+from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Host, Inventory, Service
 
 from .apt import apt_artifacts
@@ -169,10 +170,6 @@ def exec_start(host: Host, service: Service) -> str:
         return value
 
     return _PLACEHOLDER.sub(fill, service.command)
-
-
-# where a member's own Jupyter keeps its token, in their home (0600; docs/tunnels.md)
-MEMBER_TOKEN_FILE = "~/.local/share/provision/jupyter-token"
 
 
 def dropin_path(service: Service) -> str:
