@@ -478,9 +478,9 @@ class _Resolver:
         else:
             members = list(per)
             options = {k: v for k, v in per.items() if v is not None}
-        for i, mem in enumerate(members if not isinstance(per, bool) else ()):
+        for mem in members if not isinstance(per, bool) else ():
             if mem not in self.doc.team:
-                key: str | int = mem if isinstance(per, dict) else per.index(mem) if isinstance(per, list) else i
+                key: str | int = per.index(mem) if isinstance(per, list) else mem
                 close = difflib.get_close_matches(mem, team, n=1)
                 hint = f"; did you mean '{close[0]}'?" if close else ""
                 self.fail((*where, key), f"'{mem}' is not a team member{hint} (team: "

@@ -47,7 +47,7 @@ def allocate(members: Sequence[str], pins: Mapping[str, int], low: int,
     ports = {m: pins.get(m, hashed_port(m, low, high)) for m in members}
     owner: dict[int, str] = {}
     clashes: list[PortClash] = []
-    # pinned members first: a pin is a decision, a hashed port is only a default
+    # pinned members first: a pin is a decision, a hashed port only a default
     for m in sorted(members, key=lambda m: (m not in pins, members.index(m))):
         p = ports[m]
         other = owner.get(p)
@@ -56,8 +56,14 @@ def allocate(members: Sequence[str], pins: Mapping[str, int], low: int,
             continue
         used = set(owner) | set(ports.values())
         free = next((q for q in range(low, high + 1) if q not in used), None)
-        how = "it is pinned" if m in pins else "both come from the names"
-        fix = (f"pin {m} to a free one, e.g. {{{m}: {{port: {free}}}}}" if free is not None
+        if other in pins and m not in pins:
+            # the pin is what to move: the member whose port comes from their name keeps it
+            blame, what = other, f"{other}'s pinned port {p} is {m}'s port (from the name)"
+        elif m in pins:
+            blame, what = m, f"{m}'s pinned port {p} is also {other}'s pinned port"
+        else:
+            blame, what = m, f"{m}'s port {p} is also {other}'s (both come from the names)"
+        fix = (f"pin {blame} to a free one, e.g. {{{blame}: {{port: {free}}}}}" if free is not None
                else f"no port of {low}-{high} is free: widen per_user_ports")
-        clashes.append(PortClash(m, f"{m}'s port {p} is also {other}'s ({how}); {fix}"))
+        clashes.append(PortClash(blame, f"{what}; {fix}"))
     return ports, clashes

@@ -7,7 +7,8 @@ model in `model.py` is what the rest of the program uses.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, Union, cast
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from pydantic import (
     BaseModel,
@@ -87,8 +88,14 @@ MemoryMax = Annotated[StrictStr, Field(pattern=r"^([1-9][0-9]{0,15}[KMGT]?|[1-9]
 GpuIndex = Annotated[StrictInt, Field(ge=0, le=63)]
 
 
+_MEMORY_WORDS = ("systemd's MemoryMax: a number of bytes with an optional K, M, G or T "
+                 "(no space), e.g. 32G, or a share of the RAM, e.g. 25%")
+
+
 class MemberServiceDoc(Strict):
     """One team member's own instance of a per-user service."""
+
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
 
     port: Port | None = Field(
         None, description="pin this member's port on the host (default: derived from the "
@@ -101,10 +108,23 @@ class MemberServiceDoc(Strict):
                           "default: the service's memory_max")
 
 
-PerUser = StrictBool | Annotated[list[User], Field(min_length=1)] | dict[User, MemberServiceDoc | None]
+def _per_user_form(value: Any) -> str:
+    # tags are capitalised: error locations drop them like other union branch names
+    return "List" if isinstance(value, list) else "Map" if isinstance(value, dict) else "Bool"
+
+
+# true (every member), a list of members, or member -> options; the discriminator keeps
+# errors to the form the YAML is written in
+PerUser = Annotated[
+    Annotated[StrictBool, Tag("Bool")]
+    | Annotated[list[User], Field(min_length=1), Tag("List")]
+    | Annotated[dict[User, MemberServiceDoc | None], Tag("Map")],
+    Discriminator(_per_user_form)]
 
 
 class ServiceDoc(Strict):
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
+
     per_user: PerUser | None = Field(
         None, description="one server per team member (Jupyter only): true for every member "
                           "of `team`, a list of members, or member -> {port, gpus, memory_max}. "

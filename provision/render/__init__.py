@@ -9,7 +9,6 @@ from .artifact import Artifact
 from .host import (
     FIREWALL_SCRIPT,
     FIREWALL_UNIT,
-    MEMBER_TOKEN_FILE,
     SSHD_DROPIN,
     exec_start,
     host_directories,
@@ -21,7 +20,7 @@ from .ssh_config import render_ssh_config
 from .tree import write_tree
 
 __all__ = [
-    "FIREWALL_SCRIPT", "FIREWALL_UNIT", "MEMBER_TOKEN_FILE", "SSHD_DROPIN", "Artifact", "RenderError", "exec_start",
+    "FIREWALL_SCRIPT", "FIREWALL_UNIT", "SSHD_DROPIN", "Artifact", "RenderError", "exec_start",
     "host_directories", "jupyter_config_path", "render_host", "render_ssh_config", "team_directories",
     "write_tree",
 ]
