@@ -192,12 +192,10 @@ class EnsureGroup:
     remove: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        parts = [f"create group {self.name}"] if self.create else [f"group {self.name}"]
-        if self.add:
-            parts.append("add " + ", ".join(self.add))
-        if self.remove:
-            parts.append("remove " + ", ".join(self.remove))
-        return ": ".join(parts[:1]) + ("; " if len(parts) > 1 else "") + "; ".join(parts[1:])
+        changes = [*(["add " + ", ".join(self.add)] if self.add else []),
+                   *(["remove " + ", ".join(self.remove)] if self.remove else [])]
+        head = f"create group {self.name}" if self.create else f"group {self.name}"
+        return "; ".join([head, *changes])
 
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser

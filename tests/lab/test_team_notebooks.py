@@ -175,4 +175,5 @@ def test_a_member_who_leaves_loses_their_server_and_keeps_their_files(
                                          str(team["playbook"]), "-i", str(team["without_carol"]),
                                          "--detailed-exitcode")
     assert code == 0, err + json.dumps(data, indent=1)  # and then: no changes
+    assert _hosts(data)[HOST]["remote_execs"] == 1  # a no-op costs one exec, as without them
     assert _status(lab, team["ports"]["bob"], None) == 403  # the others run on
