@@ -445,25 +445,26 @@ class _Resolver:
     def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
         """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
         if s.per_user is None or s.per_user is False:
-            for f in ("per_user_ports",):
-                if getattr(s, f) is not None:
-                    self.fail((*path, f), f"'{f}' is for per_user servers; add per_user")
+            if s.per_user_ports is not None:
+                self.fail((*path, "per_user_ports"), "'per_user_ports' is for per_user servers; "
+                          "add per_user")
             return (base,)
         where: FieldPath = (*path, "per_user")
-        bad = [(f, why) for f, why in (
-            ("user", "each member's server runs as that member"),
-            ("notebook_dir", "each member's notebooks are their home"),
-            ("bind", "a per-user server binds 127.0.0.1 (reached through the member's tunnel)"),
-            ("expose", "a per-user server is tunnel-only"),
-            ("logdir", "a per-user server has no logdir"))
-            if getattr(s, f) is not None and not (f == "bind" and base.is_loopback)
-            and not (f == "expose" and base.expose.kind == "tunnel")]
-        for f, why in bad:
-            self.fail((*path, f), f"'{f}' does not go with per_user: {why}")
         if base.program != "jupyter":
             self.fail(where, "per_user is for Jupyter servers (the command must start jupyter)")
             return ()
-        if bad:
+        bad = {
+            "user": s.user is not None and "each member's server runs as that member",
+            "notebook_dir": s.notebook_dir is not None and "each member's notebooks are their home",
+            "logdir": s.logdir is not None and "a per-user server has no logdir",
+            "bind": not base.is_loopback and "a per-user server binds 127.0.0.1 (reached "
+                                             "through the member's tunnel)",
+            "expose": base.expose.kind != "tunnel" and "a per-user server is tunnel-only",
+        }
+        for f, why in bad.items():
+            if why:
+                self.fail((*path, f), f"'{f}' does not go with per_user: {why}")
+        if any(bad.values()):
             return ()
         team = list(self.doc.team)
         per = s.per_user

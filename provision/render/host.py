@@ -215,9 +215,7 @@ def _service(host: Host, service: Service) -> list[Artifact]:
     unit = _render("service.unit.j2", host=host.name, service=service,
                    exec_start=exec_start(host, service),
                    working_directory=service.notebook_dir or "~",
-                   environment=[("PYTHONUNBUFFERED", "1"),
-                                *([("CUDA_VISIBLE_DEVICES", ",".join(map(str, service.gpus)))]
-                                  if service.gpus is not None else [])])
+                   environment=[("PYTHONUNBUFFERED", "1")])
     out.append(Artifact(f"{UNIT_DIR}/{service.unit_name}", unit, "unit", service=service.unit_name))
     return out
 
