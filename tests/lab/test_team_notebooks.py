@@ -46,9 +46,9 @@ def _inventory(lab: Lab, d: Path, members: tuple[str, ...], carol_key: str) -> P
     return path
 
 
-def _apply(lab: Lab, inventory: Path, playbook: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    return lab.provision_json("apply", "bastion", HOST, "--yes", "--playbook", str(playbook),
-                              "-i", str(inventory), *args)
+def _apply(lab: Lab, inventory: Path, playbook: Path, *hosts: str) -> tuple[int, dict[str, Any], str]:
+    return lab.provision_json("apply", *(hosts or (HOST,)), "--yes", "--playbook", str(playbook),
+                              "-i", str(inventory))
 
 
 def _hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -84,7 +84,7 @@ def team(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     world = {"dir": d, "playbook": d / "team.yml",
              "all": _inventory(lab, d, MEMBERS, carol_key),
              "without_carol": _inventory(lab, d, MEMBERS[:2], carol_key)}
-    code, data, err = _apply(lab, world["all"], world["playbook"])
+    code, data, err = _apply(lab, world["all"], world["playbook"], "bastion", HOST)  # logins too
     assert code == 0, err + json.dumps(data, indent=1)
     world["first"] = _hosts(data)[HOST]
     inv = load_inventory(world["all"])
@@ -171,7 +171,7 @@ def test_a_member_who_leaves_loses_their_server_and_keeps_their_files(
     assert lab.host(HOST, "systemctl", "is-enabled", unit, check=False).stdout.strip() != "enabled"
     assert lab.host(HOST, "test", "-s", f"/home/carol/{TOKEN}", check=False).returncode == 0
     assert "carol" not in lab.host(HOST, "getent", "group", "ml").stdout
-    code, data, err = lab.provision_json("plan", "bastion", HOST, "--playbook",
+    code, data, err = lab.provision_json("plan", HOST, "--playbook",
                                          str(team["playbook"]), "-i", str(team["without_carol"]),
                                          "--detailed-exitcode")
     assert code == 0, err + json.dumps(data, indent=1)  # and then: no changes
