@@ -10,6 +10,7 @@ import ipaddress
 import os
 import types
 import typing
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -28,6 +29,7 @@ from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import check_ip, is_cidr, is_ip
+from .member_ports import DEFAULT_RANGE, allocate
 from .programs import program
 from .schema import (
     AptSourceDoc,
@@ -37,6 +39,7 @@ from .schema import (
     HostDoc,
     InstanceDoc,
     InventoryDoc,
+    MemberServiceDoc,
     ServiceDoc,
     ZoneDoc,
     inventory_doc,
@@ -369,9 +372,11 @@ class _Resolver:
             resolved = self._resolved.get(roles)
             if resolved is None:
                 resolved = self._resolved[roles] = tuple(
-                    self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+                    x for sname, (sp, sd) in services.items()
+                    for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         else:
-            resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+            resolved = tuple(x for sname, (sp, sd) in services.items()
+                             for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
@@ -430,10 +435,86 @@ class _Resolver:
             expose = m.Expose("public", tuple(s.expose.from_))
         else:
             expose = m.Expose(s.expose or "tunnel")
+        group = s.group
+        if group is not None and logdir is None:
+            self.fail((*path, "group"), "'group' names who may write the service's logdir, "
+                      "and the service has none")
+        if group is not None and group in self.doc.team:
+            self.fail((*path, "group"), f"'{group}' is a team member's name (each member has "
+                      "a group of that name already); pick another group name")
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
                          notebook_dir=s.notebook_dir, venv=s.venv, restart=s.restart,
-                         scheme=entry.scheme if entry else "http")
+                         scheme=entry.scheme if entry else "http", memory_max=s.memory_max,
+                         group=group)
+
+    def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
+        """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
+        if s.per_user is None or s.per_user is False:
+            if s.per_user_ports is not None:
+                self.fail((*path, "per_user_ports"), "'per_user_ports' is for per_user servers; "
+                          "add per_user")
+            return (base,)
+        where: FieldPath = (*path, "per_user")
+        if base.program != "jupyter":
+            self.fail(where, "per_user is for Jupyter servers (the command must start jupyter)")
+            return ()
+        bad = {
+            "user": s.user is not None and "each member's server runs as that member",
+            "notebook_dir": s.notebook_dir is not None and "each member's notebooks are their home",
+            "logdir": s.logdir is not None and "a per-user server has no logdir",
+            "bind": not base.is_loopback and "a per-user server binds 127.0.0.1 (reached "
+                                             "through the member's tunnel)",
+            "expose": base.expose.kind != "tunnel" and "a per-user server is tunnel-only",
+        }
+        for f, why in bad.items():
+            if why:
+                self.fail((*path, f), f"'{f}' does not go with per_user: {why}")
+        if any(bad.values()):
+            return ()
+        team = list(self.doc.team)
+        per = s.per_user
+        options: dict[str, MemberServiceDoc] = {}
+        if per is True:
+            members = team
+            if not members:
+                self.fail(where, "per_user: true gives every team member a server, but `team` "
+                          "is empty")
+        elif isinstance(per, list):
+            members = list(dict.fromkeys(per))
+        else:
+            members = list(per)
+            options = {k: v for k, v in per.items() if v is not None}
+        for mem in members if not isinstance(per, bool) else ():
+            if mem not in self.doc.team:
+                key: str | int = per.index(mem) if isinstance(per, list) else mem
+                close = difflib.get_close_matches(mem, team, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self.fail((*where, key), f"'{mem}' is not a team member{hint} (team: "
+                          f"{', '.join(team) or 'none'})")
+        members = [mem for mem in members if mem in self.doc.team]
+        low, high = s.per_user_ports or DEFAULT_RANGE
+        if low > high:
+            self.fail((*path, "per_user_ports"), "per_user_ports must be [low, high]")
+            return ()
+        pins = {mem: o.port for mem, o in options.items() if o.port is not None}
+        ports, clashes = allocate(members, pins, low, high)
+        for c in clashes:
+            self.fail((*where, c.member) if isinstance(per, dict) and c.member in per else where,
+                      c.message)
+        if clashes:
+            return ()
+        out = []
+        for mem in members:
+            o = options.get(mem) or MemberServiceDoc()
+            if o.gpus is not None and len(set(o.gpus)) != len(o.gpus):
+                self.fail((*where, mem, "gpus"), "a GPU is listed twice")
+            out.append(replace(
+                base, name=f"{base.name}@{mem}", member=mem, template=base.name, user=mem,
+                port=ports[mem], local_port=base.port, notebook_dir=None,
+                gpus=None if o.gpus is None else tuple(o.gpus),
+                memory_max=o.memory_max or s.memory_max))
+        return tuple(out)
 
     # cloud ----------------------------------------------------------------------
     def _group_name(self, path: FieldPath, name: str, what: str) -> bool:

@@ -7,7 +7,8 @@ model in `model.py` is what the rest of the program uses.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, Union, cast
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from pydantic import (
     AfterValidator,
@@ -83,7 +84,65 @@ class ExposeFrom(Strict):
 Expose = Literal["tunnel", "none"] | ExposeFrom
 
 
+# --- per-user Jupyter and team data directories (issue 24, items 2 and 3) ---------------
+
+# systemd MemoryMax=: bytes with an optional K/M/G/T suffix, or a percentage of RAM
+MemoryMax = Annotated[StrictStr, Field(pattern=r"^([1-9][0-9]{0,15}[KMGT]?|[1-9][0-9]?%|100%)$")]
+GpuIndex = Annotated[StrictInt, Field(ge=0, le=63)]
+
+
+_MEMORY_WORDS = ("systemd's MemoryMax: a number of bytes with an optional K, M, G or T "
+                 "(no space), e.g. 32G, or a share of the RAM, e.g. 25%")
+
+
+class MemberServiceDoc(Strict):
+    """One team member's own instance of a per-user service."""
+
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
+
+    port: Port | None = Field(
+        None, description="pin this member's port on the host (default: derived from the "
+                          "name inside per_user_ports; pin one when two names collide)")
+    gpus: Annotated[list[GpuIndex], Field(max_length=64)] | None = Field(
+        None, description="GPU indices (as `nvidia-smi -L` numbers them) this member's server "
+                          "sees, as CUDA_VISIBLE_DEVICES; [] hides every GPU (default: all)")
+    memory_max: MemoryMax | None = Field(
+        None, description="systemd MemoryMax= of this member's server (e.g. 32G, 25%); "
+                          "default: the service's memory_max")
+
+
+def _per_user_form(value: Any) -> str:
+    # tags are capitalised: error locations drop them like other union branch names
+    return "List" if isinstance(value, list) else "Map" if isinstance(value, dict) else "Bool"
+
+
+# true (every member), a list of members, or member -> options; the discriminator keeps
+# errors to the form the YAML is written in
+PerUser = Annotated[
+    Annotated[StrictBool, Tag("Bool")]
+    | Annotated[list[User], Field(min_length=1), Tag("List")]
+    | Annotated[dict[User, MemberServiceDoc | None], Tag("Map")],
+    Discriminator(_per_user_form)]
+
+
 class ServiceDoc(Strict):
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
+
+    per_user: PerUser | None = Field(
+        None, description="one server per team member (Jupyter only): true for every member "
+                          "of `team`, a list of members, or member -> {port, gpus, memory_max}. "
+                          "Each runs as that member from their home, on its own 127.0.0.1 port, "
+                          "with its own token kept in their home (unit provision-NAME@MEMBER)")
+    per_user_ports: Annotated[list[Port], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="[low, high]: the host ports per-user servers get, each derived from "
+                          "the member's name (default [20000, 29999])")
+    memory_max: MemoryMax | None = Field(
+        None, description="systemd MemoryMax= (e.g. 32G, 25%); for per_user, every member's "
+                          "server (a member's own memory_max wins)")
+    group: User | None = Field(
+        None, description="a group that may write the service's logdir (TensorBoard's runs): "
+                          "created on the host with every team member in it; the directory "
+                          "becomes 2770 (setgid: new runs belong to the group; others see nothing)")
     port: Port | None = None
     bind: IP | None = None
     expose: Expose | None = None
