@@ -18,7 +18,10 @@ bare Channel gets wrong as a socket:
   call is in flight: by close itself, or else by the last call in flight as it returns.
   Close does not wait for that: the call in flight is nearly always the Transport's read,
   polling with a 0.1 s timeout, and waiting for it added 0.1 s to every host's chain close
-  (to every `exec`, `plan` and `apply`). A close that the far
+  (to every `exec`, `plan` and `apply`). It sends EOF instead, so the far side hangs up and
+  the read ends within a round trip (sshd discards data that follows an EOF; it drops the
+  connection only for a packet to a channel it has freed, which needs our CLOSE). A close
+  that the far
   side starts is answered by paramiko's own transport thread and stays exposed: a host
   that drops our session mid-send can still cost the shared hop, which `Gateways` then
   reopens for the hosts that come after.
@@ -85,7 +88,11 @@ class ChannelSocket:
                 return
             self._closing = True
             if self._busy:
-                return  # the last call in flight closes the channel as it returns
+                # the last call in flight closes the channel as it returns; our EOF makes
+                # the far side hang up, which ends the Transport's waiting read at once
+                # (else it lingered to its 0.1 s timeout, the host's connection with it)
+                self.chan.shutdown_write()
+                return
         self.chan.close()
 
     @property

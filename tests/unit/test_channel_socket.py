@@ -121,6 +121,9 @@ class SlowChannel:
         self.events.append("close")
         self.closed = True
 
+    def shutdown_write(self) -> None:
+        self.events.append("eof")
+
 
 def _in_flight(sock: ChannelSocket, chan: SlowChannel, call: str) -> threading.Thread:
     def target() -> None:
@@ -143,13 +146,14 @@ def test_close_never_overtakes_a_call_in_flight_and_refuses_later_ones(call: str
     sock = ChannelSocket(chan)
     caller = _in_flight(sock, chan, call)
     sock.close()  # returns while the call is still in flight (it used to wait for it)
-    assert chan.events == [f"{call} begins"] and not chan.closed
+    # the EOF makes the far side hang up, which ends a waiting read within a round trip
+    assert chan.events == [f"{call} begins", "eof"] and not chan.closed
     assert sock._closed  # what Transport.stop_thread looks at: it does not wait either
     with pytest.raises(OSError):
         sock.send(b"late")
     chan.release.set()
     caller.join(5)
-    assert chan.events == [f"{call} begins", f"{call} ends", "close"]
+    assert chan.events == [f"{call} begins", "eof", f"{call} ends", "close"]
     sock.close()  # a second close is a no-op
     assert chan.events.count("close") == 1
 
