@@ -14,14 +14,8 @@ bare Channel gets wrong as a socket:
   WINDOW_ADJUST built just before a CLOSE can leave after it. sshd then finds a data packet
   for a channel it has freed and drops the whole connection ("data packet referred to
   nonexistent channel"): with a bastion transport shared by 32 hosts, one host finishing
-  cut off the others. Close refuses new calls at once, and the channel is closed when no
-  call is in flight: by close itself, or else by the last call in flight as it returns.
-  Close does not wait for that: the call in flight is nearly always the Transport's read,
-  polling with a 0.1 s timeout, and waiting for it added 0.1 s to every host's chain close
-  (to every `exec`, `plan` and `apply`). It sends EOF instead, so the far side hangs up and
-  the read ends within a round trip (sshd discards data that follows an EOF; it drops the
-  connection only for a packet to a channel it has freed, which needs our CLOSE). A close
-  that the far
+  cut off the others. Close waits for the calls in flight (the Transport polls with a
+  0.1 s timeout) and refuses new ones before it closes the channel. A close that the far
   side starts is answered by paramiko's own transport thread and stays exposed: a host
   that drops our session mid-send can still cost the shared hop, which `Gateways` then
   reopens for the hosts that come after.
@@ -36,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 READ_ALL = 1 << 26  # more than any channel window we open: one recv takes all that is queued
+CLOSE_DRAIN = 2.0  # seconds close waits for calls in flight (each ends within its timeout)
 
 
 class ChannelSocket:
@@ -44,24 +39,23 @@ class ChannelSocket:
     def __init__(self, chan: Any):
         self.chan = chan
         self.pending = bytearray()
-        self._lock = threading.Lock()
+        self._cv = threading.Condition()
         self._busy = 0
         self._closing = False
 
     @contextmanager
     def _in_flight(self) -> Iterator[None]:
-        with self._lock:
+        with self._cv:
             if self._closing:
                 raise OSError(errno.EBADF, "channel closed")
             self._busy += 1
         try:
             yield
         finally:
-            with self._lock:
+            with self._cv:
                 self._busy -= 1
-                last = self._closing and not self._busy
-            if last:  # close came while we were in flight: it left the closing to us
-                self.chan.close()
+                if not self._busy:
+                    self._cv.notify_all()
 
     def recv(self, n: int) -> bytes:
         if not self.pending:
@@ -83,16 +77,11 @@ class ChannelSocket:
         self.chan.settimeout(timeout)
 
     def close(self) -> None:
-        with self._lock:
+        with self._cv:
             if self._closing:
                 return
             self._closing = True
-            if self._busy:
-                # the last call in flight closes the channel as it returns; our EOF makes
-                # the far side hang up, which ends the Transport's waiting read at once
-                # (else it lingered to its 0.1 s timeout, the host's connection with it)
-                self.chan.shutdown_write()
-                return
+            self._cv.wait_for(lambda: self._busy == 0, timeout=CLOSE_DRAIN)
         self.chan.close()
 
     @property
