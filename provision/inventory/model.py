@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from provision.dns.names import canonical
 
 from .programs import Program, program
+from .python_envs import PythonEnv
 
 if TYPE_CHECKING:
     from provision.dns.provider import ProviderSettings
@@ -33,9 +34,10 @@ class Service:
     user: str
     logdir: str | None = None
     notebook_dir: str | None = None
-    venv: str | None = None
+    venv: str | None = None  # the virtualenv directory; a python env's content-addressed one
     restart: bool = True
     scheme: str = "http"
+    env: str | None = None  # the python env (python_envs) `venv` is, when it is one
 
     @property
     def unit_name(self) -> str:
@@ -114,6 +116,7 @@ class Host:
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
     instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
+    python_envs: tuple[PythonEnv, ...] = ()  # declared for it (top level, roles, host) or used by its services
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)
