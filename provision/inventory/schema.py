@@ -25,7 +25,6 @@ from pydantic import (
 from provision.dns import providers
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
-from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 from .fields import (
     IP,
     AbsPath,
@@ -48,6 +47,7 @@ from .fields import (
     User,
     ZoneName,
 )
+from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 
 
 class Strict(BaseModel):

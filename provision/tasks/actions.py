@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
 
 
@@ -172,4 +173,4 @@ class RestartUnit:
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | DaemonReload | EnableUnit | StartUnit | RestartUnit
-          | RunCommand)
+          | RunCommand | BuildPythonEnv)
