@@ -15,6 +15,7 @@ are other modules' subject, and their commit-confirmed runs would only add time)
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +48,13 @@ class World:
     state: dict[str, Any]  # what the earlier tests saw, for the later ones
 
 
+UV_LINK = "/usr/local/bin/uv"  # on gpu1 only, to the project's uv (bound into the container)
+
+
 def cleanup(lab: Lab) -> None:
-    lab.host(HOST, "sh", "-c", f"systemctl stop {' '.join(UNITS)} 2>/dev/null; "
-             f"rm -rf {ENVS_ROOT} /var/cache/provision/pip /var/lib/provision/pyenv-*.log",
-             check=False)
+    lab.host(HOST, "sh", "-c", f"systemctl stop {' '.join(UNITS)} 2>/dev/null; rm -f {UV_LINK}; "
+             f"rm -rf {ENVS_ROOT} /var/cache/provision /var/lib/provision/pyenv-*.log",
+             check=False, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +106,19 @@ def pid(w: World, unit: str) -> str:
     return out
 
 
+def wait_listening(w: World, *ports: int) -> None:
+    """A started unit is not yet a listening server (Jupyter takes seconds to load)."""
+    deadline = time.monotonic() + 120
+    for port in ports:
+        while w.lab.host(HOST, "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}",
+                         check=False).returncode != 0:
+            assert time.monotonic() < deadline, w.lab.host(
+                HOST, "journalctl", "-n", "30", "--no-pager", "-u", "provision-*", check=False).stdout
+            time.sleep(0.5)
+
+
 def tensorboard_answers(w: World) -> int:
+    wait_listening(w, 6006)
     r = w.lab.host(HOST, "python3", "-c", "import urllib.request as u; "
                    "print(u.urlopen('http://127.0.0.1:6006/', timeout=10).status)", check=False)
     return int(r.stdout.strip() or 0)
@@ -116,14 +132,16 @@ def test_bootstrap_installs_jupyter_and_tensorboard_from_the_index(world: World,
     assert len(builds) == 2 and all("build /opt/provision/envs/" in b for b in builds), builds
     for name, packages in (("jupyterlab", ["jupyterlab"]), ("tensorboard", ["tensorboard"])):
         assert link(w, name) == env(w, name, packages).dirname
+    wait_listening(w, 8888, 6006)
+    w.state["pids"] = {u: pid(w, u) for u in UNITS}
     inv = w.dir / "inventory-bootstrap.yml"
     inv.write_text(yaml.safe_dump(w.doc, sort_keys=False))
     with tunnel(w.lab, tmp_path, HOST, inventory=inv) as t:
-        assert all(f["status"] == "ok" for f in t.doc["forwards"]), t.doc
+        said = [(f["service"], f["status"], f["listening"]) for f in t.doc["forwards"]]
+        assert all(f["status"] == "ok" for f in t.doc["forwards"]), (said, t.stderr)
         assert jupyter_status(w.lab, t) == 200  # through the tunnel, with the host's token
         status, body = http_get(w.lab, t.forward("tensorboard")["url"])
         assert status == 200 and b"<html" in body.lower()
-    w.state["pids"] = {u: pid(w, u) for u in UNITS}
 
 
 def test_a_second_run_installs_nothing(world: World) -> None:
@@ -184,3 +202,22 @@ def test_a_failing_install_fails_the_host_and_leaves_the_previous_env_running(wo
     _, data, err = w.lab.provision_json("plan", HOST, "-i", str(inv), "--playbook", str(w.playbook))
     planned = [a["description"] for hh in data.get("hosts", []) for a in hh["actions"]]
     assert any(a.startswith("python env tensorboard: build") for a in planned), (data, err)
+
+
+def test_with_uv_on_the_host_uv_builds_the_env(world: World) -> None:
+    w = world
+    uv = Path(w.lab.plan.venv) / "bin" / "uv"
+    assert uv.exists(), f"{uv}: the project's venv has no uv (make venv installs it)"
+    w.lab.host(HOST, "ln", "-sf", str(uv), UV_LINK)
+    doc = yaml.safe_load(yaml.safe_dump(w.state["doc"]))
+    doc["python_envs"]["tensorboard"]["packages"] = ["tensorboard>=2", "six"]
+    new = env(w, "tensorboard", ["tensorboard>=2", "six"])
+    code, h, err = apply(w, doc)
+    assert code == 0 and h["status"] == "changed", (h, err)
+    said = " ".join(a["description"] for a in h["actions"])
+    assert f"build {new.path} with uv" in said and "+ six" in said, said
+    record = w.lab.host(HOST, "cat", f"{new.path}/.provision-env.json").stdout
+    assert '"installer": "uv"' in record
+    assert link(w, "tensorboard") == new.dirname
+    assert pid(w, "provision-jupyter.service") == w.state["pids"]["provision-jupyter.service"]
+    assert tensorboard_answers(w) == 200
