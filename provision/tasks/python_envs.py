@@ -87,7 +87,7 @@ class PythonEnvsStep:
             why = "older versions left behind"
         elif ready:
             why = "; ".join(record_diff(_recorded(facts, current), env)) or "switch"
-            why = f"back to a complete earlier version, no install: {why}"
+            why = f"already built, switched to without an install: {why}"
         elif env.dirname in facts.dirs and facts.dirs[env.dirname].record is not None:
             why = "its bin/python is gone (the interpreter it was made with was removed)"
         elif env.dirname in facts.dirs:
