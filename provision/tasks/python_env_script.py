@@ -34,13 +34,16 @@ class BuildPythonEnv:
     previous: str | None  # NAME's current target, kept as .previous-NAME
     remove: tuple[str, ...]  # directory names under ENVS_ROOT
     why: str
+    switch: bool = True  # False: NAME already names it (only `remove` to do)
 
     def describe(self) -> str:
         if self.build:
             what = (f"build {self.env.path} with {self.installer} "
                     f"({', '.join(self.env.packages)} from {self.env.index_url})")
-        else:
+        elif self.switch:
             what = f"switch {self.env.link} to {self.env.dirname}"
+        else:
+            return f"python env {self.env.name}: remove {', '.join(self.remove)} ({self.why})"
         gone = f"; remove {', '.join(self.remove)}" if self.remove else ""
         return f"python env {self.env.name}: {what} ({self.why}){gone}"
 
@@ -75,8 +78,9 @@ def snippet(a: BuildPythonEnv) -> str:
         call = ["provision_pyenv_build", e.name, e.path, e.python, a.uv or "",
                 _b64(e.requirements_txt()), _b64(record_text(e, a.installer)), *install_args(e)]
         lines.append(f"if ! {' '.join(quote(x) for x in call)}; then exit 1; fi")
-    if a.previous and a.previous != e.dirname:
+    if a.switch and a.previous and a.previous != e.dirname:
         lines.append(f"provision_pyenv_link {root} {quote(PREVIOUS + e.name)} {quote(a.previous)}")
-    lines.append(f"provision_pyenv_link {root} {quote(e.name)} {quote(e.dirname)}")
+    if a.switch:
+        lines.append(f"provision_pyenv_link {root} {quote(e.name)} {quote(e.dirname)}")
     lines += [f"rm -rf -- {quote(ENVS_ROOT + '/' + d)}" for d in a.remove]
     return "\n".join(lines)

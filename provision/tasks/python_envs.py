@@ -97,7 +97,7 @@ class PythonEnvsStep:
         else:
             why = "; ".join(record_diff(_recorded(facts, current), env)) or "changed"
         return BuildPythonEnv(env, not ready, installer, facts.uv, current if switch else None,
-                              remove, why)
+                              remove, why, switch)
 
     def diff(self, facts: Facts) -> list[Action]:
         found = facts.get(PY.SPEC)
