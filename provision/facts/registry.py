@@ -13,6 +13,7 @@ from . import (
     jupyter_auth,
     listeners,
     packages,
+    python_envs,
     sockets,
     sshd_config,
     sshd_effective,
@@ -25,7 +26,7 @@ from . import (
 from .spec import FactSpec
 
 SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.SPEC,
-                                    packages.SPEC, apt.SPEC, sockets.SPEC,
+                                    packages.SPEC, apt.SPEC, python_envs.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists

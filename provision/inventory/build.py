@@ -26,11 +26,12 @@ from provision.dns.rdata import declared as declared_value
 
 from . import from_hosts as gen
 from . import model as m
-from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
+from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_ENVS, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
 from .fields import check_ip, is_cidr, is_ip
 from .member_ports import DEFAULT_RANGE, allocate
 from .programs import program
+from .python_envs import PythonEnv, duplicate_package, summary
 from .schema import (
     AptSourceDoc,
     BastionDoc,
@@ -221,6 +222,7 @@ class _Resolver:
         self._merged: dict[tuple[str, ...], tuple[dict[str, tuple[FieldPath, ServiceDoc]],
                                                   list[str], list[str], list[str]]] = {}
         self._resolved: dict[tuple[str, ...], tuple[m.Service, ...]] = {}
+        self._envs = self._env_table()
 
     def fail(self, path: FieldPath, message: str) -> None:
         pos = self.source.where(path)
@@ -382,7 +384,76 @@ class _Resolver:
                       jump_chain=self._chain(path, h), roles=roles,
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       apt_sources=self._apt_sources(path, roles, h),
-                      security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address))
+                      security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
+                      python_envs=self._host_envs(roles, h, resolved))
+
+    # python envs ----------------------------------------------------------------
+    def _env_table(self) -> dict[str, tuple[FieldPath, PythonEnv]]:
+        """Every declared python env by name (top level, roles, hosts). A name has one
+        requirement set in the whole inventory: a second one is an error naming both places."""
+        d = self.doc
+        places: list[tuple[FieldPath, dict[str, Any]]] = [
+            (("python_envs",), d.python_envs),
+            *((("roles", r, "python_envs"), rd.python_envs) for r, rd in d.roles.items()),
+            *((("hosts", h, "python_envs"), hd.python_envs) for h, hd in d.hosts.items())]
+        table: dict[str, tuple[FieldPath, PythonEnv]] = {}
+        for base, envs in places:
+            for name, e in envs.items():
+                where: FieldPath = (*base, name)
+                dup = duplicate_package(e.packages)
+                if dup is not None:
+                    self.fail((*where, "packages", dup[1]), f"{e.packages[dup[1]]} is about the "
+                              f"same package as packages[{dup[0]}] ({e.packages[dup[0]]}); give "
+                              "each package once, with every condition in one requirement")
+                    continue
+                env = PythonEnv.of(name, e.packages, e.python, e.index_url, e.extra_index_urls)
+                first = table.get(name)
+                if first is None:
+                    table[name] = (where, env)
+                elif first[1] != env:
+                    pos = self.source.where(first[0])
+                    self.fail(where, f"python env '{name}' is also declared at {pos.file}:"
+                              f"{pos.line} with another requirement set ({summary(first[1])}; "
+                              f"here: {summary(env)}); an env name has one requirement set "
+                              "in the whole inventory: rename one of them")
+        return table
+
+    def _env(self, name: str) -> PythonEnv | None:
+        """The declared env `name`, else the catalog's default of that name, else None."""
+        if name in self._envs:
+            return self._envs[name][1]
+        packages = DEFAULT_ENVS.get(name)
+        return PythonEnv.of(name, packages) if packages else None
+
+    def _host_envs(self, roles: tuple[str, ...], h: HostDoc,
+                   services: tuple[m.Service, ...]) -> tuple[PythonEnv, ...]:
+        """The envs a host gets: the top level's, its roles', its own, then those its
+        services name (a catalog default included)."""
+        names = [*self.doc.python_envs,
+                 *(n for r in roles if r in self.doc.roles for n in self.doc.roles[r].python_envs),
+                 *h.python_envs, *(s.env for s in services if s.env)]
+        envs = (self._env(n) for n in dict.fromkeys(names))
+        return tuple(e for e in envs if e is not None)
+
+    def _service_venv(self, path: FieldPath, name: str, s: ServiceDoc,
+                      command: str | None) -> tuple[str | None, str | None]:
+        """(the virtualenv directory, the python env's name) of a service: `venv:` as a path
+        or an env name; none given, the catalog's default env when the command uses {venv}."""
+        entry = CATALOG.get(name)
+        env = None
+        if s.venv is None and entry and entry.env and command and "{venv}" in command:
+            env = entry.env
+        elif s.venv is not None and not s.venv.startswith("/"):
+            env = s.venv
+        if env is None:
+            return s.venv, None
+        found = self._env(env)
+        if found is None:
+            known = ", ".join(sorted({*self._envs, *DEFAULT_ENVS}))
+            self.fail((*path, "venv"), f"unknown python env '{env}' (declared in python_envs "
+                      f"or a catalog default: {known}); or give the absolute path of a virtualenv")
+            return None, None
+        return found.path, env
 
     def _apt_sources(self, path: FieldPath, roles: tuple[str, ...], h: HostDoc) -> tuple[m.AptSource, ...]:
         """The roles' apt sources in order, then the host's; a later one of the same name
@@ -442,11 +513,12 @@ class _Resolver:
         if group is not None and group in self.doc.team:
             self.fail((*path, "group"), f"'{group}' is a team member's name (each member has "
                       "a group of that name already); pick another group name")
+        venv, env = self._service_venv(path, name, s, command)
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
-                         notebook_dir=s.notebook_dir, venv=s.venv, restart=s.restart,
-                         scheme=entry.scheme if entry else "http", memory_max=s.memory_max,
-                         group=group)
+                         notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
+                         scheme=entry.scheme if entry else "http", env=env,
+                         memory_max=s.memory_max, group=group)
 
     def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
         """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""

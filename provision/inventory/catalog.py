@@ -10,12 +10,16 @@ class CatalogEntry:
     port: int
     command: str | None  # None: the inventory must give one
     scheme: str = "http"
+    env: str | None = None  # the python env its {venv} is when the service names none
 
 
-# Commands run under systemd; {venv} is the service's virtualenv (empty means PATH).
+# Commands run under systemd; {venv} is the service's virtualenv (empty means PATH). A
+# service with a default `env` that names no venv runs from that python env (installed by
+# the python_envs step), so `services: {jupyter: {}}` works on a bare image.
 CATALOG: dict[str, CatalogEntry] = {
-    "jupyter": CatalogEntry(8888, "{venv}jupyter server --config={config}"),
-    "tensorboard": CatalogEntry(6006, "{venv}tensorboard --logdir {logdir} --host {bind} --port {port}"),
+    "jupyter": CatalogEntry(8888, "{venv}jupyter server --config={config}", env="jupyterlab"),
+    "tensorboard": CatalogEntry(6006, "{venv}tensorboard --logdir {logdir} --host {bind} --port {port}",
+                                env="tensorboard"),
     "mlflow": CatalogEntry(5000, "{venv}mlflow server --host {bind} --port {port}"),
     "gradio": CatalogEntry(7860, None),
     "tf-serving-rest": CatalogEntry(8501, None),
@@ -31,3 +35,5 @@ DEFAULT_LOGDIR = "/srv/runs"
 # Where a member's own Jupyter keeps its token, in their home (0600, made there by the
 # server's config as the member; read by their tunnel over their own login).
 MEMBER_TOKEN_FILE = "~/.local/share/provision/jupyter-token"
+# The python envs the catalog's defaults name, when the inventory does not declare them.
+DEFAULT_ENVS: dict[str, tuple[str, ...]] = {"jupyterlab": ("jupyterlab",), "tensorboard": ("tensorboard",)}

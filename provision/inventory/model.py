@@ -11,6 +11,7 @@ from provision.dns.names import canonical
 from provision.dns.visibility import Visibility
 
 from .programs import Program, program
+from .python_envs import PythonEnv
 
 if TYPE_CHECKING:
     from provision.dns.provider import ProviderSettings
@@ -34,7 +35,7 @@ class Service:
     user: str
     logdir: str | None = None
     notebook_dir: str | None = None
-    venv: str | None = None
+    venv: str | None = None  # the virtualenv directory; a python env's content-addressed one
     restart: bool = True
     scheme: str = "http"
     # per-user servers (`per_user:`): one Service per member, named TEMPLATE@MEMBER, run by
@@ -45,6 +46,7 @@ class Service:
     memory_max: str | None = None  # systemd MemoryMax=
     group: str | None = None  # the group that writes `logdir` (2770, setgid)
     local_port: int | None = None  # the tunnel's local port when not the remote one
+    env: str | None = None  # the python env (python_envs) `venv` is, when it is one
 
     @property
     def unit_name(self) -> str:
@@ -132,6 +134,7 @@ class Host:
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
     instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
+    python_envs: tuple[PythonEnv, ...] = ()  # declared for it (top level, roles, host) or used by its services
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

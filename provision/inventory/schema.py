@@ -51,6 +51,7 @@ from .fields import (
     User,
     ZoneName,
 )
+from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 
 
 class Strict(BaseModel):
@@ -150,11 +151,35 @@ class ServiceDoc(Strict):
     user: User | None = None
     logdir: DataDir | None = None
     notebook_dir: DataDir | None = None
-    venv: AbsPath | None = Field(None, description="virtualenv whose bin/ holds the service's program")
+    venv: Venv | None = Field(
+        None, description="the python env (a name in python_envs) or the virtualenv (an absolute "
+                          "path) whose bin/ holds the service's program; jupyter and tensorboard "
+                          "default to the envs jupyterlab and tensorboard")
     restart: StrictBool = True
 
 
 ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]
+
+
+# --- python_envs (provision.inventory.python_envs) ------------------------------------
+class PythonEnvDoc(Strict):
+    """A Python virtual environment built on the host under /opt/provision/envs/NAME."""
+
+    packages: Annotated[list[PipRequirement], Field(min_length=1)] = Field(
+        description="requirements, pinned or ranges (jupyterlab>=4.2, tensorboard==2.17.*)")
+    python: PythonCommand | None = Field(
+        None, description="the interpreter that creates it: python3 (default, the OS's), "
+                          "python3.N or an absolute path")
+    index_url: IndexUrl | None = Field(
+        None, description="the package index (default https://pypi.org/simple): https://, or "
+                          "http:// only to a loopback or private IP address")
+    extra_index_urls: list[IndexUrl] = Field(default_factory=list, description="further indexes")
+
+
+PythonEnvs = dict[EnvName, PythonEnvDoc]
+_ENVS_DESCRIPTION = ("python environments (name -> requirements); one name has one "
+                     "requirement set across the inventory")
+# --------------------------------------------------------------------------------------
 
 
 InstanceId = Annotated[StrictStr, Field(pattern=r"^i-[0-9a-f]{8,17}$")]
@@ -231,6 +256,7 @@ class HostDoc(Strict):
     packages: list[Package] = Field(default_factory=list)
     apt_sources: dict[Name, AptSourceDoc] = Field(
         default_factory=dict, description="apt repositories (name -> source), merged over the roles'")
+    python_envs: PythonEnvs = Field(default_factory=dict, description=_ENVS_DESCRIPTION)
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
     aws: InstanceDoc | None = Field(
@@ -242,6 +268,7 @@ class RoleDoc(Strict):
     packages: list[Package] = Field(default_factory=list)
     apt_sources: dict[Name, AptSourceDoc] = Field(
         default_factory=dict, description="apt repositories (name -> source) of hosts in this role")
+    python_envs: PythonEnvs = Field(default_factory=dict, description=_ENVS_DESCRIPTION)
     ssh_from: list[Cidr] = Field(default_factory=list)
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
@@ -446,6 +473,8 @@ class InventoryDoc(Strict):
     bastions: dict[NodeName, BastionDoc] = Field(default_factory=dict)
     hosts: dict[NodeName, HostDoc] = Field(default_factory=dict)
     roles: dict[Name, RoleDoc] = Field(default_factory=dict)
+    python_envs: PythonEnvs = Field(default_factory=dict,
+                                    description=_ENVS_DESCRIPTION + ", built on every host")
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None
 

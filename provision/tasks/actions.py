@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
 
 
@@ -200,4 +201,4 @@ class EnsureGroup:
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | DaemonReload | EnableUnit | StartUnit | RestartUnit
-          | RetireUnit | EnsureGroup | RunCommand)
+          | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv)

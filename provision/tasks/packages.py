@@ -94,7 +94,8 @@ class PackagesStep:
             return f"no candidate for {', '.join(none)}"
         return None
 
-    def _install(self, facts: Facts, names: tuple[str, ...]) -> list[Action]:
+    def install(self, facts: Facts, names: tuple[str, ...]) -> list[Action]:
+        """Install `names`, refreshing the lists first when `refresh_reason` says so."""
         why = self.refresh_reason(facts, names)
         return [*([AptUpdate(why, self.inv.apt_lock_timeout)] if why else []),
                 InstallPackages(names, self.inv.apt_lock_timeout)]
@@ -113,12 +114,12 @@ class PackagesStep:
                               "the host, so its signing key cannot be checked against the "
                               "pinned fingerprint; add gpg to the host's packages (it is "
                               "then installed before any source)")
-            actions += self._install(facts, (first,))
+            actions += self.install(facts, (first,))
             missing = tuple(p for p in missing if p != first)
         if sources is not None:
             actions.append(sources)  # includes the update
             if missing:
                 actions.append(InstallPackages(missing, self.inv.apt_lock_timeout))
         elif missing:
-            actions += self._install(facts, missing)
+            actions += self.install(facts, missing)
         return actions

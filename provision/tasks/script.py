@@ -24,7 +24,7 @@ from shlex import quote
 
 from provision.facts import TEMP_PREFIX
 from provision.facts.users import CREATED_BY
-from provision.tasks import apt_script
+from provision.tasks import apt_script, python_env_script
 from provision.tasks.actions import (
     Action,
     AptSources,
@@ -44,6 +44,7 @@ from provision.tasks.actions import (
     StartUnit,
     WriteFile,
 )
+from provision.tasks.python_env_script import BuildPythonEnv
 from provision.tasks.shell import RunCommand
 from provision.tasks.users import NOLOGIN
 
@@ -158,6 +159,8 @@ def snippet(action: Action) -> str:
     if isinstance(a, RunCommand):
         return " ".join(["provision_run", *(quote(x or "") for x in
                                             (a.user, a.creates, a.unless, a.command))])
+    if isinstance(a, BuildPythonEnv):
+        return python_env_script.snippet(a)
     raise TypeError(f"no shell for {a!r}")
 
 
@@ -181,6 +184,7 @@ def build(actions: list[Action]) -> str:
         *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
                                   for a in actions) else []),
         *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
+        *([python_env_script.lib()] if any(isinstance(a, BuildPythonEnv) for a in actions) else []),
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",

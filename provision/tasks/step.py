@@ -18,6 +18,7 @@ from .commit import CommitConfirmed
 from .firewall import FirewallStep
 from .packages import PackagesStep
 from .pytask import RunTask
+from .python_envs import PythonEnvsStep
 from .refused import Refused
 from .services import ServicesStep
 from .sshd import SshdStep
@@ -47,6 +48,10 @@ def _packages(inv: Inventory, host: Host) -> Step:
     return PackagesStep(inv, host)
 
 
+def _python_envs(inv: Inventory, host: Host) -> Step:
+    return PythonEnvsStep(inv, host)
+
+
 def _services(inv: Inventory, host: Host) -> Step:
     return ServicesStep.build(inv, host)
 
@@ -62,6 +67,7 @@ def _firewall(inv: Inventory, host: Host) -> Step:
 STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": _users,
     "packages": _packages,
+    "python_envs": _python_envs,
     "services": _services,
     "sshd": _sshd,  # commit-confirmed (provision.hosts.confirm)
     "firewall": _firewall,  # commit-confirmed (provision.hosts.confirm)

@@ -211,7 +211,11 @@ def test_exec_start_placeholders(inv: Inventory) -> None:
     gpu1 = inv.node("gpu1")
     tb = gpu1.service("tensorboard")
     assert tb is not None
-    assert exec_start(gpu1, tb) == "tensorboard --logdir /srv/runs --host 127.0.0.1 --port 6006"
+    # no venv: the catalog's default python env, from its content-addressed directory
+    assert exec_start(gpu1, tb) == (f"{tb.venv}/bin/tensorboard --logdir /srv/runs --host 127.0.0.1 "
+                                    "--port 6006")
+    assert tb.env == "tensorboard" and tb.venv is not None
+    assert tb.venv.startswith("/opt/provision/envs/tensorboard-")
 
 
 def test_config_placeholder_outside_jupyter_is_refused(tmp_path: Path) -> None:
