@@ -30,7 +30,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 
 def in_flight_option(f: F) -> F:
-    return click.option("--in-flight", type=click.IntRange(1, 1024), default=DEFAULT_IN_FLIGHT,
+    return click.option("--in-flight", type=click.IntRange(1, 256), default=DEFAULT_IN_FLIGHT,
                         show_default=True, metavar="N",
                         help="whole-zone checks: at most N queries outstanding at once")(f)
 
