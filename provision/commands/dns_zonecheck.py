@@ -69,12 +69,14 @@ def check_json(c: ZoneCheck) -> dict[str, object]:
         "servers": [{"server": t.label, "address": t.address, "port": t.port, "role": t.role}
                     for t in r.targets],
         "disagree": list(r.servers_disagreeing),
+        # every record; who answers what for those that differ (the others: as expected)
         "records": [{"name": v.name, "type": v.type, "expected": list(v.expected or ()),
-                     "ok": v.ok, "disagree": list(v.disagree), "notes": list(v.notes),
-                     "answers": {a.target.label: {"status": a.status, "aa": a.aa,
-                                                  "values": list(a.values), "ttl": a.ttl,
-                                                  "error": a.error or None}
-                                 for a in v.answers}}
+                     "ok": v.ok, **({} if v.ok else {
+                         "disagree": list(v.disagree), "notes": list(v.notes),
+                         "answers": {a.target.label: {"status": a.status, "aa": a.aa,
+                                                      "values": list(a.values), "ttl": a.ttl,
+                                                      "error": a.error or None}
+                                     for a in v.answers}})}
                     for v in r.verdicts],
         "findings": [finding_json(f) for f in r.findings],
     }

@@ -49,12 +49,15 @@ def test_people_see_only_the_record_that_differs_the_low_ttl_and_a_summary(
     assert "5 record(s) asked of 2 authoritative server(s) and 1 resolver(s): 25 queries in 0.50 s, 50/s" in out
 
 
-def test_json_has_every_record_with_every_servers_answer() -> None:
+def test_json_has_every_record_and_who_answers_what_where_they_differ() -> None:
     data = check_json(_check())
     assert data["ok"] is False and data["disagree"] == ["ns2.example.org."]
     assert len(data["records"]) == 5  # type: ignore[arg-type]
     r3 = next(r for r in data["records"] if r["name"] == "r3.example.org.")  # type: ignore[attr-defined]
     assert set(r3["answers"]) == {"ns1.example.org.", "ns2.example.org.", "192.0.2.53"}
+    assert r3["answers"]["ns2.example.org."]["values"] == ["\x1b[2J192.0.2.99"]
+    assert r3["disagree"] == ["ns2.example.org."]
+    assert [r for r in data["records"] if "answers" in r] == [r3]  # type: ignore[attr-defined]
     assert [f["kind"] for f in data["findings"]] == ["low_ttl"]  # type: ignore[attr-defined]
 
 
