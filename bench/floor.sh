@@ -2,10 +2,11 @@
 # The OpenSSH floor of a no-op (benchmark, not a test): one `ssh` through the bastion that
 # does the probe's work (the very script and arguments `provision plan` sends for the
 # default playbook, run with `sudo -n sh -s`), side by side with `provision plan` and a
-# no-op `provision apply` of the same converged host, in one run.
+# no-op `provision apply` of the same converged host, and `provision exec gpu1 -- true`
+# beside `ssh gpu1 true`, interleaved round by round in one run.
 # Goals (reported, not asserted; issue 23): no-op plan/apply of one host <= 1.4x the floor.
 # Usage: bench/floor.sh  (root; PROVISION_LAB_NAME picks the lab, default bench-floor;
-#        RUNS=N, default 7; median reported)
+#        RUNS=N rounds, default 7; median reported)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -57,26 +58,34 @@ PYEOF
 ARGS=$(cat "$OUT/probe.args")
 
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
-declare -A R
-measure() {  # name cmd...: RUNS timed runs (one warm-up), median seconds into R[name]
-  local name=$1; shift
-  local times=()
-  run "$@" >"$OUT/$name.log" 2>&1 </dev/null || { echo "$name failed: see $OUT/$name.log" >&2; exit 1; }
-  for _ in $(seq "$RUNS"); do
-    local s e
+# name -> command; every round runs each once, in this order, so load from the machine's
+# other users falls on all of them alike (medians of RUNS rounds, one warm-up round first)
+NAMES=(floor plan apply exec_floor exec check)
+declare -A CMD=(
+  [floor]="ssh -F '$SSHCFG' -o ClearAllForwardings=yes gpu1 \"sudo -n sh -s -- $ARGS\" < '$OUT/probe.sh'"
+  [plan]="'$PROV' plan -i '$INV' --detailed-exitcode gpu1"
+  [apply]="'$PROV' apply -i '$INV' --yes gpu1"
+  [exec_floor]="ssh -F '$SSHCFG' -o ClearAllForwardings=yes gpu1 true"
+  [exec]="'$PROV' exec -i '$INV' gpu1 -- true"
+  [check]="'$PROV' check -i '$INV'"
+)
+declare -A T R
+for name in "${NAMES[@]}"; do
+  run sh -c "${CMD[$name]}" >"$OUT/$name.log" 2>&1 </dev/null || { echo "$name failed: see $OUT/$name.log" >&2; exit 1; }
+done
+for _ in $(seq "$RUNS"); do
+  for name in "${NAMES[@]}"; do
     s=$(date +%s%N)
-    run "$@" >"$OUT/$name.log" 2>&1 </dev/null
+    run sh -c "${CMD[$name]}" >"$OUT/$name.log" 2>&1 </dev/null || { echo "$name failed: see $OUT/$name.log" >&2; exit 1; }
     e=$(date +%s%N)
-    times+=("$("$PY" -c "print(($e - $s) / 1e9)")")
+    T[$name]="${T[$name]:-} $("$PY" -c "print(($e - $s) / 1e9)")"
   done
-  R[$name]=$(median "${times[@]}")
-  echo "  $name: ${times[*]} -> median ${R[$name]} s" >&2
-}
-
-measure floor sh -c "ssh -F '$SSHCFG' gpu1 \"sudo -n sh -s -- $ARGS\" < '$OUT/probe.sh'"
-measure plan "$PROV" plan -i "$INV" --detailed-exitcode gpu1
-measure apply "$PROV" apply -i "$INV" --yes gpu1
-measure check "$PROV" check -i "$INV"
+done
+for name in "${NAMES[@]}"; do
+  # shellcheck disable=SC2086  # the list of times, one word each
+  R[$name]=$(median ${T[$name]})
+  echo "  $name:${T[$name]} -> median ${R[$name]} s" >&2
+done
 
 echo "one converged lab host through the bastion, median of $RUNS; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %8s %7s\n' "command" "median" "ratio"
@@ -84,6 +93,8 @@ printf '%-34s %7.3fs %7s\n' "ssh -J bastion gpu1 'sudo sh -s' (floor)" "${R[floo
 for k in plan apply; do
   printf '%-34s %7.3fs %6.2fx\n' "provision $k gpu1 (no-op)" "${R[$k]}" "$("$PY" -c "print(${R[$k]} / ${R[floor]})")"
 done
+printf '%-34s %7.3fs %7s\n' "ssh -J bastion gpu1 true" "${R[exec_floor]}" "1.00x"
+printf '%-34s %7.3fs %6.2fx\n' "provision exec gpu1 -- true" "${R[exec]}" "$("$PY" -c "print(${R[exec]} / ${R[exec_floor]})")"
 printf '%-34s %7.3fs\n' "provision check (start-up)" "${R[check]}"
 printf 'goal: no-op <= 1.40x the floor -> plan %s, apply %s\n' \
   "$("$PY" -c "print('met' if ${R[plan]} <= 1.4 * ${R[floor]} else 'NOT met')")" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab half of `make demo` (root): real hosts, real sshd/systemd/iptables/Jupyter.
 # lab up -> bootstrap through the bastion -> plan shows nothing to do -> tunnel to
-# Jupyter and TensorBoard, fetch both pages -> a real DNS cutover on BIND driven by the
+# Jupyter and TensorBoard, fetch both pages -> one Jupyter per person, bob (no sudo) opens
+# his own through his tunnel -> a real DNS cutover on BIND driven by the
 # inventory (seconds of TTL), checked on ns1 and the resolver, then `dns plan` is empty -> lab down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,26 @@ $P lab exec -- "$P" plan -i "$INV" --detailed-exitcode
 
 step "provision tunnel gpu1: Jupyter and TensorBoard on 127.0.0.1, pages fetched through the tunnel"
 $P lab exec -- "$P" tunnel -i "$INV" gpu1 --check
+
+TEAMINV=$DIR/inventory-team.yml
+if "$PWD/.venv/bin/python" - "$INV" "$TEAMINV" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+if "venv" not in doc["roles"]["gpu-server"]["services"]["jupyter"]:
+    sys.exit(1)  # no Jupyter in this machine's venv: the lab serves a plain page instead
+doc["hosts"]["gpu1"]["services"] = {"jupyter": {"per_user": True}}  # over the role's
+yaml.safe_dump(doc, open(sys.argv[2], "w"))
+PY
+then
+  step "one Jupyter per person on gpu1 (jupyter: {per_user: true}): alice's and bob's, each run as them, each with a token made on the host"
+  $P lab exec -- "$P" apply -i "$TEAMINV" gpu1 --yes
+  step "provision tunnel gpu1 --user bob: bob (no sudo) gets his own Jupyter with his token, read over his own login"
+  for i in 1 2 3 4 5 6 7 8 9 10; do  # the servers take a few seconds to listen
+    if $P lab exec -- "$P" tunnel -i "$TEAMINV" gpu1 jupyter --user bob --check; then break; fi
+    [ "$i" != 10 ] || exit 1
+    sleep 2
+  done
+fi
 
 step "DNS as code on the lab's BIND (RFC 2136 + TSIG): the zone already matches the inventory"
 $P lab exec -- "$P" dns plan -i "$INV" --detailed-exitcode

@@ -36,13 +36,14 @@ def in_flight_option(f: F) -> F:
 
 
 def targets(zone: Zone, inv: Inventory) -> list[prop.Target]:
-    """Every authoritative server of `zone` (its provider's nameservers) and every
-    resolver of `dns.resolvers`; OperationError when a nameserver has no address."""
+    """Every authoritative server of `zone` (its provider's nameservers; none for a
+    private zone, which only the resolvers see) and every resolver of `dns.resolvers`;
+    OperationError when a nameserver has no address or no server can see the zone."""
     resolvers = inv.dns.resolvers if inv.dns else ()
     try:
         provider = provider_for(zone, inv)
         found, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
-                                                    resolvers)
+                                                    resolvers, zone.visibility, zone.name)
     except ProviderError as e:
         raise OperationError(e.message) from None
     if unknown:

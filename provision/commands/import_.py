@@ -1,7 +1,7 @@
 """`provision import KIND`: write what already exists as inventory YAML, to adopt it.
 
 A kind is one module with a click command plus one line in `KINDS` (loaded only when
-used, like the top-level commands): `sg` (AWS security groups); `dns` is next.
+used, like the top-level commands): `dns` (a zone's records), `sg` (AWS security groups).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from provision.cli import load_command
 
 # kind -> ("module:attribute" of a click.Command, help). Keep sorted by kind.
 KINDS: dict[str, tuple[str, str]] = {
+    "dns": ("provision.commands.import_dns:import_dns_cmd", "a DNS zone's records"),
     "sg": ("provision.commands.import_sg:import_sg_cmd", "AWS security groups and their rules"),
 }
 

@@ -32,7 +32,17 @@ from provision.text import printable
 from provision.tunnel.backends import AUTO, Request, choose, names
 from provision.tunnel.local import http_answers, port_accepts, port_is_free
 from provision.tunnel.openssh import find_ssh, known_hosts_path, private_dir, write_ssh_config
-from provision.tunnel.plan import plan_forwards, remote_side, rsync_argv, select_services, ssh_argv
+from provision.tunnel.plan import (
+    ServiceState,
+    check_passed,
+    check_request,
+    local_port_wanted,
+    plan_forwards,
+    remote_side,
+    rsync_argv,
+    select_services,
+    ssh_argv,
+)
 from provision.tunnel.session import Interrupted, Session, until_stopped
 
 if TYPE_CHECKING:
@@ -107,13 +117,13 @@ def tunnel_cmd(host: str, services: tuple[str, ...], inventory_path: str | None,
 
         err.print(Text("tunnel:", style="dim") + Text(f" {printable(message)}"), soft_wrap=True)
 
-    chosen = select_services(node, services)  # LoginError: exit 2
+    chain = hops(inv, node, login)
+    chosen = select_services(node, services, chain[-1].user)  # LoginError: exit 2
     forwards = plan_forwards(chosen, port_is_free, _parse_ports(ports))
     for s, f in zip(chosen, forwards, strict=True):
-        wanted = _parse_ports(ports).get(s.name, s.port)
+        wanted = local_port_wanted(s, _parse_ports(ports))
         if f.local_port != wanted:
             log(f"{s.name}: local port {wanted} is busy, using {f.local_port}")
-    chain = hops(inv, node, login)
     spec = choose(backend or os.environ.get("PROVISION_TUNNEL_BACKEND"))  # UsageError: exit 2
     name = spec.name
     stop = threading.Event()
@@ -201,7 +211,11 @@ def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
         if r.listening is False:
             results[f.service] = None
         elif f.scheme in ("http", "https"):
-            results[f.service] = http_answers(f.local_port)
+            path, need_ok = check_request(session.states.get(f.service, ServiceState()))
+            answer = http_answers(f.local_port, path)
+            results[f.service] = answer if check_passed(answer, need_ok) else None
+            if answer is not None and results[f.service] is None:
+                echo(f"{f.service}: its token was refused ({printable(answer)})", err=True)
         else:
             results[f.service] = "connected" if port_accepts(f.local_port, 5) else None
     if as_json:

@@ -28,11 +28,14 @@ from .localfile import read_regular
 from .offline import service_account_problem
 from .provider import Capabilities, FileKind, ProviderError, ProviderSettings, StaleRead
 from .records import ChangeSet, RRset, rrset
+from .visibility import Found, Wanted, choose
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone
 
 MAX_RRSETS = 3_000_000
+_NETWORK = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+_PROJECT = r"[a-z][a-z0-9-]{4,28}[a-z0-9]"
 SCOPES = ("https://www.googleapis.com/auth/ndev.clouddns.readwrite",)
 
 
@@ -44,27 +47,46 @@ class Settings(ProviderSettings):
     endpoint: Url | None = Field(None, description="API endpoint override (e.g. a local fake)")
     credentials_file: FilePath | None = Field(
         None, description="service-account JSON key (default: Application Default Credentials)")
+    networks: tuple[Annotated[StrictStr, Field(
+        pattern=rf"^((https://(www|compute)\.googleapis\.com/compute/v1/)?projects/{_PROJECT}"
+                rf"/global/networks/)?{_NETWORK}$")], ...] = Field(
+        (), description="a private zone (visibility: private): the VPC networks that see it, "
+                        "as in privateVisibilityConfig: a network's name (in the zone's "
+                        "project), projects/P/global/networks/N, or its full URL")
 
     local_files: ClassVar[Mapping[str, FileKind]] = {"credentials_file": "service-account"}
+    networks_field: ClassVar[str] = "networks"
     pattern_words: ClassVar[Mapping[str, str]] = {
         "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
                    "starting with a letter and not ending with '-', e.g. my-project-123",
         "managed_zone": "a Cloud DNS managed zone name: lowercase letters, digits and '-', "
-                        "starting with a letter and not ending with '-', e.g. example-org"}
+                        "starting with a letter and not ending with '-', e.g. example-org",
+        "networks": "a VPC network: its name (e.g. default), projects/PROJECT/global/"
+                    "networks/NAME, or https://www.googleapis.com/compute/v1/projects/"
+                    "PROJECT/global/networks/NAME"}
 
     @field_validator("endpoint")
     @classmethod
     def _no_clear_credentials(cls, url: str | None) -> str | None:
         return endpoint.checked(url, "the endpoint")
 
+    @field_validator("networks", mode="before")
+    @classmethod
+    def _network_list(cls, value: object) -> object:
+        # YAML gives a list; a tuple keeps the settings hashable like the zone holding them
+        return tuple(value) if isinstance(value, list) else value
+
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.endpoint
 
+    def visible_to(self) -> frozenset[str]:
+        return frozenset(network_label(n, self.project) for n in self.networks)
+
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # a deletion that no longer matches answers HTTP 412
-    replan_on_stale=True, change_ids=True, authoritative=False,
+    replan_on_stale=True, change_ids=True, authoritative=False, private_zones=True,
     nameservers="the managed zone's name servers (names; addresses from dns.resolvers)",
     own_api_hosts=("dns.googleapis.com", "www.googleapis.com"))
 
@@ -73,7 +95,15 @@ def make(zone: Zone, inv: Inventory) -> CloudDnsProvider:
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     return CloudDnsProvider(zone.name, project=s.project, managed_zone=s.managed_zone,
-                            endpoint=s.endpoint, credentials_file=s.credentials_file)
+                            endpoint=s.endpoint, credentials_file=s.credentials_file,
+                            want=Wanted(zone.visibility, s.visible_to()))
+
+
+def network_label(network: str, project: str) -> str:
+    """A network as projects/P/global/networks/N (a bare name is in `project`), the
+    form the inventory's and the API's spellings are compared in."""
+    at = network.find("projects/")
+    return network[at:] if at >= 0 else f"projects/{project}/global/networks/{network}"
 
 
 class CloudDnsProvider:
@@ -82,7 +112,8 @@ class CloudDnsProvider:
     direct = None  # Cloud DNS's servers are asked by name, port 53
 
     def __init__(self, zone: str, *, project: str, managed_zone: str, endpoint: str | None = None,
-                 credentials_file: str | None = None, poll_interval: float = 0.2):
+                 credentials_file: str | None = None, poll_interval: float = 0.2,
+                 want: Wanted | None = None):
         self.zone = zone.rstrip(".").lower() + "."
         self.project = project
         self.managed_zone = managed_zone
@@ -90,6 +121,7 @@ class CloudDnsProvider:
         self.credentials_file = credentials_file
         self.poll_interval = poll_interval
         self._zone: Any = None
+        self.want = want   # None (made by hand): the managed zone is not checked
 
     def _credentials(self) -> Any:
         if self.endpoint:
@@ -188,8 +220,28 @@ class CloudDnsProvider:
             raise ProviderError(f"clouddns: {what}: a malformed answer ({type(e).__name__}: "
                                 f"{printable(str(e)[:200])})") from None
 
+    def _check_zone(self) -> None:
+        """The managed zone has the declared visibility and, private, is visible to
+        every declared network (one GET of the zone, before the first read)."""
+        if self.want is None:
+            return
+        self._call("reading the managed zone", self.mz.reload)
+        want, self.want = self.want, None
+        # the library keeps the whole resource but has no accessor for these two fields
+        props: dict[str, Any] = self.mz._properties
+        nets = (props.get("privateVisibilityConfig") or {}).get("networks") or []
+        found = Found(self.managed_zone, props.get("visibility") == "private",
+                      frozenset(printable(network_label(str(n.get("networkUrl", "")), self.project))
+                                for n in nets))
+        try:
+            choose(self.zone, want, [found], kind="managed zone", by_id=True)
+        except LookupError as e:  # one zone named by id: found, or a mismatch
+            raise ProviderError(f"clouddns: {e.args[0]}") from None
+
     # --- read -----------------------------------------------------------------------
     def list_rrsets(self) -> list[RRset]:
+        self._check_zone()
+
         def read() -> list[RRset]:
             out = []
             for i, r in enumerate(self.mz.list_resource_record_sets()):
@@ -235,5 +287,8 @@ class CloudDnsProvider:
             self._call("polling the change", ch.reload)
 
     def nameservers(self) -> list[tuple[str, str | None]]:
-        self._call("reading the managed zone", self.mz.reload)
+        if self.want is not None:
+            self._check_zone()  # reads the zone too
+        else:
+            self._call("reading the managed zone", self.mz.reload)
         return [(n.lower().rstrip(".") + ".", None) for n in (self.mz.name_servers or [])]

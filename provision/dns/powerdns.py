@@ -92,7 +92,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=False,    # re-read just before the PATCH instead (one round trip open)
     replan_on_stale=False, change_ids=False, authoritative=True,
     nameservers="the zone's NS set from the API (in-zone names' addresses from the zone, "

@@ -15,7 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from provision.errors import OperationError
+
 from .records import normalise_value
+from .visibility import Visibility
 
 if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
     import dns.message
@@ -173,13 +176,32 @@ def resolve_address(name: str, resolvers: Sequence[str]) -> str | None:
     return None
 
 
+class Unverifiable(OperationError):
+    """No server that can see the zone can be asked from here (exit 1): provision says so
+    instead of calling the zone verified."""
+
+
 def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
                           direct: tuple[str, int] | None,
-                          resolvers: Sequence[str]) -> tuple[list[Target], list[str]]:
+                          resolvers: Sequence[str], visibility: Visibility = "public",
+                          zone: str = "the zone") -> tuple[list[Target], list[str]]:
     """The servers to verify a zone against, from a provider's `nameservers()`: a name
     without an address is resolved through the configured resolvers (only); the server
     the provider talks to directly (`direct`: address, port) is asked on its own port,
-    the others on 53. Returns (targets, the names no address was found for)."""
+    the others on 53. Returns (targets, the names no address was found for).
+
+    A private zone is seen only inside its networks: the provider's name servers are not
+    asked (from outside they answer for a public zone of the same name, or refuse), and
+    the resolvers in dns.resolvers, which must be inside those networks, are the only
+    servers that see it (the callers ask them as resolvers). Without one: Unverifiable."""
+    if visibility == "private":
+        if not resolvers:
+            raise Unverifiable(
+                f"{zone} is a private zone: only resolvers inside its networks see it, and "
+                "dns.resolvers lists none, so provision cannot verify what is served (list "
+                "a resolver inside the VPC that this machine can reach, e.g. a Route 53 "
+                "Resolver inbound endpoint or a Cloud DNS inbound forwarder address)")
+        return [], []
     targets: list[Target] = []
     unknown: list[str] = []
     for label, addr in nameservers:

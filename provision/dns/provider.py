@@ -63,6 +63,13 @@ class ProviderSettings(BaseModel):
     # editors; a user reading an error should not have to read a regular expression)
     pattern_words: ClassVar[Mapping[str, str]] = {}
 
+    # the field listing the networks that see a private zone ('' : the provider has none)
+    networks_field: ClassVar[str] = ""
+
+    def visible_to(self) -> frozenset[str]:
+        """Who sees a private zone, as labels compared with the provider's own answer."""
+        return frozenset()
+
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         """The API URL credentials are sent to, when the inventory names one (None: the
         provider's own, or no HTTP API). `aws_endpoint_url`: the inventory's aws section."""
@@ -73,7 +80,7 @@ class ProviderSettings(BaseModel):
 class Capabilities:
     """What a provider can do, as data: the rest of provision asks these, never its name."""
 
-    record_types: frozenset[str]    # the types it can write (provision manages A, AAAA, CNAME + TXT markers)
+    record_types: frozenset[str]    # the types it can write (of provision.dns.rdata.MANAGED_TYPES)
     root_ns: bool                   # may change the apex NS set (octoDNS SUPPORTS_ROOT_NS); no provider does
     conditional_write: bool         # the write itself refuses a stale read (prerequisites, If-Match)
     replan_on_stale: bool           # after StaleRead, re-read and re-plan once (Cloud DNS 412)
@@ -82,6 +89,7 @@ class Capabilities:
     authoritative: bool             # the server it talks to answers DNS authoritatively itself
     nameservers: str                # how the servers to verify against are found, in words
     own_api_hosts: tuple[str, ...] = ()  # its public API's hosts ('.x' a suffix): not named in plans
+    private_zones: bool = False     # may serve a zone only to some networks (visibility: private)
 
     def served(self) -> str:
         """What a finished apply means, for the user."""

@@ -4,14 +4,19 @@ Pure, no I/O. Providers turn their API's records into `RRset`s and a `ChangeSet`
 their API's calls; everything decided in between lives here:
 
 * names normalised (absolute, lowercase, trailing dot; '@' and relative names resolved);
-* values normalised (IPv6 compressed, CNAME targets absolute and lowercase);
+* values normalised (IPv6 compressed, CNAME targets absolute and lowercase; TXT, MX,
+  SRV and CAA in dnspython's presentation form, see `provision.dns.rdata`);
 * only managed records are touched: a record is managed when the inventory declares it
   (name and type) or when provision's ownership marker says provision wrote it. Other
-  records (SOA, NS, TXT, someone else's A) are never changed or deleted;
+  records (SOA, NS, someone else's TXT or A) are never changed or deleted;
 * ownership markers: a TXT RRset at ``_provision.<name>`` with one string per owned type
-  (``"provision owns A"``), written in the same atomic change as the records it covers,
-  so a record removed from the inventory is deleted only if provision created or
-  changed it;
+  and the owner id of the inventory that wrote it (``"provision owns A owner=ml-team"``,
+  see `provision.dns.owner`), written in the same atomic change as the records it
+  covers, so a record removed from the inventory is deleted only if this inventory
+  created or changed it. A marker without an owner id (written before owner ids) is
+  read as every inventory's, as it was; a marker of another owner makes its name
+  untouchable: a plan that would change a record there is refused, naming the owner.
+  Importing (adopting) a record writes no marker: the first change marks it;
 * a record under an open migration (its ``_provision-migration.<name>`` marker is in the
   zone) is left alone: `dns apply` never undoes a lowered TTL or a cutover half-way;
 * a CNAME at the apex, or beside other data at the same name, is refused;
@@ -30,14 +35,16 @@ from provision.inventory.model import Zone
 from provision.text import printable
 
 from .names import canonical, marker_owner, problem, reserved, split_marker
-from .rdata import values_problem
+from .owner import problem as owner_problem
+from .rdata import DATA_TYPES, MANAGED_TYPES, MIGRATE_TYPES, BadValue, values_problem
+from .rdata import canonical as canonical_value
 
-MANAGED_TYPES = ("A", "AAAA", "CNAME")
 MARKER_LABEL = "_provision"
 MARKER_TYPE = "TXT"
 MARKER_TTL = 300
 MIGRATION_LABEL = "_provision-migration"   # an open `dns migrate`: its record is left alone
 _MARKER_PREFIX = '"provision owns '
+_OWNER_SEP = " owner="
 GUARD_FRACTION = 0.30
 GUARD_MIN_RECORDS = 10
 
@@ -80,6 +87,11 @@ def normalise_value(rtype: str, value: str) -> str:
             return v
     if rtype in ("CNAME", "NS", "PTR"):
         return v.lower() if v.endswith(".") else v.lower() + "."
+    if rtype in DATA_TYPES:
+        try:
+            return canonical_value(rtype, v)
+        except BadValue:
+            return v  # refused where it would be acted on (`values_problem`)
     return v
 
 
@@ -141,22 +153,55 @@ def marked_name(marker: str) -> str | None:
     return parts[1] if parts is not None and parts[0] == MARKER_LABEL else None
 
 
+def parse_claim(value: str) -> tuple[str, str | None, str]:
+    """(type, owner id or None, "") of one string of an ownership marker, or
+    ("", None, why) when it is not a string provision writes. Hostile input: the owner id
+    is checked to the inventory's rule before it decides anything."""
+    body = (value[len(_MARKER_PREFIX):-1] if value.startswith(_MARKER_PREFIX)
+            and value.endswith('"') and len(value) > len(_MARKER_PREFIX) else "")
+    rtype, sep, owner = body.partition(_OWNER_SEP)
+    if rtype not in MANAGED_TYPES:
+        return "", None, (f"the string {_show(value)} is not one provision writes (\"provision "
+                          f"owns T\" or \"provision owns T owner=ID\" with T one of "
+                          f"{', '.join(MANAGED_TYPES)})")
+    if not sep:
+        return rtype, None, ""
+    why = owner_problem(owner)
+    if why:
+        return "", None, f"the owner id in the string {_show(value)}: {why}"
+    return rtype, owner, ""
+
+
 def owned_types(marker: RRset) -> set[str]:
-    out = set()
-    for v in marker.values:
-        if v.startswith(_MARKER_PREFIX) and v.endswith('"'):
-            out.add(v[len(_MARKER_PREFIX):-1])
-    return out
+    return {t for t, _, why in map(parse_claim, marker.values) if not why}
 
 
-def marker_rrset(name: str, zone: str, types: Iterable[str]) -> RRset:
+def marker_owner_id(marker: RRset) -> str | None:
+    """The owner id a well-formed marker names (None: a marker without one)."""
+    owners = {o for _, o, why in map(parse_claim, marker.values) if not why}
+    return next(iter(owners)) if len(owners) == 1 else None
+
+
+def marker_rrset(name: str, zone: str, types: Iterable[str], owner: str | None = None) -> RRset:
+    """The marker of `name` claiming `types` for `owner` (None: no owner id, the format
+    written before owner ids)."""
+    tail = f"{_OWNER_SEP}{owner}" if owner else ""
     return RRset(marker_name(name, zone), MARKER_TYPE, MARKER_TTL,
-                 tuple(sorted(f'{_MARKER_PREFIX}{t}"' for t in set(types))))
+                 tuple(sorted(f'{_MARKER_PREFIX}{t}{tail}"' for t in set(types))))
 
 
-def ownership(actual: Iterable[RRset], zone: str) -> dict[str, tuple[RRset, set[str]]]:
-    """name -> (its marker RRset, the types provision owns there). Markers that are not
-    what provision writes are left out (see `marker_problems`)."""
+@dataclass(frozen=True)
+class Claim:
+    """What one well-formed ownership marker says: whose the name is, and which types."""
+
+    marker: RRset
+    owner: str | None       # None: a marker without owner id (read as every inventory's)
+    types: frozenset[str]
+
+
+def claims(actual: Iterable[RRset], zone: str) -> dict[str, Claim]:
+    """name -> the claim of its ownership marker, for every marker provision wrote
+    (others are left out, see `marker_problems`)."""
     out = {}
     for rr in actual:
         if rr.type != MARKER_TYPE:
@@ -166,8 +211,23 @@ def ownership(actual: Iterable[RRset], zone: str) -> dict[str, tuple[RRset, set[
             continue
         types = owned_types(rr)
         if types:
-            out[target] = (rr, types)
+            out[target] = Claim(rr, marker_owner_id(rr), frozenset(types))
     return out
+
+
+def ownership(actual: Iterable[RRset], zone: str,
+              owner: str | None = None) -> dict[str, tuple[RRset, set[str]]]:
+    """name -> (its marker RRset, the types provision owns there) for the markers of
+    `owner` and those without an owner id. Markers that are not what provision writes
+    are left out (see `marker_problems`), and so are other owners' (see `foreign`)."""
+    return {n: (c.marker, set(c.types)) for n, c in claims(actual, zone).items()
+            if c.owner is None or c.owner == owner}
+
+
+def foreign(actual: Iterable[RRset], zone: str, owner: str | None) -> dict[str, Claim]:
+    """name -> the claim of another owner's marker (a name provision must not change)."""
+    return {n: c for n, c in claims(actual, zone).items()
+            if c.owner is not None and c.owner != owner}
 
 
 def _marker_problem(rr: RRset, target: str, zone: str) -> str:
@@ -180,11 +240,16 @@ def _marker_problem(rr: RRset, target: str, zone: str) -> str:
         return f"provision writes the marker of {_show(target)} as {marker_name(target, zone)}"
     if not in_zone(target, zone):
         return f"it covers {target}, outside zone {zone}"
+    owners = set()
     for v in rr.values:
-        t = v[len(_MARKER_PREFIX):-1] if v.startswith(_MARKER_PREFIX) and v.endswith('"') else ""
-        if t not in MANAGED_TYPES:
-            return (f"the string {_show(v)} is not one provision writes (\"provision owns "
-                    f"T\" with T one of {', '.join(MANAGED_TYPES)})")
+        _, owner, why = parse_claim(v)
+        if why:
+            return why
+        owners.add(owner)
+    if len(owners) > 1:
+        named = ", ".join(sorted(f"'{o}'" if o else "none" for o in owners))
+        return (f"its strings name more than one owner ({named}); a marker belongs to one "
+                "inventory")
     return ""
 
 
@@ -259,16 +324,19 @@ class ZonePlan:
 
 def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
               hold: Mapping[tuple[str, str], str] | None = None,
-              expire: Sequence[RRset] = ()) -> ZonePlan:
+              expire: Sequence[RRset] = (), owner: str | None = None) -> ZonePlan:
     """The changes that make the managed records of `zone` equal `want`.
 
     `hold`: records (name, type) to leave alone, each with the note that says why (a
     cutover for `dns migrate`, a refused revert; decided by `provision.dns.migrate.guard`).
-    `expire`: closed migrations' records (exact RRsets read) deleted in the same change."""
+    `expire`: closed migrations' records (exact RRsets read) deleted in the same change.
+    `owner`: the inventory's owner id, written into the markers (None: markers without
+    one); a change at a name another owner's marker claims is refused, naming it."""
     origin = absolute("@", zone)
     have = {rr.key: rr for rr in actual}
     want_by_key = {rr.key: rr for rr in want}
-    owners = ownership(actual, origin)
+    owners = ownership(actual, origin, owner)
+    theirs = foreign(actual, origin, owner)
     owned = {(n, t) for n, (_, types) in owners.items() for t in types if t in MANAGED_TYPES}
     errors: list[str] = []
     notes: list[str] = []
@@ -315,7 +383,10 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     migrating = {n for rr in actual if rr.type == MARKER_TYPE
                  and (n := _migrating(rr.name)) is not None and in_zone(n, origin)
                  and '"phase=closed"' not in rr.values}
-    held = [c for c in changes if c.key[0] in migrating and c.key not in (hold or {})]
+    # a migration moves A, AAAA or CNAME values: it holds only those (a marker never
+    # freezes the TXT, MX, SRV or CAA records beside them)
+    held = [c for c in changes if c.key[0] in migrating and c.key[1] in MIGRATE_TYPES
+            and c.key not in (hold or {})]
     if held:
         changes = [c for c in changes if c not in held]
         for c in held:
@@ -326,6 +397,8 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
         notes += [hold[c.key] for c in changes if c.key in hold]
         changes = [c for c in changes if c.key not in hold]
 
+    errors += _foreign_changes(origin, changes, theirs)
+    notes += _shared_names(origin, want_by_key, changes, theirs)
     errors += _conflicts(origin, changes, have)
 
     managed_keys = (owned | want_by_key.keys()) & have.keys()
@@ -338,7 +411,7 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
     if errors:
         return ZonePlan(origin, tuple(changes), ChangeSet(), tuple(errors), tuple(notes),
                         len(managed_keys), guard)
-    cs = _change_set(origin, changes, owners)
+    cs = _change_set(origin, changes, owners, owner)
     gone = tuple(rr for rr in expire if rr not in cs.deletions)
     if gone:
         cs = ChangeSet((*cs.deletions, *gone), cs.additions)
@@ -351,6 +424,40 @@ def _migrating(name: str) -> str | None:
     provision.dns.migrate.marker) covers, or None."""
     parts = split_marker(name)
     return parts[1] if parts is not None and parts[0] == MIGRATION_LABEL else None
+
+
+def _foreign_changes(origin: str, changes: Sequence[RecordChange],
+                     theirs: Mapping[str, Claim]) -> list[str]:
+    """A change at a name another owner's marker claims: refused, saying whose it is."""
+    out = []
+    for c in changes:
+        claim = theirs.get(c.key[0])
+        if claim is None:
+            continue
+        rel = _show(relative(c.key[0], origin))
+        out.append(f"{rel} {c.key[1]}: not changed: the ownership marker "
+                   f"{_show(claim.marker.name)} says the inventory with owner id "
+                   f"'{claim.owner}' manages {rel} ({', '.join(sorted(claim.types))}); "
+                   f"provision never changes another owner's records (leave {rel} out of "
+                   f"this inventory, or have '{claim.owner}' give it up: remove it from "
+                   "their inventory and apply)")
+    return out
+
+
+def _shared_names(origin: str, want: Mapping[tuple[str, str], RRset],
+                  changes: Sequence[RecordChange], theirs: Mapping[str, Claim]) -> list[str]:
+    """Names this inventory declares that another owner's marker claims, where nothing
+    changes (a change there is an error): two inventories claim one name."""
+    changed = {c.key for c in changes}
+    out = []
+    for name, rtype in sorted(k for k in want if k[0] in theirs and k not in changed):
+        claim = theirs[name]
+        out.append(f"warning: {_show(relative(name, origin))} {rtype}: declared here and "
+                   f"claimed by the inventory with owner id '{claim.owner}' (marker "
+                   f"{_show(claim.marker.name)}): two inventories claim one name; the "
+                   "zone already has this inventory's values, but only its owner may "
+                   "change it")
+    return out
 
 
 def _same(old: RRset, new: RRset) -> bool:
@@ -385,7 +492,7 @@ def _conflicts(origin: str, changes: Sequence[RecordChange],
 
 
 def _change_set(origin: str, changes: Sequence[RecordChange],
-                owners: dict[str, tuple[RRset, set[str]]]) -> ChangeSet:
+                owners: dict[str, tuple[RRset, set[str]]], owner: str | None) -> ChangeSet:
     deletions = [c.old for c in changes if c.old is not None]
     additions = [c.new for c in changes if c.new is not None]
     by_name: dict[str, list[RecordChange]] = {}
@@ -399,7 +506,8 @@ def _change_set(origin: str, changes: Sequence[RecordChange],
                 new_types.discard(c.key[1])
             else:
                 new_types.add(c.key[1])
-        new_marker = marker_rrset(name, origin, new_types) if new_types else None
+        # a marker without owner id is rewritten with ours when its name changes
+        new_marker = marker_rrset(name, origin, new_types, owner) if new_types else None
         if old_marker == new_marker:
             continue
         if old_marker is not None:

@@ -56,7 +56,7 @@ class Settings(ProviderSettings):
 
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # UPDATE prerequisites: NXRRSET/YXRRSET otherwise
     replan_on_stale=False, change_ids=False, authoritative=True,
     nameservers="the zone's NS set, asked of the primary (in-zone names' addresses from "
@@ -223,8 +223,12 @@ class Rfc2136Provider:
                 "wrong key name, secret or algorithm")
 
     def _refused(self, what: str, detail: str) -> str:
+        also = (" (or the server's own checks refused the data: BIND refuses an MX or SRV "
+                "record whose target in the zone has no A/AAAA record; its log says which)"
+                if what == "update" else "")
         return (f"rfc2136: {self.server} refused the {what} of {self.zone} ({detail}): is TSIG key "
-                f"'{self.key_name}' the right one, and allowed to update and transfer the zone?")
+                f"'{self.key_name}' the right one, and allowed to update and transfer the "
+                f"zone?{also}")
 
     # --- wait -----------------------------------------------------------------------
     def nameservers(self) -> list[tuple[str, str | None]]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from provision.inventory.fields import Url
 from provision.text import printable
@@ -22,6 +22,7 @@ from . import endpoint
 from .names import problem
 from .provider import Capabilities, ProviderError, ProviderSettings, StaleRead
 from .records import Alias, ChangeSet, RRset, rrset
+from .visibility import Found, Wanted, ZoneMismatch, choose
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone
@@ -30,9 +31,33 @@ MAX_PAGES = 10_000  # 3 million records at 300 a page: more is a server that nev
 MAX_BATCH = 1000  # Route53's limit of changes in one ChangeResourceRecordSets call
 
 
+class Vpc(BaseModel):
+    """A VPC that sees a private hosted zone (Route53 names it by id and region)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: Annotated[StrictStr, Field(pattern=r"^vpc-[0-9a-f]{1,17}$")] = Field(
+        description="the VPC's id, e.g. vpc-0abc1234")
+    region: Annotated[StrictStr, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")] = Field(
+        description="the AWS region the VPC is in, e.g. eu-west-1 (checked at plan time)")
+
+    pattern_words: ClassVar[Mapping[str, str]] = {
+        "id": "a VPC id: 'vpc-' and 1 to 17 lowercase hex digits, e.g. vpc-0abc1234",
+        "region": "an AWS region name: lowercase words and a number joined by '-', e.g. "
+                  "us-east-1 or eu-central-2"}
+
+    @property
+    def label(self) -> str:
+        return f"{self.id} in {self.region}"
+
+
 class Settings(ProviderSettings):
     hosted_zone_id: Annotated[StrictStr, Field(pattern=r"^(/hostedzone/)?Z[A-Z0-9]{1,32}$")] | None = Field(
-        None, description="the hosted zone's id (default: the one public zone of that name)")
+        None, description="the hosted zone's id (default: the one zone of that name and "
+                          "visibility; a private one: attached to the vpcs)")
+    vpcs: tuple[Vpc, ...] = Field(
+        (), description="a private zone (visibility: private): the VPCs that see it, each "
+                        "{id, region}; the hosted zone must be associated with every one")
     endpoint: Url | None = Field(
         None, description="API endpoint override (e.g. a local moto server; default: "
                           "aws.endpoint_url, else AWS's own)")
@@ -41,19 +66,30 @@ class Settings(ProviderSettings):
         "hosted_zone_id": "a Route53 hosted zone id: 'Z' and 1 to 32 uppercase letters or "
                           "digits (optionally after '/hostedzone/'), e.g. Z0123456789ABC"}
 
+    networks_field: ClassVar[str] = "vpcs"
+
     @field_validator("endpoint")
     @classmethod
     def _no_clear_credentials(cls, url: str | None) -> str | None:
         return endpoint.checked(url, "the endpoint")
 
+    @field_validator("vpcs", mode="before")
+    @classmethod
+    def _vpc_list(cls, value: object) -> object:
+        # YAML gives a list; a tuple keeps the settings hashable like the zone holding them
+        return tuple(value) if isinstance(value, list) else value
+
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.endpoint or aws_endpoint_url
 
+    def visible_to(self) -> frozenset[str]:
+        return frozenset(v.label for v in self.vpcs)
+
 
 CAPABILITIES = Capabilities(
-    record_types=frozenset({"A", "AAAA", "CNAME", "TXT"}), root_ns=False,
+    record_types=frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"}), root_ns=False,
     conditional_write=True,     # DELETE of the exact RRset read: InvalidChangeBatch otherwise
-    replan_on_stale=False, change_ids=True, authoritative=False,
+    replan_on_stale=False, change_ids=True, authoritative=False, private_zones=True,
     nameservers="the hosted zone's delegation set (names; addresses from dns.resolvers)",
     own_api_hosts=("route53.amazonaws.com", ".amazonaws.com", ".amazonaws.com.cn"))
 
@@ -64,7 +100,34 @@ def make(zone: Zone, inv: Inventory) -> Route53Provider:
     aws = inv.aws
     return Route53Provider(zone.name, hosted_zone_id=s.hosted_zone_id,
                            endpoint_url=s.credentials_url(aws.endpoint_url if aws else None),
-                           region=aws.region if aws else "us-east-1")
+                           region=aws.region if aws else "us-east-1",
+                           want=Wanted(zone.visibility, s.visible_to()),
+                           vpcs=tuple((v.id, v.region) for v in s.vpcs))
+
+
+_ESCAPE = re.compile(r"\\([0-9]{3}|.)", re.S)
+_TEXT_TYPES = ("TXT", "CAA")   # their data holds character-strings
+
+
+def from_route53_text(value: str) -> str:
+    """A TXT or CAA value as Route53 returns it (a byte outside printable ASCII as a
+    three-digit OCTAL escape) in zone-file form, where the escape is decimal."""
+    def dec(m: re.Match[str]) -> str:
+        g = m.group(1)
+        if len(g) == 3 and set(g) <= set("01234567"):
+            return f"\\{int(g, 8):03d}"
+        return m.group(0)
+
+    return _ESCAPE.sub(dec, value)
+
+
+def to_route53_text(value: str) -> str:
+    """The inverse of `from_route53_text`: decimal escapes as Route53's octal ones."""
+    def octal(m: re.Match[str]) -> str:
+        g = m.group(1)
+        return f"\\{int(g):03o}" if len(g) == 3 and int(g) <= 255 else m.group(0)
+
+    return _ESCAPE.sub(octal, value)
 
 
 def _unescape(name: str) -> str:
@@ -79,9 +142,14 @@ class Route53Provider:
 
     def __init__(self, zone: str, *, hosted_zone_id: str | None = None,
                  endpoint_url: str | None = None, region: str = "us-east-1",
-                 client: Any = None, page_size: int = 300, wait_delay: float = 5.0):
+                 client: Any = None, page_size: int = 300, wait_delay: float = 5.0,
+                 want: Wanted | None = None, vpcs: tuple[tuple[str, str], ...] = ()):
         self.zone = zone.rstrip(".").lower() + "."
-        self._zone_id = hosted_zone_id.rsplit("/", 1)[-1] if hosted_zone_id else None
+        self._given_id = hosted_zone_id.rsplit("/", 1)[-1] if hosted_zone_id else None
+        # `want` None (a provider made by hand): the given id is trusted unread, as before
+        self._zone_id = self._given_id if want is None else None
+        self.want = want or Wanted()
+        self.vpcs = vpcs   # (id, region) of each declared VPC, checked before the lookup
         self.endpoint_url = endpoint_url
         self.region = region
         self._client = client
@@ -138,15 +206,52 @@ class Route53Provider:
         return self._zone_id
 
     def _find_zone(self) -> str:
-        r = self.client.list_hosted_zones_by_name(DNSName=self.zone, MaxItems="10")
-        ids = [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
-               if z["Name"].lower() == self.zone and not z.get("Config", {}).get("PrivateZone")]
-        ids = ids or [z["Id"].rsplit("/", 1)[-1] for z in r.get("HostedZones", [])
-                      if z["Name"].lower() == self.zone]
-        if len(ids) != 1:
-            raise ProviderError(f"route53: {'no' if not ids else 'more than one'} hosted zone "
-                                f"named {self.zone}; set hosted_zone_id in the inventory")
-        return str(ids[0])
+        """The hosted zone the inventory means: by id, else the one of this name and
+        visibility (private: associated with the declared VPCs, each checked to be in
+        its declared region first)."""
+        self.client  # noqa: B018  (the endpoint is checked before any request)
+        for vpc_id, region in self.vpcs:
+            self._check_vpc(vpc_id, region)
+        if self._given_id is not None:
+            found = [self._describe(self._given_id)]
+        else:
+            r = self.client.list_hosted_zones_by_name(DNSName=self.zone, MaxItems="100")
+            found = [self._summary(z) for z in r.get("HostedZones", [])
+                     if _unescape(str(z["Name"])).rstrip(".") + "." == self.zone]
+        try:
+            return choose(self.zone, self.want, found, by_id=self._given_id is not None)
+        except LookupError as e:
+            hint = "" if self._given_id else "; set hosted_zone_id in the inventory"
+            raise ProviderError(f"route53: {e.args[0]}{hint}") from None
+
+    def _summary(self, z: dict[str, Any]) -> Found:
+        zid = printable(str(z["Id"]).rsplit("/", 1)[-1])
+        if not z.get("Config", {}).get("PrivateZone"):
+            return Found(zid, False)
+        if self.want.visibility == "public":  # its VPCs do not matter: it is not the one
+            return Found(zid, True)
+        return self._describe(zid)
+
+    def _describe(self, zid: str) -> Found:
+        r = self.client.get_hosted_zone(Id=zid)
+        private = bool(r["HostedZone"].get("Config", {}).get("PrivateZone"))
+        vpcs = frozenset(printable(f"{v['VPCId']} in {v['VPCRegion']}") for v in r.get("VPCs", []))
+        return Found(printable(zid), private, vpcs)
+
+    def _check_vpc(self, vpc_id: str, region: str) -> None:
+        """The VPC exists in the region the inventory names (EC2's DescribeVpcs there)."""
+        import boto3
+        from botocore.exceptions import ClientError
+
+        ec2 = boto3.client("ec2", region_name=region, endpoint_url=self.endpoint_url)
+        try:
+            ec2.describe_vpcs(VpcIds=[vpc_id])
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "InvalidVpcID.NotFound":
+                raise
+            raise ZoneMismatch(f"{self.zone}: VPC {vpc_id} is not in region {region} (the "
+                               "inventory's vpcs say so; EC2 there does not know it): correct "
+                               "its id or region; nothing was changed") from None
 
     # --- read -----------------------------------------------------------------------
     def _from_api(self, r: dict[str, Any]) -> RRset:
@@ -156,7 +261,10 @@ class Route53Provider:
             return RRset(name, r["Type"], None, (),
                          Alias(a["DNSName"].lower(), a["HostedZoneId"],
                                bool(a.get("EvaluateTargetHealth", False))))
-        return rrset(name, r["Type"], int(r["TTL"]), [x["Value"] for x in r.get("ResourceRecords", [])])
+        values = [x["Value"] for x in r.get("ResourceRecords", [])]
+        if r["Type"] in _TEXT_TYPES:
+            values = [from_route53_text(v) for v in values]
+        return rrset(name, r["Type"], int(r["TTL"]), values)
 
     def list_rrsets(self) -> list[RRset]:
         """Every RRset, one paged pass (StartRecordName/StartRecordType)."""
@@ -214,7 +322,8 @@ class Route53Provider:
                                   "EvaluateTargetHealth": rr.alias.evaluate_target_health}
         else:
             out["TTL"] = rr.ttl
-            out["ResourceRecords"] = [{"Value": v} for v in rr.values]
+            values = [to_route53_text(v) if rr.type in _TEXT_TYPES else v for v in rr.values]
+            out["ResourceRecords"] = [{"Value": v} for v in values]
         return out
 
     def change_batch(self, changes: ChangeSet) -> dict[str, Any]:

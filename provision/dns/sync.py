@@ -28,6 +28,7 @@ class ZoneRun:
     plan: ZonePlan | None = None
     review: Review | None = None        # cutovers, refused reverts, expired closed records
     error: str = ""
+    owner: str | None = None            # the inventory's owner id (dns.owner)
     read_seconds: float = 0.0
     records_read: int = 0
     # after apply
@@ -73,7 +74,7 @@ def _plan(run: ZoneRun, actual: Sequence[RRset], opts: Options) -> ZonePlan:
                         no_migrate=opts.no_migrate,
                         closed_migration_days=run.zone.closed_migration_days)
     return plan_zone(run.zone.name, want, actual, hold=run.review.hold,
-                     expire=run.review.expire)
+                     expire=run.review.expire, owner=run.owner)
 
 
 def plan_zones(inv: Inventory, zones: Sequence[Zone],
@@ -81,7 +82,7 @@ def plan_zones(inv: Inventory, zones: Sequence[Zone],
                opts: Options = Options()) -> list[ZoneRun]:
     runs = []
     for zone in zones:
-        run = ZoneRun(zone)
+        run = ZoneRun(zone, owner=inv.dns.owner if inv.dns is not None else None)
         try:
             run.provider = make_provider(zone, inv)
             t0 = time.perf_counter()

@@ -56,7 +56,7 @@ def _resolve(name: str, records: Declared) -> tuple[str, ...] | None:
             return None
         cname = next((r for r in recs if r.type == "CNAME"), None)
         if cname is None:
-            return tuple(v for r in recs for v in r.values)
+            return tuple(v for r in recs if r.type in ("A", "AAAA") for v in r.values)
         name = cname.values[0].rstrip(".").lower()
     return None
 
@@ -75,8 +75,8 @@ def dns_findings(inv: Inventory) -> list[Finding]:
     out: list[Finding] = []
     for z in inv.dns.zones:
         for r in z.records:
-            if r.type == "CNAME":
-                continue
+            if r.type not in ("A", "AAAA"):
+                continue  # CNAME, TXT, MX, SRV, CAA: no address
             for i, v in enumerate(r.values):
                 if str(ipaddress.ip_address(v)) not in owner:
                     out.append(Finding(

@@ -254,6 +254,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     ports = _ports(inv, host, listeners, lives, sg_rules, facts)
     found += _listener_findings(inv, host, ports, listeners)
     found += _jupyter_findings(host, jupyter)
+    found += member_server_findings(host, jupyter)
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     states = facts.get(TS.SPEC)
@@ -437,6 +438,39 @@ def _jupyter_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Fi
                                "/api/status without a token or password: anyone who reaches it runs "
                                "code as its user",
                                "start it with a token (provision's rendered config does), or a password"))
+    return out
+
+
+def member_server_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Finding]:
+    """Each member's own Jupyter answers on its port, wants a token (403 without one; an
+    open one is `jupyter-no-token`), and runs as that member."""
+    out = []
+    by_port = {a.port: a for a in answers if a.address in ("127.0.0.1", "::1")}
+    for s in host.services:
+        if s.member is None:
+            continue
+        subject = f"{host.name}/{s.name}"
+        a = by_port.get(s.port)
+        field = f"hosts.{host.name}.services.{s.template}.per_user"
+        if a is None or a.status == 0:
+            out.append(Finding("error", "member-server-down", subject,
+                               f"{s.member}'s Jupyter ({s.unit_name}) does not answer on "
+                               f"127.0.0.1:{s.port}",
+                               f"see `journalctl -u {s.unit_name}`; `provision apply` starts it",
+                               field))
+            continue
+        if a.status not in (200, 403):
+            out.append(Finding("warning", "member-server-answer", subject,
+                               f"{s.member}'s Jupyter on 127.0.0.1:{s.port} answers /api/status "
+                               f"with HTTP {a.status} (a server that wants a token says 403)",
+                               "check what listens there", field))
+        if a.owner and a.owner != s.member:
+            out.append(Finding("error", "member-server-owner", subject,
+                               f"the Jupyter on 127.0.0.1:{s.port} (pid {a.pid}) runs as "
+                               f"{a.owner}, not {s.member}: whoever holds its token runs code "
+                               f"as {a.owner}",
+                               f"stop it; `provision apply` starts {s.unit_name} as {s.member}",
+                               field))
     return out
 
 

@@ -84,6 +84,11 @@ class Facts:
         return self.get(U.SPEC).absent
 
     @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Groups asked for (`Request.groups`) that exist, with their members."""
+        return self.get(U.SPEC).groups
+
+    @property
     def managed_users(self) -> tuple[str, ...]:
         return self.get(U.SPEC).managed
 

@@ -71,6 +71,7 @@ class Request:
     facts: tuple[str, ...] = ()
     sshd_users: tuple[str, ...] = ()  # `sshd -T -C user=...` for these (sshd_effective)
     guards: tuple[str, ...] = ()  # `G:...` arguments of shell steps' guards (provision.facts.guards)
+    groups: tuple[str, ...] = ()  # groups and their members (`R:`, the users fact)
 
     def merge(self, other: Request) -> Request:
         def m(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -79,20 +80,21 @@ class Request:
                        m(self.prefixes, other.prefixes), m(self.users, other.users),
                        m(self.units, other.units), m(self.packages, other.packages),
                        m(self.facts, other.facts), m(self.sshd_users, other.sshd_users),
-                       m(self.guards, other.guards))
+                       m(self.guards, other.guards), m(self.groups, other.groups))
 
     def args(self) -> list[str]:
         return ([f"F:{p}" for p in self.files] + [f"D:{p}" for p in self.dirs]
                 + [f"L:{p}" for p in self.prefixes] + [f"U:{u}" for u in self.users]
                 + [f"S:{u}" for u in self.units] + [f"P:{p}" for p in self.packages]
-                + [f"C:{u}" for u in self.sshd_users] + list(self.guards))
+                + [f"C:{u}" for u in self.sshd_users] + list(self.guards)
+                + [f"R:{g}" for g in self.groups])
 
     def spec_names(self) -> frozenset[str]:
         """The specs whose fragments this request needs."""
         names = set(self.facts)
         if self.files or self.dirs or self.prefixes:
             names.add("files")
-        if self.users:
+        if self.users or self.groups:
             names |= {"users", "files"}
         if self.units:
             names.add("units")

@@ -37,12 +37,14 @@ class Users:
     users: dict[str, UserFact] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
     managed: tuple[str, ...] = ()  # accounts whose authorized_keys carries our marker
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # R: group -> members
 
 
 def parse(records: Sequence[Rec]) -> Users:
     users: dict[str, UserFact] = {}
     absent: set[str] = set()
     managed: list[str] = []
+    groups: dict[str, tuple[str, ...]] = {}
     for r in records:
         f = r.fields
         if r.kind == "user":
@@ -55,7 +57,9 @@ def parse(records: Sequence[Rec]) -> Users:
             absent.add(f[0])
         elif r.kind == "managed":
             managed.append(f[0])
-    return Users(users, frozenset(absent), tuple(dict.fromkeys(managed)))
+        elif r.kind == "group" and len(f) == 2:
+            groups[f[0]] = tuple(m for m in f[1].split(",") if m)
+    return Users(users, frozenset(absent), tuple(dict.fromkeys(managed)), groups)
 
 
-SPEC = FactSpec("users", ("user", "nouser", "managed"), parse)
+SPEC = FactSpec("users", ("user", "nouser", "managed", "group", "nogroup"), parse)

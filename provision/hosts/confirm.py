@@ -33,7 +33,7 @@ from provision.tasks.actions import Action
 from provision.tasks.verify import verify
 
 from .converge import HostRun, add_notes, batch_failed, execute, locked_script, plain_actions
-from .gather import reason as _reason
+from .reach import reason as _reason
 
 APPLY_TIMEOUT = 300.0  # an apply with only commits; with a batch (apt) there is no limit
 RETRY_PAUSE = 0.5

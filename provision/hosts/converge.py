@@ -41,8 +41,9 @@ from provision.tasks.step import Planned, Refused, Step
 
 from . import lock as L
 from . import pytasks
-from .gather import HeldLock, Unreachable, connecting, probe_locked, probe_peek, reason
+from .gather import HeldLock, connecting, probe_locked, probe_peek
 from .pytasks import TaskFailed
+from .reach import Unreachable, reason
 
 LockEvents = Callable[[Host, str, L.Report], None]
 
@@ -151,6 +152,9 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
         actions: list[tuple[str, Planned]] = [("cleanup", a) for a in cleanup(run.facts.temps)]
         for s in steps:
             actions += [(s.name, a) for a in s.diff(run.facts)]
+            notes = getattr(s, "notes", None)  # a step's warnings (what it could not check)
+            if notes is not None:
+                add_notes(run, notes(run.facts))
             if isinstance(s, ShellStep | TaskStep):
                 run.decisions.append(s.decision(run.facts))
         run.actions = actions

@@ -10,6 +10,7 @@ import ipaddress
 import os
 import types
 import typing
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -17,20 +18,28 @@ from pydantic import BaseModel, ValidationError
 from provision.dns import providers
 from provision.dns.endpoint import problem as endpoint_problem
 from provision.dns.names import BadName, canonical, check_record
+from provision.dns.owner import default_owner
+from provision.dns.owner import problem as owner_problem
 from provision.dns.provider import ProviderSettings
+from provision.dns.rdata import DATA_TYPES, BadValue
+from provision.dns.rdata import declared as declared_value
 
+from . import from_hosts as gen
 from . import model as m
 from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_LOGDIR
 from .errors import InventoryError, Problem
-from .fields import is_cidr, is_ip
+from .fields import check_ip, is_cidr, is_ip
+from .member_ports import DEFAULT_RANGE, allocate
 from .programs import program
 from .schema import (
     AptSourceDoc,
     BastionDoc,
     ExposeFrom,
+    FromHostsDoc,
     HostDoc,
     InstanceDoc,
     InventoryDoc,
+    MemberServiceDoc,
     ServiceDoc,
     ZoneDoc,
     inventory_doc,
@@ -363,9 +372,11 @@ class _Resolver:
             resolved = self._resolved.get(roles)
             if resolved is None:
                 resolved = self._resolved[roles] = tuple(
-                    self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+                    x for sname, (sp, sd) in services.items()
+                    for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         else:
-            resolved = tuple(self._service(sp, sname, sd) for sname, (sp, sd) in services.items())
+            resolved = tuple(x for sname, (sp, sd) in services.items()
+                             for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
@@ -424,10 +435,86 @@ class _Resolver:
             expose = m.Expose("public", tuple(s.expose.from_))
         else:
             expose = m.Expose(s.expose or "tunnel")
+        group = s.group
+        if group is not None and logdir is None:
+            self.fail((*path, "group"), "'group' names who may write the service's logdir, "
+                      "and the service has none")
+        if group is not None and group in self.doc.team:
+            self.fail((*path, "group"), f"'{group}' is a team member's name (each member has "
+                      "a group of that name already); pick another group name")
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
                          notebook_dir=s.notebook_dir, venv=s.venv, restart=s.restart,
-                         scheme=entry.scheme if entry else "http")
+                         scheme=entry.scheme if entry else "http", memory_max=s.memory_max,
+                         group=group)
+
+    def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
+        """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
+        if s.per_user is None or s.per_user is False:
+            if s.per_user_ports is not None:
+                self.fail((*path, "per_user_ports"), "'per_user_ports' is for per_user servers; "
+                          "add per_user")
+            return (base,)
+        where: FieldPath = (*path, "per_user")
+        if base.program != "jupyter":
+            self.fail(where, "per_user is for Jupyter servers (the command must start jupyter)")
+            return ()
+        bad = {
+            "user": s.user is not None and "each member's server runs as that member",
+            "notebook_dir": s.notebook_dir is not None and "each member's notebooks are their home",
+            "logdir": s.logdir is not None and "a per-user server has no logdir",
+            "bind": not base.is_loopback and "a per-user server binds 127.0.0.1 (reached "
+                                             "through the member's tunnel)",
+            "expose": base.expose.kind != "tunnel" and "a per-user server is tunnel-only",
+        }
+        for f, why in bad.items():
+            if why:
+                self.fail((*path, f), f"'{f}' does not go with per_user: {why}")
+        if any(bad.values()):
+            return ()
+        team = list(self.doc.team)
+        per = s.per_user
+        options: dict[str, MemberServiceDoc] = {}
+        if per is True:
+            members = team
+            if not members:
+                self.fail(where, "per_user: true gives every team member a server, but `team` "
+                          "is empty")
+        elif isinstance(per, list):
+            members = list(dict.fromkeys(per))
+        else:
+            members = list(per)
+            options = {k: v for k, v in per.items() if v is not None}
+        for mem in members if not isinstance(per, bool) else ():
+            if mem not in self.doc.team:
+                key: str | int = per.index(mem) if isinstance(per, list) else mem
+                close = difflib.get_close_matches(mem, team, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self.fail((*where, key), f"'{mem}' is not a team member{hint} (team: "
+                          f"{', '.join(team) or 'none'})")
+        members = [mem for mem in members if mem in self.doc.team]
+        low, high = s.per_user_ports or DEFAULT_RANGE
+        if low > high:
+            self.fail((*path, "per_user_ports"), "per_user_ports must be [low, high]")
+            return ()
+        pins = {mem: o.port for mem, o in options.items() if o.port is not None}
+        ports, clashes = allocate(members, pins, low, high)
+        for c in clashes:
+            self.fail((*where, c.member) if isinstance(per, dict) and c.member in per else where,
+                      c.message)
+        if clashes:
+            return ()
+        out = []
+        for mem in members:
+            o = options.get(mem) or MemberServiceDoc()
+            if o.gpus is not None and len(set(o.gpus)) != len(o.gpus):
+                self.fail((*where, mem, "gpus"), "a GPU is listed twice")
+            out.append(replace(
+                base, name=f"{base.name}@{mem}", member=mem, template=base.name, user=mem,
+                port=ports[mem], local_port=base.port, notebook_dir=None,
+                gpus=None if o.gpus is None else tuple(o.gpus),
+                memory_max=o.memory_max or s.memory_max))
+        return tuple(out)
 
     # cloud ----------------------------------------------------------------------
     def _group_name(self, path: FieldPath, name: str, what: str) -> bool:
@@ -538,11 +625,110 @@ class _Resolver:
                     elif r.type == "CNAME" and len(entry) > 1:
                         self.fail((*rpath, i), "a CNAME must be alone at its name")
                     records.append(self._record((*rpath, i), rname, r, zname))
+            settings = self._settings(zpath, z)
+            self._visibility(zpath, z, settings)
+            self._supported(zpath, z.provider, records)
+            records += self._from_hosts(zpath, zname, z.from_hosts, records)
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
-                                settings=self._settings(zpath, z),
+                                settings=settings,
                                 cutover_above_ttl=z.cutover_above_ttl,
-                                closed_migration_days=z.closed_migration_days))
-        return m.Dns(tuple(dd.resolvers), tuple(zones))
+                                closed_migration_days=z.closed_migration_days,
+                                visibility=z.visibility))
+        return m.Dns(tuple(dd.resolvers), tuple(zones), self._owner(dd.owner))
+
+    def _owner(self, given: str | None) -> str:
+        """dns.owner, or the owner id derived from the inventory's name."""
+        if given is not None:
+            why = owner_problem(given)
+            if why:
+                self.fail(("dns", "owner"), f"not an owner id: {why}")
+            return given
+        src = self.source
+        name = src.name or (os.path.basename(os.path.dirname(src.files[0])) if len(src.files) > 1
+                            else os.path.splitext(os.path.basename(src.files[0]))[0]
+                            if src.files else "")
+        return default_owner(name)
+
+    def _visibility(self, zpath: FieldPath, z: ZoneDoc, settings: ProviderSettings) -> None:
+        """A private zone needs a provider that has them and the networks that see it; a
+        public zone names none."""
+        field = settings.networks_field
+        if z.visibility == "private":
+            if not providers.capabilities(z.provider).private_zones or not field:
+                self.fail((*zpath, "visibility"), f"provider {z.provider} has no private "
+                          "zones: visibility must be 'public' (the default)")
+            elif not settings.visible_to():
+                self.fail((*zpath, "visibility"), f"a private zone needs '{field}': at least "
+                          "one network that sees it")
+        elif field and settings.visible_to():
+            self.fail((*zpath, field), f"'{field}' is for a private zone only (add "
+                      "'visibility: private', or remove it)")
+
+    def _supported(self, zpath: FieldPath, provider: str, records: list[m.Record]) -> None:
+        """A record type the zone's provider cannot write is refused where it is declared."""
+        types = providers.capabilities(provider).record_types
+        for r in records:
+            if r.type not in types:
+                path = (*zpath, "records", self._raw_record_key(str(zpath[2]), r.name))
+                self.fail(path, f"provider {provider} does not support {r.type} records (it "
+                          f"writes {', '.join(sorted(types))})")
+
+    def _from_hosts(self, zpath: FieldPath, zone: str, spec_doc: bool | FromHostsDoc,
+                    declared: list[m.Record]) -> list[m.Record]:
+        """The zone's records generated from the hosts' addresses; a generated name that a
+        declared record of the zone has (same type, or a CNAME), that two hosts generate,
+        or that lies in another of the inventory's zones, is an error naming both places."""
+        if spec_doc is False:
+            return []
+        where = (*zpath, "from_hosts")
+        doc = FromHostsDoc() if spec_doc is True else spec_doc
+        assert isinstance(doc, FromHostsDoc)
+        why = gen.template_problem(doc.name)
+        if why:
+            self.fail((*where, "name"), why)
+            return []
+        for i, role in enumerate(doc.roles or ()):
+            if role not in self.doc.roles:
+                self.fail((*where, "roles", i), f"unknown role '{role}' (roles: "
+                          f"{', '.join(self.doc.roles) or 'none defined'})")
+        spec = gen.Spec(tuple(doc.roles) if doc.roles is not None else None, doc.name, doc.ttl)
+        hosts = [gen.HostIn(n, h.address, tuple(h.roles)) for n, h in self.doc.hosts.items()]
+        made, problems = gen.generate(zone, spec, hosts)
+        for host, why in problems:
+            self.fail(("hosts", host, "address"), f"from_hosts of zone {zone}: {why}")
+        at = self.source.where(where)
+        declared_at: dict[tuple[str, str], m.Record] = {
+            (canonical(r.name, zone), r.type): r for r in declared}
+        cnames = {canonical(r.name, zone): r for r in declared if r.type == "CNAME"}
+        others = [z for z in self._raw_zones() if isinstance(z, str) and check_zone_key(z) != zone]
+        first: dict[str, str] = {}
+        out = []
+        for g in made:
+            # the same name and type, or a CNAME (alone at its name): an A/AAAA beside a
+            # declared TXT or MX of that name is no clash
+            clash = declared_at.get((g.fqdn, g.type)) or cnames.get(g.fqdn)
+            if clash is not None:
+                self.fail((*zpath, "records", self._raw_record_key(str(zpath[2]), clash.name)),
+                          f"record '{clash.name}' ({g.fqdn} {clash.type}) is also the {g.type} "
+                          f"record from_hosts (at {at.file}:{at.line}) makes for host "
+                          f"'{g.host}': rename the record, or leave the host out with "
+                          "from_hosts.roles")
+                continue
+            if g.fqdn in first:
+                self.fail(("hosts", g.host), f"from_hosts of zone {zone} (at {at.file}:"
+                          f"{at.line}) makes {g.fqdn} for host '{g.host}' and for host "
+                          f"'{first[g.fqdn]}': names are compared without case")
+                continue
+            first[g.fqdn] = g.host
+            inner = next((z for z in others if g.fqdn.endswith("." + check_zone_key(z) + ".")
+                          and len(check_zone_key(z)) > len(zone)), None)
+            if inner is not None:
+                self.fail(where, f"the name {g.fqdn} from_hosts makes for host '{g.host}' is "
+                          f"in the inventory's zone '{inner}', not in {zone}")
+                continue
+            out.append(m.Record(name=g.name, type=g.type, values=(g.value,), ttl=g.ttl,
+                                host=g.host))
+        return out
 
     def _settings(self, zpath: FieldPath, z: ZoneDoc) -> ProviderSettings:
         """The provider's own fields of zone `z` (validated with the zone), the files they
@@ -645,16 +831,47 @@ class _Resolver:
                           f"an absolute name (write '{r.value}.{zone}' for a name in this zone)")
             else:
                 values = (r.value,)
+        elif r.type in DATA_TYPES:
+            if r.value is not None or r.values is None:
+                self.fail(path, f"a{'n' if r.type in ('MX', 'SRV') else ''} {r.type} record "
+                          f"takes 'values': a list ({_DATA_WORDS[r.type]})")
+            else:
+                canon: dict[str, int] = {}
+                for i, v in enumerate(r.values):
+                    try:
+                        c = declared_value(r.type, v)
+                    except BadValue as e:
+                        self.fail((*path, "values", i), str(e))
+                        continue
+                    if c in canon:
+                        self.fail((*path, "values", i), f"the same value as values[{canon[c]}] "
+                                  f"({c}): each value once")
+                    canon.setdefault(c, i)
+                values = tuple(canon)
         else:
             if r.value is not None or r.values is None:
                 self.fail(path, f"an {r.type} record takes 'values': a list of IP addresses")
             else:
                 want = 4 if r.type == "A" else 6
                 for i, v in enumerate(r.values):
+                    try:
+                        check_ip(v)
+                    except ValueError as e:
+                        self.fail((*path, "values", i), f"{e} (type {r.type})")
+                        continue
                     if ipaddress.ip_address(v).version != want:
                         self.fail((*path, "values", i), f"{v} is not an IPv{want} address (type {r.type})")
                 values = tuple(r.values)
         return m.Record(name=name, type=r.type, values=values, ttl=r.ttl)
+
+
+_DATA_WORDS = {
+    "TXT": "texts; plain text is split into strings of 255 octets, or quoted strings "
+           "\"...\" \"...\" as in a zone file",
+    "MX": "'PREFERENCE HOST', e.g. '10 mx1.example.org'",
+    "SRV": "'PRIORITY WEIGHT PORT TARGET', e.g. '10 5 5060 sip.example.org'",
+    "CAA": "'FLAGS TAG \"VALUE\"', e.g. '0 issue \"letsencrypt.org\"'",
+}
 
 
 # Debian's system accounts and other names a person must never be given.

@@ -27,3 +27,7 @@ CATALOG: dict[str, CatalogEntry] = {
 
 DEFAULT_BIND = "127.0.0.1"
 DEFAULT_LOGDIR = "/srv/runs"
+
+# Where a member's own Jupyter keeps its token, in their home (0600, made there by the
+# server's config as the member; read by their tunnel over their own login).
+MEMBER_TOKEN_FILE = "~/.local/share/provision/jupyter-token"

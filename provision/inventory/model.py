@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from provision.dns.names import canonical
+from provision.dns.visibility import Visibility
 
 from .programs import Program, program
 
@@ -36,10 +37,27 @@ class Service:
     venv: str | None = None
     restart: bool = True
     scheme: str = "http"
+    # per-user servers (`per_user:`): one Service per member, named TEMPLATE@MEMBER, run by
+    # the template unit provision-TEMPLATE@.service as the member (`user` is the member)
+    member: str | None = None
+    template: str | None = None
+    gpus: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES; None: every GPU
+    memory_max: str | None = None  # systemd MemoryMax=
+    group: str | None = None  # the group that writes `logdir` (2770, setgid)
+    local_port: int | None = None  # the tunnel's local port when not the remote one
 
     @property
     def unit_name(self) -> str:
         return f"provision-{self.name}.service"
+
+    @property
+    def template_unit(self) -> str | None:
+        """provision-TEMPLATE@.service for a member's server, else None."""
+        return f"provision-{self.template}@.service" if self.template else None
+
+    def visible_to(self, user: str | None) -> bool:
+        """Whether `user`'s tunnel forwards this service: a member's server only theirs."""
+        return self.member is None or self.member == user
 
     @property
     def program(self) -> Program | None:
@@ -122,6 +140,10 @@ class Host:
     def tunnel_services(self) -> tuple[Service, ...]:
         return tuple(s for s in self.services if s.expose.kind == "tunnel")
 
+    def tunnel_services_for(self, user: str | None) -> tuple[Service, ...]:
+        """The tunnel services `user` reaches: shared ones and their own per-user server."""
+        return tuple(s for s in self.tunnel_services if s.visible_to(user))
+
 
 @dataclass(frozen=True)
 class IngressRule:
@@ -166,9 +188,10 @@ class Aws:
 @dataclass(frozen=True)
 class Record:
     name: str  # relative to the zone, '@' for the apex
-    type: Literal["A", "AAAA", "CNAME"]
-    values: tuple[str, ...]
+    type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"]
+    values: tuple[str, ...]  # TXT, MX, SRV, CAA: canonical presentation (provision.dns.rdata)
     ttl: int
+    host: str | None = None  # generated from this host's address (the zone's `from_hosts`)
 
     def fqdn(self, zone: str) -> str:
         return canonical(self.name, zone).rstrip(".")  # the one normalisation (dns plan's)
@@ -182,12 +205,14 @@ class Zone:
     settings: ProviderSettings  # the provider's own fields (its module's `Settings`)
     cutover_above_ttl: int = 300
     closed_migration_days: int = 7
+    visibility: Visibility = "public"  # private: only the provider's listed networks see it
 
 
 @dataclass(frozen=True)
 class Dns:
     resolvers: tuple[str, ...]
     zones: tuple[Zone, ...]
+    owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ model in `model.py` is what the rest of the program uses.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, Union, cast
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -23,6 +25,8 @@ from pydantic import (
 )
 
 from provision.dns import providers
+from provision.dns.visibility import Visibility
+from provision.text import printable, unsafe
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
@@ -80,7 +84,65 @@ class ExposeFrom(Strict):
 Expose = Literal["tunnel", "none"] | ExposeFrom
 
 
+# --- per-user Jupyter and team data directories (issue 24, items 2 and 3) ---------------
+
+# systemd MemoryMax=: bytes with an optional K/M/G/T suffix, or a percentage of RAM
+MemoryMax = Annotated[StrictStr, Field(pattern=r"^([1-9][0-9]{0,15}[KMGT]?|[1-9][0-9]?%|100%)$")]
+GpuIndex = Annotated[StrictInt, Field(ge=0, le=63)]
+
+
+_MEMORY_WORDS = ("systemd's MemoryMax: a number of bytes with an optional K, M, G or T "
+                 "(no space), e.g. 32G, or a share of the RAM, e.g. 25%")
+
+
+class MemberServiceDoc(Strict):
+    """One team member's own instance of a per-user service."""
+
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
+
+    port: Port | None = Field(
+        None, description="pin this member's port on the host (default: derived from the "
+                          "name inside per_user_ports; pin one when two names collide)")
+    gpus: Annotated[list[GpuIndex], Field(max_length=64)] | None = Field(
+        None, description="GPU indices (as `nvidia-smi -L` numbers them) this member's server "
+                          "sees, as CUDA_VISIBLE_DEVICES; [] hides every GPU (default: all)")
+    memory_max: MemoryMax | None = Field(
+        None, description="systemd MemoryMax= of this member's server (e.g. 32G, 25%); "
+                          "default: the service's memory_max")
+
+
+def _per_user_form(value: Any) -> str:
+    # tags are capitalised: error locations drop them like other union branch names
+    return "List" if isinstance(value, list) else "Map" if isinstance(value, dict) else "Bool"
+
+
+# true (every member), a list of members, or member -> options; the discriminator keeps
+# errors to the form the YAML is written in
+PerUser = Annotated[
+    Annotated[StrictBool, Tag("Bool")]
+    | Annotated[list[User], Field(min_length=1), Tag("List")]
+    | Annotated[dict[User, MemberServiceDoc | None], Tag("Map")],
+    Discriminator(_per_user_form)]
+
+
 class ServiceDoc(Strict):
+    pattern_words: ClassVar[Mapping[str, str]] = {"memory_max": _MEMORY_WORDS}
+
+    per_user: PerUser | None = Field(
+        None, description="one server per team member (Jupyter only): true for every member "
+                          "of `team`, a list of members, or member -> {port, gpus, memory_max}. "
+                          "Each runs as that member from their home, on its own 127.0.0.1 port, "
+                          "with its own token kept in their home (unit provision-NAME@MEMBER)")
+    per_user_ports: Annotated[list[Port], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="[low, high]: the host ports per-user servers get, each derived from "
+                          "the member's name (default [20000, 29999])")
+    memory_max: MemoryMax | None = Field(
+        None, description="systemd MemoryMax= (e.g. 32G, 25%); for per_user, every member's "
+                          "server (a member's own memory_max wins)")
+    group: User | None = Field(
+        None, description="a group that may write the service's logdir (TensorBoard's runs): "
+                          "created on the host with every team member in it; the directory "
+                          "becomes 2770 (setgid: new runs belong to the group; others see nothing)")
     port: Port | None = None
     bind: IP | None = None
     expose: Expose | None = None
@@ -246,9 +308,47 @@ class AwsDoc(Strict):
     security_groups: dict[Name, SecurityGroupDoc] = Field(default_factory=dict)
 
 
+# --- records of TXT, MX, SRV and CAA data, and records generated from the hosts ----------
+# (kept together; what a value may hold is checked when the inventory is built, with
+# dnspython, see provision.dns.rdata.declared)
+
+def _record_text(value: str) -> str:
+    bad = unsafe(value)
+    if bad:
+        raise ValueError(f"a record value must not contain control, format or invisible "
+                         f"characters, nor a newline (found {printable(bad)!r})")
+    if not value.strip():
+        raise ValueError("a record value must not be empty")
+    return value
+
+
+RecordText = Annotated[StrictStr, Field(max_length=16384), AfterValidator(_record_text)]
+HostNameTemplate = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.{}-]{1,200}$")]
+
+
+class FromHostsDoc(Strict):
+    """Records generated from the hosts' addresses (an A or AAAA record each)."""
+
+    roles: list[Name] | None = Field(
+        None, min_length=1, description="only the hosts with one of these roles (default: every host)")
+    name: HostNameTemplate = Field(
+        "{host}", description="the record's name, relative to the zone; '{host}' is the "
+                              "host's name (e.g. '{host}.gpu'); it must appear once")
+    ttl: Ttl = 300
+
+
+FromHosts = Annotated[StrictBool | FromHostsDoc, Field(
+    description="give every host (or the hosts of `roles`) an A or AAAA record from its "
+                "`address`: true for '<host>.<zone>' of every host, or {roles, name, ttl}")]
+
+
 class RecordDoc(Strict):
-    type: Literal["A", "AAAA", "CNAME"]
-    values: list[IP] | None = Field(None, min_length=1)
+    type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"] = Field(
+        description="A/AAAA take 'values' (IP addresses), CNAME 'value' (a host name); TXT "
+                    "'values' of text (plain text is split into 255-octet strings; a value "
+                    "starting with '\"' is zone-file quoted strings), MX 'PREFERENCE HOST', "
+                    "SRV 'PRIORITY WEIGHT PORT TARGET', CAA 'FLAGS TAG \"VALUE\"'")
+    values: list[IP | RecordText] | None = Field(None, min_length=1)
     value: Target | IP | None = None
     ttl: Ttl = 300
 
@@ -283,6 +383,11 @@ class ZoneDoc(Strict):
     closed_migration_days: Annotated[StrictInt, Field(ge=0, le=366)] = Field(
         7, description="how long a finished migration is remembered in the zone (dns apply "
         "refuses to put the old value back meanwhile); 0: not at all")
+    visibility: Visibility = Field(
+        "public", description="public: the internet sees the zone; private: only the networks "
+        "the provider's field names (Route53 vpcs, Cloud DNS networks), verified through "
+        "dns.resolvers inside them")
+    from_hosts: FromHosts = False
 
 
 @functools.cache
@@ -322,6 +427,9 @@ def _zones(names: tuple[str, ...], validating: bool) -> Any:
 class DnsDoc(Strict):
     model_config = ConfigDict(defer_build=True)  # a base only, see ZoneDoc
     resolvers: list[IP] = Field(default_factory=list, description="resolvers checked for propagation")
+    owner: StrictStr | None = Field(
+        None, description="owner id written into ownership markers (one DNS label); default: "
+        "the inventory's file name without .yml, or its directory's name")
     zones: dict[ZoneName, ZoneDoc] = Field(default_factory=dict)  # see `inventory_doc`
 
 

@@ -6,6 +6,7 @@ huge documents are refused here, before any schema sees the data.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ class SourceDoc:
     data: Any
     positions: dict[FieldPath, Position]
     files: tuple[str, ...]
+    # the inventory's name: a file's stem, a directory's name (the default dns.owner)
+    name: str = ""
 
     def where(self, path: Iterable[str | int]) -> Position:
         """Position of the deepest known prefix of `path`."""
@@ -349,4 +352,7 @@ def load_source(path: Path) -> SourceDoc:
             problems.extend(e.problems)
     if problems:
         raise InventoryError(problems)
-    return merge_docs(docs)
+    merged = merge_docs(docs)
+    # the name, not the absolute path: one inventory has one name on every machine
+    merged.name = Path(os.path.abspath(path)).name if path.is_dir() else path.stem
+    return merged

@@ -290,6 +290,11 @@ def prepare(inv: Inventory, zone: str, name: str, rtype: str, values: tuple[str,
 
     The file must still declare what `inv` (loaded when the command started) does for the
     record: an edit made meanwhile (while `run` waited) is never overwritten."""
+    generated = _record_of(inv, zone, name, rtype)
+    if generated is not None and generated.host is not None:
+        raise WriteBackError(f"record {name} of zone {zone} is made by the zone's from_hosts "
+                             f"from host {generated.host}'s address: set hosts."
+                             f"{generated.host}.address to {', '.join(values)} instead")
     file = declared_in(inv, zone, name)
     if file is None:
         raise WriteBackError(f"record {name} of zone {zone} is not declared in the inventory "

@@ -14,11 +14,13 @@ from .host import (
     host_directories,
     jupyter_config_path,
     render_host,
+    team_directories,
 )
 from .ssh_config import render_ssh_config
 from .tree import write_tree
 
 __all__ = [
     "FIREWALL_SCRIPT", "FIREWALL_UNIT", "SSHD_DROPIN", "Artifact", "RenderError", "exec_start",
-    "host_directories", "jupyter_config_path", "render_host", "render_ssh_config", "write_tree",
+    "host_directories", "jupyter_config_path", "render_host", "render_ssh_config", "team_directories",
+    "write_tree",
 ]

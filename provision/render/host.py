@@ -14,6 +14,7 @@ What lands on a node (bastion or host), see `render_host`:
 | unit                 | /etc/systemd/system/provision-firewall.service           |
 | unit-dropin          | /etc/systemd/system/docker.service.d/50-provision.conf   |
 | unit                 | /etc/systemd/system/provision-<service>.service          |
+| unit (per-user)      | provision-<name>@.service + provision-<name>@<member>.service.d/50-provision.conf |
 | jupyter-config       | /etc/provision/jupyter/<service>/jupyter_server_config.py|
 | apt-source / apt-key | /etc/apt/sources.list.d/provision-<name>.sources, /etc/apt/keyrings/provision-<name>.asc |
 
@@ -36,6 +37,7 @@ from provision.firewall.rules import (
     Ruleset,
     host_firewall,
 )
+from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Host, Inventory, Service
 
 from .apt import apt_artifacts
@@ -170,7 +172,37 @@ def exec_start(host: Host, service: Service) -> str:
     return _PLACEHOLDER.sub(fill, service.command)
 
 
+def dropin_path(service: Service) -> str:
+    """A member's server's drop-in: its command, GPUs and memory limit."""
+    return f"{UNIT_DIR}/{service.unit_name}.d/50-provision.conf"
+
+
+def _member_service(host: Host, service: Service) -> list[Artifact]:
+    """A member's server: their Jupyter config and the drop-in of their instance."""
+    config = _render("jupyter_server_config.py.j2", host=host.name, service=service,
+                     notebook_dir=None, token_file=MEMBER_TOKEN_FILE)
+    dropin = _render("service-instance.conf.j2", host=host.name, service=service,
+                     exec_start=exec_start(host, service))
+    return [Artifact(jupyter_config_path(service), config, "jupyter-config",
+                     service=service.unit_name),
+            Artifact(dropin_path(service), dropin, "unit", service=service.unit_name)]
+
+
+def _templates(host: Host) -> list[Artifact]:
+    """One template unit per per-user service (provision-NAME@.service)."""
+    out = {}
+    for s in host.services:
+        if s.template_unit and s.template_unit not in out:
+            unit = _render("service-template.unit.j2", host=host.name, name=s.template,
+                           restart=s.restart)
+            out[s.template_unit] = Artifact(f"{UNIT_DIR}/{s.template_unit}", unit, "unit",
+                                            service=s.template_unit)
+    return list(out.values())
+
+
 def _service(host: Host, service: Service) -> list[Artifact]:
+    if service.member is not None:
+        return _member_service(host, service)
     if service.unit_name == FIREWALL_UNIT:
         raise RenderError(f"host '{host.name}': service name '{service.name}' is reserved "
                           f"({FIREWALL_UNIT} is provision's firewall loader)")
@@ -190,9 +222,16 @@ def _service(host: Host, service: Service) -> list[Artifact]:
 
 def host_directories(host: Host) -> tuple[tuple[str, str], ...]:
     """(path, owner) of directories the services need, created by the converge step."""
-    dirs = {(s.logdir, s.user) for s in host.services if s.logdir}
+    dirs = {(s.logdir, s.user) for s in host.services if s.logdir and not s.group}
     dirs |= {(s.notebook_dir, s.user) for s in host.services if s.notebook_dir}
     return tuple(sorted((p, u) for p, u in dirs if p))
+
+
+def team_directories(host: Host) -> tuple[tuple[str, str, str], ...]:
+    """(path, owner, group) of data directories a team group writes (TensorBoard's logdir):
+    mode 2770, so files made there belong to the group and others see nothing."""
+    return tuple(sorted({(s.logdir, s.user, s.group) for s in host.services
+                         if s.logdir and s.group}))
 
 
 def render_host(inv: Inventory, host: Host, *, allow_lockout: bool = False) -> tuple[Artifact, ...]:
@@ -205,6 +244,7 @@ def render_host(inv: Inventory, host: Host, *, allow_lockout: bool = False) -> t
     artifacts = [_sshd(inv, host), *_firewall(host, fw)]
     for service in host.services:
         artifacts.extend(_service(host, service))
+    artifacts.extend(_templates(host))
     artifacts.extend(apt_artifacts(host))
     paths = [a.path for a in artifacts]
     dupes = sorted({p for p in paths if paths.count(p) > 1})

@@ -25,7 +25,7 @@ def render_ssh_config(inv: Inventory, *, user: str | None = None, identity_file:
     nodes = (*sorted(inv.bastions, key=lambda h: h.name), *sorted(inv.hosts, key=lambda h: h.name))
     blocks = []
     for node in nodes:
-        forwards = local_forwards(node)
+        forwards = local_forwards(node, user)
         blocks.append({
             "name": node.name,
             "hostname": node.address,

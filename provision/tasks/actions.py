@@ -170,6 +170,34 @@ class RestartUnit:
         return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
 
+@dataclass(frozen=True)
+class RetireUnit:
+    """Stop and disable a unit provision no longer wants (a member's server once they
+    leave): its files, and the member's, stay."""
+
+    unit: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"systemctl disable --now {self.unit}" + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class EnsureGroup:
+    """The group exists (created when absent), with `add` in it and `remove` out of it."""
+
+    name: str
+    create: bool
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        changes = [*(["add " + ", ".join(self.add)] if self.add else []),
+                   *(["remove " + ", ".join(self.remove)] if self.remove else [])]
+        head = f"create group {self.name}" if self.create else f"group {self.name}"
+        return "; ".join([head, *changes])
+
+
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | DaemonReload | EnableUnit | StartUnit | RestartUnit
-          | RunCommand)
+          | RetireUnit | EnsureGroup | RunCommand)

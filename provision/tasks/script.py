@@ -31,12 +31,14 @@ from provision.tasks.actions import (
     AptUpdate,
     DaemonReload,
     EnableUnit,
+    EnsureGroup,
     EnsureUser,
     InstallPackages,
     Mkdir,
     RemoveFile,
     RemoveTemps,
     RestartUnit,
+    RetireUnit,
     RetireUser,
     SetAttrs,
     StartUnit,
@@ -146,6 +148,13 @@ def snippet(action: Action) -> str:
         return f"provision_unit start {quote(a.unit)}"
     if isinstance(a, RestartUnit):
         return f"provision_unit restart {quote(a.unit)}"
+    if isinstance(a, RetireUnit):
+        return f"systemctl disable -q --now -- {quote(a.unit)}"
+    if isinstance(a, EnsureGroup):
+        lines = [f"groupadd -f -- {quote(a.name)}"] if a.create else []
+        lines += [f"usermod -aG {quote(a.name)} -- {quote(u)}" for u in a.add]
+        lines += [f"gpasswd -d {quote(u)} {quote(a.name)} >/dev/null" for u in a.remove]
+        return "\n".join(lines) or "true"
     if isinstance(a, RunCommand):
         return " ".join(["provision_run", *(quote(x or "") for x in
                                             (a.user, a.creates, a.unless, a.command))])

@@ -1,7 +1,13 @@
 """Systemd services from the inventory (pure diff): unit files and configs rendered by
 `provision.render`, data directories, daemon-reload only when a unit changed, enable +
 start, restart only the services whose unit or config changed (or whose files are newer
-than the running process, which is what an interrupted run leaves behind)."""
+than the running process, which is what an interrupted run leaves behind).
+
+Per-user servers (`per_user:`) are instances of a template unit: one per member, each
+restarted when its own files or the template change; an instance whose member left is
+stopped and disabled (found by the units fact, asked for `provision-NAME@*.service`),
+and their files stay. A team data directory (`group:`) gets its group, with every team
+member in it and people who left taken out."""
 
 from __future__ import annotations
 
@@ -10,24 +16,27 @@ from typing import Any
 
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
-from provision.render import host_directories, render_host
+from provision.render import host_directories, render_host, team_directories
 
 from .actions import (
     Action,
     DaemonReload,
     EnableUnit,
+    EnsureGroup,
     Mkdir,
     RestartUnit,
+    RetireUnit,
     StartUnit,
     WriteFile,
 )
 from .files import diff_file
+from .member_servers import check_members, gpu_warnings, retired_instances
 
 KINDS = ("unit", "jupyter-config")
 
 
 def _artifacts(inv: Inventory, host: Host) -> tuple[Any, ...]:
-    units = {s.unit_name for s in host.services}
+    units = {s.unit_name for s in host.services} | {s.template_unit for s in host.services}
     return tuple(a for a in render_host(inv, host) if a.kind in KINDS and a.service in units)
 
 
@@ -48,12 +57,23 @@ class ServicesStep:
         return cls(inv, host, artifacts=_artifacts(inv, host), directories=_directories(host))
 
     def request(self) -> Request:
+        team_dirs = team_directories(self.host)
+        members = tuple(s.member for s in self.host.services if s.member)
+        groups = tuple(dict.fromkeys(g for _, _, g in team_dirs))
+        team = tuple(p.name for p in self.inv.team) if groups else ()
+        patterns = tuple(dict.fromkeys(f"{t.removesuffix('@.service')}@*.service"
+                                       for s in self.host.services
+                                       if (t := s.template_unit)))
         return Request(files=tuple(a.path for a in self.artifacts),
-                       dirs=tuple(p for p, _ in self.directories),
-                       users=tuple(dict.fromkeys(u for _, u in self.directories)),
-                       units=tuple(s.unit_name for s in self.host.services))
+                       dirs=(*(p for p, _ in self.directories), *(p for p, _, _ in team_dirs)),
+                       users=tuple(dict.fromkeys((*(u for _, u in self.directories),
+                                                  *(o for _, o, _ in team_dirs),
+                                                  *members, *team))),
+                       units=(*(s.unit_name for s in self.host.services), *patterns),
+                       groups=groups)
 
     def diff(self, facts: Facts) -> list[Action]:
+        check_members(self.host, facts)  # Refused: nothing is applied
         writes: list[Action] = []
         changed: set[str] = set()
         unit_written = False
@@ -71,6 +91,11 @@ class ServicesStep:
             if facts.dir(path).kind == "absent":
                 u = facts.users.get(owner)
                 dirs.append(Mkdir(path, 0o755, owner, u.group if u else owner))
+        groups = self._groups(facts)
+        for path, owner, group in team_directories(self.host):
+            d = facts.dir(path)
+            if (d.kind, d.mode, d.owner, d.group) != ("dir", 0o2770, owner, group):
+                dirs.append(Mkdir(path, 0o2770, owner, group))
         enables: list[Action] = []
         units: list[Action] = []
         stale_reload = False
@@ -86,10 +111,31 @@ class ServicesStep:
                 units.append(RestartUnit(s.unit_name, "unit or config changed"))
             elif unit.need_daemon_reload:
                 units.append(RestartUnit(s.unit_name, "unit file changed on disk"))
-            elif unit.active_since is not None and newest.get(s.unit_name, 0) > unit.active_since:
+            elif s.template_unit in changed:
+                units.append(RestartUnit(s.unit_name, "template unit changed"))
+            elif unit.active_since is not None and max(
+                    newest.get(s.unit_name, 0), newest.get(s.template_unit or "", 0)) > unit.active_since:
                 units.append(RestartUnit(s.unit_name, "files newer than the running process"))
+        retire: list[Action] = [RetireUnit(u, "its member is no longer listed")
+                                for u in retired_instances(self.host, facts)]
         # One daemon-reload per batch, after the enables (`enable --no-reload`): each plain
         # `systemctl enable` reloads the manager itself, and a reload (generators, every unit
         # file) was the costliest part of a cold bootstrap on a host with two services.
         reload: list[Action] = [DaemonReload()] if unit_written or stale_reload or enables else []
-        return [*writes, *dirs, *enables, *reload, *units]
+        return [*writes, *groups, *dirs, *enables, *reload, *retire, *units]
+
+    def notes(self, facts: Facts) -> list[str]:
+        """What the plan could not check (the recap's note)."""
+        return gpu_warnings(self.host, facts)
+
+    def _groups(self, facts: Facts) -> list[Action]:
+        """Each team directory's group: there, holding the team and nobody who left."""
+        team = [p.name for p in self.inv.team]
+        out: list[Action] = []
+        for group in dict.fromkeys(g for _, _, g in team_directories(self.host)):
+            have = facts.groups.get(group)
+            add = tuple(m for m in team if have is None or m not in have)
+            gone = tuple(m for m in (have or ()) if m in facts.managed_users and m not in team)
+            if have is None or add or gone:
+                out.append(EnsureGroup(group, have is None, add, gone))
+        return out

@@ -44,10 +44,14 @@ def remote_target(service: Service) -> str:
 
 
 def forward_for(service: Service) -> Forward:
-    """The forward for one service, on the same local port as the remote one."""
-    return Forward(service.name, service.port, remote_target(service), service.port, service.scheme)
+    """The forward for one service, on the same local port as the remote one (a member's
+    own server: the service's declared port, 8888 for Jupyter, whatever its host port)."""
+    return Forward(service.name, service.local_port or service.port, remote_target(service),
+                   service.port, service.scheme)
 
 
-def local_forwards(host: Host) -> tuple[Forward, ...]:
-    """The ssh_config's LocalForwards for `host`: one per tunnel service, ordered by port."""
-    return tuple(forward_for(s) for s in sorted(host.tunnel_services, key=lambda s: (s.port, s.name)))
+def local_forwards(host: Host, user: str | None = None) -> tuple[Forward, ...]:
+    """The ssh_config's LocalForwards for `host` as `user` logs in: one per tunnel service
+    they reach (their own per-user server, nobody else's), ordered by port."""
+    return tuple(forward_for(s) for s in sorted(host.tunnel_services_for(user),
+                                                key=lambda s: (s.port, s.name)))

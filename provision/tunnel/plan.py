@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from provision.errors import UsageError
+from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Host, Service
 from provision.ssh.login import Hop
 from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
@@ -57,17 +58,26 @@ class Row:
 
 # --- what to forward -------------------------------------------------------------------
 
-def select_services(host: Host, names: Sequence[str]) -> tuple[Service, ...]:
-    """The host's tunnel services, or only those named. Raises TunnelError on bad names."""
-    tunnel = host.tunnel_services
+def select_services(host: Host, names: Sequence[str], user: str | None = None) -> tuple[Service, ...]:
+    """The host's tunnel services `user` reaches (shared ones and their own per-user server,
+    nobody else's), or only those named: `jupyter` names `user`'s own server when the
+    service is per-user. Raises TunnelError on bad names."""
+    tunnel = host.tunnel_services_for(user)
     if not names:
         if not tunnel:
-            raise TunnelError(f"{host.name} has no service with expose: tunnel "
-                              f"(services: {', '.join(s.name for s in host.services) or 'none'})")
+            raise TunnelError(f"{host.name} has no service with expose: tunnel for "
+                              f"{user or host.user} (services: "
+                              f"{', '.join(s.name for s in host.services) or 'none'})")
         return tunnel
     out: list[Service] = []
     for name in names:
-        svc = host.service(name)
+        svc = host.service(name) or host.service(f"{name}@{user}")
+        if svc is not None and not svc.visible_to(user):
+            raise TunnelError(f"{host.name}: {name} is {svc.member}'s own server; only "
+                              f"{svc.member}'s login reads its token (--user {svc.member})")
+        if svc is None and any(s.template == name for s in host.services):
+            raise TunnelError(f"{host.name}: {name} is per-user and {user or host.user} has "
+                              f"none (members: {', '.join(s.member or '' for s in host.services if s.template == name)})")
         if svc is None:
             known = ", ".join(s.name for s in tunnel) or "none"
             raise TunnelError(f"{host.name} has no service '{name}' (tunnel services: {known})")
@@ -93,12 +103,20 @@ def pick_local_port(wanted: int, is_free: Callable[[int], bool], taken: Iterable
     raise TunnelError(f"no free local port within {search} of {wanted}")
 
 
+def local_port_wanted(service: Service, requested: dict[str, int] | None = None) -> int:
+    """`--port NAME=PORT` (a member's server answers to its service's name too), else the
+    forward's own local port."""
+    asked = requested or {}
+    return asked.get(service.name, asked.get(service.template or "",
+                                             service.local_port or service.port))
+
+
 def plan_forwards(services: Sequence[Service], is_free: Callable[[int], bool],
                   requested: dict[str, int] | None = None) -> tuple[Forward, ...]:
     """One forward per service, each on its own local port."""
     out: list[Forward] = []
     for s in services:
-        want = (requested or {}).get(s.name, s.port)
+        want = local_port_wanted(s, requested)
         port = pick_local_port(want, is_free, taken=[f.local_port for f in out])
         out.append(forward_for(s).on_port(port))
     return tuple(out)
@@ -151,7 +169,12 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             parts.append(f"echo {PROBE_BEGIN} {tag} listen; "
                          f"if timeout 5 bash -c {shlex.quote(check)} 2>/dev/null; "
                          f"then echo yes; else echo no; fi")
-        if s.is_jupyter:
+        if s.member is not None and s.member == login_user:
+            # the member's own token file, read as the member over their own login (the
+            # token travels in this channel only, never on a command line)
+            parts.append(f"echo {PROBE_BEGIN} {tag} token; "
+                         f"cat -- {MEMBER_TOKEN_FILE} 2>&1 </dev/null; echo")  # no newline in it
+        elif s.is_jupyter and s.member is None:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
@@ -210,6 +233,8 @@ def service_state(service: Service, sections: dict[str, str], login_user: str) -
     """Combine a service's probe sections into what we know about it."""
     listen = sections.get("listen", "").strip()
     listening = True if listen == "yes" else False if listen == "no" else None
+    if service.member is not None:
+        return member_token_state(service, sections, login_user, listening)
     if not service.is_jupyter:
         return ServiceState(listening=listening)
     text = sections.get("jupyter", "")
@@ -226,6 +251,43 @@ def service_state(service: Service, sections: dict[str, str], login_user: str) -
     else:
         note = "token unknown: no running server listed on that port"
     return ServiceState(listening=listening, note=note)
+
+
+def member_token_state(service: Service, sections: dict[str, str], login_user: str,
+                       listening: bool | None) -> ServiceState:
+    """A member's own server: the token their file holds, read by their own login."""
+    if service.member != login_user:
+        return ServiceState(listening=listening,
+                            note=f"token unknown: only {service.member}'s login reads it")
+    if "token" not in sections:
+        return ServiceState(listening=listening, note="token unknown: not asked")
+    text = sections["token"].strip()
+    if _TOKEN.match(text):
+        return ServiceState(listening=listening, token=text)
+    if "No such file" in text:
+        why = "no token file yet (the server makes it when it starts)"
+    elif "Permission denied" in text:
+        why = "the token file is not readable by its member"
+    else:
+        why = "the token file holds no plain token"
+    return ServiceState(listening=listening, note=f"token unknown: {why}")
+
+
+def check_request(state: ServiceState) -> tuple[str, bool]:
+    """What `tunnel --check` asks a forward: (path, whether only a 200 passes). A Jupyter
+    whose token we know is asked /api/status with it, so the check proves the token opens
+    that server (without it Jupyter answers 403)."""
+    if state.token:
+        base = state.base_url if state.base_url.endswith("/") else state.base_url + "/"
+        return f"{base}api/status?token={state.token}", True
+    return "/", False
+
+
+def check_passed(answer: str | None, need_ok: bool) -> bool:
+    """An HTTP status line that passes the check (any answer, or a 200 when asked)."""
+    if answer is None:
+        return False
+    return not need_ok or answer.split()[1:2] == ["200"]
 
 
 def nothing_listening(fwd: Forward, host: str) -> str:

@@ -27,6 +27,8 @@ except urllib.error.HTTPError as e:
 except Exception:
     print("000")' "$url" 2>/dev/null)
     fi
-    printf 'jupyter\t%s\t%s\t%s\n' "$local_addr" "$pid" "${code:-000}"
+    # who runs it: a member's own server must run as that member (audit)
+    owner=$(stat -c %U "/proc/$pid" 2>/dev/null)
+    printf 'jupyter\t%s\t%s\t%s\t%s\n' "$local_addr" "$pid" "${code:-000}" "${owner:-?}"
   done
 }

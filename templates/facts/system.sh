@@ -8,6 +8,7 @@ fact_system() {
   fi
   if command -v docker >/dev/null 2>&1; then printf 'docker\tyes\n'; else printf 'docker\tno\n'; fi
   if command -v nvidia-smi >/dev/null 2>&1; then
+    printf 'has\tnvidia-smi\n'  # GPUs known: a per-user `gpus` index past them is refused
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
       while IFS= read -r l; do printf 'gpu\t%s\n' "$l"; done
   fi

@@ -1,4 +1,4 @@
-# U:user (account, ~/.ssh, authorized_keys); also every account whose authorized_keys
+# U:user (account, ~/.ssh, authorized_keys), R:group (its members); also every account whose authorized_keys
 # starts with our marker line (people removed from the team).
 fact_users() {
   user_fact() {
@@ -35,7 +35,14 @@ PROBE_EOF
   }
   seen=' '
   for a in "$@"; do
-    case $a in U:*) user_fact "${a#U:}"; seen="$seen ${a#U:} " ;; esac
+    case $a in
+      U:*) user_fact "${a#U:}"; seen="$seen ${a#U:} " ;;
+      R:*) if g=$(getent group "${a#R:}"); then
+             printf 'group\t%s\t%s\n' "${a#R:}" "${g##*:}"
+           else
+             printf 'nogroup\t%s\n' "${a#R:}"
+           fi ;;
+    esac
   done
   getent passwd | while IFS=: read -r n _ uid _ _ home _; do
     [ "$uid" -ge 1000 ] 2>/dev/null && [ "$uid" -ne 65534 ] || continue

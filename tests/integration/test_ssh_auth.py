@@ -280,3 +280,33 @@ def test_a_readable_identity_is_offered_alone_even_with_an_agent(
     finally:
         server.close()
     assert server.recorder.offered == [("root", key.get_base64())]
+
+
+# --- the first hop's socket -------------------------------------------------------------------
+
+@pytest.mark.parametrize("via", [False, True], ids=["direct", "through a bastion"])
+def test_the_first_hops_socket_has_nagle_off(
+        via: bool, keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
+    """paramiko writes each SSH packet on its own; with Nagle on, a write that followed
+    another waited for the server's delayed ACK (40 ms) on nearly every round trip of a
+    handshake, an authentication and a channel open, on both hops of a jump chain (the inner
+    hop's packets ride the first hop's socket). `provision exec` of one host spent ~150 ms
+    of its ~0.5 s of SSH on that."""
+    key, path = keys
+    server = Server(accept=key.asbytes())
+    inv = _inventory(tmp_path, server.port, str(path), _known(server), via=via)
+    try:
+        with C.Gateways() as gateways:
+            if via:  # the bastion hop the hosts behind it share
+                store = C.KnownHosts(C.inventory_known_hosts(inv), False)
+                first = gateways.hop(tuple(inv.chain(inv.node("gpu"))), store).transport.sock
+                chain = None
+            else:
+                chain = C.connect(inv, inv.node("gpu"), gateways=gateways)
+                first = chain.conn.transport.sock
+            assert isinstance(first, socket.socket)
+            assert first.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            if chain is not None:
+                chain.close()
+    finally:
+        server.close()

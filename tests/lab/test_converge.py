@@ -331,13 +331,30 @@ def test_a_booting_host_is_retried_and_the_recap_says_so(lab: Lab, world: dict[s
     """pam_nologin refuses the login user while /run/nologin exists (a host still booting):
     the connection is retried with backoff, and the recap says what happened."""
     nologin = "System is booting up. Unprivileged users are not permitted to log in yet."
+    since = lab.host("gpu2", "date", "+%s").stdout.strip()
     lab.host("gpu2", "sh", "-c", f"echo '{nologin}' > /run/nologin")
-    lifted = threading.Timer(4.0, lambda: lab.host("gpu2", "rm", "-f", "/run/nologin"))
-    lifted.start()
+    done = threading.Event()
+
+    def lift_after_a_refusal() -> None:
+        # lifted once sshd has refused a login (not after a fixed delay: under load the
+        # CLI's start-up alone can outlast one, and the first attempt would just succeed);
+        # after 60 s regardless, so a missed log line cannot hang the test
+        deadline = time.monotonic() + 60
+        while not done.is_set() and time.monotonic() < deadline:
+            log = lab.host("gpu2", "journalctl", "--since", f"@{since}", "-o", "cat",
+                           check=False).stdout
+            if "Access denied for user" in log or "nologin" in log:
+                break
+            done.wait(0.2)
+        lab.host("gpu2", "rm", "-f", "/run/nologin")
+
+    lifter = threading.Thread(target=lift_after_a_refusal)
+    lifter.start()
     try:
         code, data, err = run(lab, "plan", "gpu2", inventory=world["inventory"])
     finally:
-        lifted.cancel()
+        done.set()
+        lifter.join()
         lab.host("gpu2", "rm", "-f", "/run/nologin")
     r = by_host(data)["gpu2"]
     assert code == 0 and r["status"] in ("ok", "pending"), (r, err)

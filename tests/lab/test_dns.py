@@ -296,3 +296,95 @@ def test_hostile_txt_records_in_the_zone_are_refused_and_nothing_is_sent(
         assert _ask(lab, lab.addr("ns1"), "*", "A")[1] == [wild]     # their wildcard stays
     finally:
         update(False)
+
+
+def test_import_through_a_zone_transfer_then_plan_shows_no_changes(lab: Lab, tmp_path: Path) -> None:
+    """`provision import dns` reads the BIND zone by AXFR (RFC 2136 provider): the YAML,
+    adopted in place of the zone's records, plans no changes; records the lab's inventory
+    does not declare (ns1's addresses) are imported too, SOA/NS are comments, nothing is
+    written (the SOA serial stays). In-process, in the operator namespace (no start-up)."""
+    import dns.message
+    import dns.query
+    from click.testing import CliRunner
+
+    from provision.cli import main
+
+    def serial() -> int:
+        r = dns.query.udp(dns.message.make_query(f"{P.ZONE}.", "SOA"), lab.addr("ns1"), timeout=2)
+        return int(r.answer[0][0].serial)
+
+    out = tmp_path / "imported.yml"
+    with lab.operator_netns():
+        before = serial()
+        r = CliRunner().invoke(main, ["import", "dns", "-i", str(lab.inventory), "--zone", P.ZONE,
+                                      "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        raw = out.read_bytes()
+        assert all(b == 0x0A or 0x20 <= b < 0x7F for b in raw)
+        assert b"#   @ SOA" in raw and b"#   @ NS" in raw
+        records = yaml.safe_load(raw)["dns"]["zones"][P.ZONE]["records"]
+        assert records["ns1"][0] == {"type": "A", "values": [lab.addr("ns1")], "ttl": 300}
+        doc = yaml.safe_load(lab.inventory.read_text())
+        declared = set(doc["dns"]["zones"][P.ZONE]["records"])
+        assert declared < set(records)
+        doc["dns"]["zones"][P.ZONE]["records"] = records
+        adopted = tmp_path / "inventory.yml"
+        adopted.write_text(yaml.safe_dump(doc))
+        r = CliRunner().invoke(main, ["dns", "plan", "-i", str(adopted), "--detailed-exitcode"])
+        assert r.exit_code == 0, r.output
+        assert "no changes" in r.output
+        assert serial() == before
+
+
+def _plan_apply(lab: Lab, path: Path) -> tuple[tuple[int, int, int], bool]:
+    """(creates, updates, deletes) of the zone's plan, applied; then whether the next
+    plan is empty. In this process (in the operator namespace): no CLI start-up."""
+    from provision.dns.sync import apply_zone, plan_zones
+    from provision.inventory import load_inventory
+
+    inv = load_inventory(path)
+    assert inv.dns is not None
+    with lab.operator_netns():
+        [run] = plan_zones(inv, inv.dns.zones)
+        assert run.plan is not None and not run.error and not run.plan.refused, run
+        ops = [c.op for c in run.plan.changes]
+        apply_zone(run, timeout=60)
+        [again] = plan_zones(inv, inv.dns.zones)
+    assert again.plan is not None
+    return (ops.count("create"), ops.count("update"), ops.count("delete")), \
+        not again.plan.changes and not again.plan.change_set
+
+
+def test_txt_mx_srv_caa_and_records_from_hosts_round_trip_on_bind(lab: Lab, tmp_path: Path) -> None:
+    """The four new types through RFC 2136 to the lab's BIND, served by it (AA), and no
+    change on the next plan; the GPU hosts' A records come from `from_hosts` instead of
+    being declared, and plan as the same records (no change, nothing created)."""
+    doc = yaml.safe_load(lab.inventory.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    gpus = [n.name for n in lab.plan.gpu_hosts]
+    for name in gpus:
+        del zone["records"][name]
+    zone["from_hosts"] = {"roles": ["gpu-server"], "ttl": 300}
+    z = P.ZONE
+    zone["records"].update({
+        # BIND refuses an update whose in-zone MX target has no address record
+        "mail": [{"type": "MX", "values": [f"10 {gpus[0]}.{z}", f"20 {gpus[1].upper()}.{z}."]},
+                 {"type": "TXT", "values": ["v=spf1 mx -all", "k=" + "x" * 300]},
+                 {"type": "CAA", "values": ['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']}],
+        "_sip._tcp": {"type": "SRV", "values": [f"10 60 5060 sip.{z}"], "ttl": 120}})
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    try:
+        assert _plan_apply(lab, inv) == ((4, 0, 0), True)
+        ns1 = lab.addr("ns1")
+        assert _ask(lab, ns1, "mail", "MX") == (
+            "NOERROR", [f"10 {gpus[0]}.{z}.", f"20 {gpus[1]}.{z}."], True)
+        assert _ask(lab, ns1, "mail", "TXT") == (
+            "NOERROR", sorted(['"v=spf1 mx -all"', f'"k={"x" * 253}" "{"x" * 47}"']), True)
+        assert _ask(lab, ns1, "mail", "CAA") == (
+            "NOERROR", sorted(['0 issue "letsencrypt.org"', f'0 iodef "mailto:sec@{z}"']), True)
+        assert _ask(lab, ns1, "_sip._tcp", "SRV") == ("NOERROR", [f"10 60 5060 sip.{z}."], True)
+        assert _ask(lab, ns1, gpus[0], "A")[1] == [lab.addr(gpus[0])]
+    finally:  # the lab's own inventory again: the records provision created (marked) go
+        assert _plan_apply(lab, lab.inventory)[1]
+    assert _ask(lab, lab.addr("ns1"), "mail", "MX")[0] == "NXDOMAIN"

@@ -1,6 +1,11 @@
 """A local HTTP server that follows the Cloud DNS v1 REST API closely enough for the
 real google-cloud-dns client: managedZones, paged rrsets, changes that stay `pending` for
-a few polls, 409 on creating an existing RRset, 412 on a deletion that does not match.
+a few polls, 409 on creating an existing RRset, 412 on a deletion that does not match;
+public and private zones (visibility, privateVisibilityConfig.networks).
+Record data is checked per type as the API does (400 `invalid`): A/AAAA addresses; host
+names in CNAME, MX and SRV data absolute (with the final dot); TXT, MX, SRV and CAA
+parseable; TXT read back as quoted strings (an unquoted word is a string of its own, as
+the API splits it), and a deletion matches by record data, not by spelling.
 
 Listens on 127.0.0.1 only. Test hooks: `before_change` runs once before the next POST of
 a change is processed (to change the zone "behind the client's back"); `requests` logs
@@ -18,6 +23,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import dns.exception
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
 import yaml
 
 PREFIX = "/dns/v1/projects/"
@@ -49,18 +59,29 @@ class FakeCloudDns:
         self._server.server_close()
 
     # --- state -----------------------------------------------------------------------
-    def add_zone(self, project: str, name: str, dns_name: str) -> None:
+    def add_zone(self, project: str, name: str, dns_name: str, *, visibility: str = "public",
+                 networks: tuple[str, ...] = ()) -> None:
+        """A managed zone; a private one (`visibility`) is visible to `networks` (network
+        URLs, as privateVisibilityConfig holds them) and served by Google's private name
+        server only, as v1 answers for one."""
         dns_name = dns_name.rstrip(".") + "."
+        ns = (["ns-gcp-private.googledomains.com."] if visibility == "private"
+              else ["ns-cloud-a1.googledomains.com.", "ns-cloud-a2.googledomains.com."])
+        zone: dict[str, Any] = {
+            "kind": "dns#managedZone", "name": name, "dnsName": dns_name,
+            "id": str(1000 + len(self.zones)), "description": "",
+            "creationTime": "2026-01-01T00:00:00.000Z", "nameServers": ns,
+            "visibility": visibility}
+        if visibility == "private":
+            zone["privateVisibilityConfig"] = {
+                "kind": "dns#managedZonePrivateVisibilityConfig",
+                "networks": [{"kind": "dns#managedZonePrivateVisibilityConfigNetwork",
+                              "networkUrl": url} for url in networks]}
         self.zones[(project, name)] = {
-            "zone": {"kind": "dns#managedZone", "name": name, "dnsName": dns_name,
-                     "id": str(1000 + len(self.zones)), "description": "",
-                     "creationTime": "2026-01-01T00:00:00.000Z",
-                     "nameServers": ["ns-cloud-a1.googledomains.com.",
-                                     "ns-cloud-a2.googledomains.com."]},
+            "zone": zone,
             "rrsets": {(dns_name, "SOA"): _rr(dns_name, "SOA", 21600, [
-                           "ns-cloud-a1.googledomains.com. cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"]),
-                       (dns_name, "NS"): _rr(dns_name, "NS", 21600, [
-                           "ns-cloud-a1.googledomains.com.", "ns-cloud-a2.googledomains.com."])},
+                           f"{ns[0]} cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"]),
+                       (dns_name, "NS"): _rr(dns_name, "NS", 21600, ns)},
             "changes": {},
         }
 
@@ -158,12 +179,20 @@ class FakeCloudDns:
             rrsets = z["rrsets"]
             deletions = [_canon(d) for d in body.get("deletions", [])]
             additions = [_canon(a) for a in body.get("additions", [])]
+            for what, items in (("additions", additions), ("deletions", deletions)):
+                for i, r in enumerate(items):
+                    why = _invalid(r)
+                    if why:
+                        return 400, _err(400, "invalid", f"Invalid value for 'entity.change."
+                                         f"{what}[{i}].rrdata': {why}")
+            additions = [{**a, "rrdatas": [_stored(a["type"], v) for v in a["rrdatas"]]}
+                         for a in additions]
             for i, d in enumerate(deletions):
                 have = rrsets.get((d["name"], d["type"]))
                 if have is None:
                     return 404, _err(404, "notFound", f"The 'entity.change.deletions[{i}]' "
                                      f"resource named '{d['name']} ({d['type']})' does not exist.")
-                if (have["ttl"], sorted(have["rrdatas"])) != (d["ttl"], sorted(d["rrdatas"])):
+                if (have["ttl"], _data(have)) != (d["ttl"], _data(d)):
                     return 412, _err(412, "conditionNotMet", f"Precondition not met for "
                                      f"'entity.change.deletions[{i}]'")
             deleted = {(d["name"], d["type"]) for d in deletions}
@@ -191,6 +220,45 @@ def _rr(name: str, rtype: str, ttl: int, rrdatas: list[str]) -> dict[str, Any]:
 def _canon(r: dict[str, Any]) -> dict[str, Any]:
     # the client sends ttl as a string and names as given
     return _rr(r["name"], r["type"], int(r["ttl"]), r.get("rrdatas", []))
+
+
+_NAMED = {"CNAME": -1, "MX": -1, "SRV": -1, "NS": -1, "PTR": -1}  # host name: the last field
+
+
+def _invalid(r: dict[str, Any]) -> str:
+    """Why the API would refuse the RRset's data, or "" (it checks each rrdata by type)."""
+    for v in r["rrdatas"]:
+        if not isinstance(v, str) or not v or "\n" in v:
+            return f"'{v}' is not record data"
+        if r["type"] in _NAMED and not v.split()[_NAMED[r["type"]]].endswith("."):
+            return f"the DNS name in '{v}' must be fully qualified (end with a dot)"
+        try:
+            dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.from_text(r["type"]), v,
+                                origin=dns.name.root, relativize=False)
+        except (dns.exception.DNSException, ValueError) as e:
+            return f"'{v}' is not {r['type']} data ({e})"
+    return ""
+
+
+def _stored(rtype: str, v: str) -> str:
+    """The rrdata as the API returns it: TXT as quoted strings, the rest as sent."""
+    if rtype != "TXT":
+        return v
+    rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, v)
+    return str(rd.to_text())
+
+
+def _data(r: dict[str, Any]) -> list[Any]:
+    """The record data, compared as the server does (names without case, not spelling)."""
+    out = []
+    for v in r["rrdatas"]:
+        try:
+            rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.from_text(r["type"]), v,
+                                     origin=dns.name.root, relativize=False)
+            out.append(rd.to_digestable(dns.name.root))
+        except (dns.exception.DNSException, ValueError):
+            out.append(v.encode())
+    return sorted(out)
 
 
 def _err(code: int, reason: str, message: str) -> dict[str, Any]:

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from provision.dns.rdata import MIGRATE_TYPES
 from provision.dns.records import (
-    MANAGED_TYPES,
     MARKER_TYPE,
     RRset,
     absolute,
@@ -138,13 +138,15 @@ def review(zone: str, want: Sequence[RRset], actual: Sequence[RRset], now: float
 
     want_keys = {w.key for w in want}
     for w in want:
+        if w.type not in MIGRATE_TYPES:
+            continue  # TXT, MX, SRV, CAA: no cutover, no migration; plain changes
         a = have.get(w.key)
         if a is None:
             if w.name in open_names or w.name in unreadable:
                 continue
             # a type change (A/AAAA <-> CNAME): the record in the zone goes, and caches keep
             # it for its TTL; `dns migrate` moves values, not types, so it is only held
-            for t in MANAGED_TYPES:
+            for t in MIGRATE_TYPES:
                 o = have.get((w.name, t))
                 if o is None or (w.name, t) in want_keys or o.alias is not None or \
                         o.ttl is None or o.ttl <= cutover_above_ttl or \

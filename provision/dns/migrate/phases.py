@@ -318,9 +318,9 @@ def verify(j: Journal, answers: Sequence[Answer], now: float) -> Verification:
     notes = list(problems)
     auth = [a for a in answers if a.target.role == "authoritative"]
     if not auth:
-        notes.append("no authoritative server could be asked (their addresses are unknown: "
-                      "list a resolver under dns.resolvers); the provider's own in-sync status "
-                      "was taken instead")
+        notes.append("no authoritative server was asked (a private zone's never are; a "
+                      "public zone's addresses are unknown: list a resolver under "
+                      "dns.resolvers); the provider's own in-sync status was taken instead")
         auth_ok = True
     stale: list[Stale] = []
     for a in answers:

@@ -32,10 +32,12 @@ from provision.dns.records import (
     RRset,
     absolute,
     desired,
+    foreign,
     in_zone,
     normalise_value,
     relative,
 )
+from provision.dns.records import marker_name as ownership_marker_name
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
 from provision.inventory.writeback import WriteBackError, prepare, write
@@ -195,7 +197,11 @@ class Ctx:
         configured resolvers only; those without an address are skipped, and said)."""
         if self._auth is None:
             out, unknown = prop.authoritative_targets(self.provider.nameservers(),
-                                                      self.provider.direct, self.resolvers)
+                                                      self.provider.direct, self.resolvers,
+                                                      self.zone.visibility, self.zone.name)
+            if self.zone.visibility == "private":
+                self.notes.append(f"{self.zone.name} is private: verified through "
+                                  "dns.resolvers (inside its networks) only")
             self.notes += [f"authoritative server {label} not asked: no address (list a "
                            "resolver under dns.resolvers)" for label in unknown]
             self._auth = out
@@ -228,6 +234,8 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
     """The journal, the marker and the record, each checked (`trust`) before it may drive
     a change: anything that is not about this record, of a managed type, in this zone,
     is refused (UsageError naming the file or the TXT record) and nothing is sent."""
+    if ctx.zone.visibility == "private":
+        ctx.auth_targets()  # a private zone nothing here can verify: said before any change
     j = ctx.store.load(ctx.name)
     declared = frozenset(rr.key for rr in desired(ctx.zone))
     if j is not None:
@@ -376,6 +384,7 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
         raise UsageError(f"{ctx.name} has no {rtype or 'A, AAAA or CNAME'} record in zone "
                          f"{ctx.zone.name}: a migration moves an existing record (create new "
                          "ones with `provision dns apply`)")
+    _refuse_foreign(ctx)
     if not to:
         target = _inventory_target(ctx, found, rtype)
         if target is None:
@@ -417,6 +426,18 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
     ctx.say(f"{ctx.where}: lowered TTL served by every authoritative server; cutover allowed "
             f"from {_iso(served_at + j2.original_ttl)} (in {j2.original_ttl} s)")
     return j2
+
+
+def _refuse_foreign(ctx: Ctx) -> None:
+    """A record another owner's ownership marker claims is theirs to move (exit 2)."""
+    origin = names.origin(ctx.zone.name)
+    marker = _call(lambda: ctx.provider.get_rrset(ownership_marker_name(ctx.name, origin), "TXT"))
+    owner = ctx.inv.dns.owner if ctx.inv.dns is not None else None
+    claim = foreign([marker] if marker is not None else [], origin, owner).get(ctx.name)
+    if claim is not None:
+        raise UsageError(f"{ctx.where}: the ownership marker {printable(claim.marker.name)} "
+                         f"says the inventory with owner id '{claim.owner}' manages it; "
+                         "provision never moves another owner's records")
 
 
 def _refuse_revert(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> None:

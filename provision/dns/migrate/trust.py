@@ -28,7 +28,7 @@ from typing import Any
 
 from provision.dns import providers
 from provision.dns.names import canonical, in_zone, origin, problem, reserved
-from provision.dns.rdata import MANAGED_TYPES, ttl_problem, values_problem
+from provision.dns.rdata import MIGRATE_TYPES, ttl_problem, values_problem
 from provision.text import printable
 
 from .journal import PHASES, VERSION, Journal, JournalError, Snapshot
@@ -165,8 +165,8 @@ def journal_from_dict(d: Mapping[str, Any]) -> Journal:
     if why:
         raise Refused(f"name {_show(name)}: {why}")
     rtype = _text(d, "type")
-    if rtype not in MANAGED_TYPES:
-        raise Refused(f"type {_show(rtype)}: provision migrates only {', '.join(MANAGED_TYPES)} records")
+    if rtype not in MIGRATE_TYPES:
+        raise Refused(f"type {_show(rtype)}: provision migrates only {', '.join(MIGRATE_TYPES)} records")
     provider = _text(d, "provider")
     if provider not in providers.PROVIDERS:
         raise Refused(f"provider {_show(provider)} (one of {', '.join(providers.names())})")
@@ -280,9 +280,9 @@ def admit_journal(j: Journal, *, name: str, zone: str, provider: str, declared: 
 def admit_marker(m: Marker, *, name: str, zone: str, declared: Declared,
                  journal: Journal | None, now: float) -> None:
     """The marker filed at ``_provision-migration.<name>`` may act (Refused if not)."""
-    if m.type not in MANAGED_TYPES:
+    if m.type not in MIGRATE_TYPES:
         raise Refused(f"it names type {_show(m.type)}: provision migrates only "
-                      f"{', '.join(MANAGED_TYPES)} records")
+                      f"{', '.join(MIGRATE_TYPES)} records")
     if journal is not None and m.type != journal.type:
         raise Refused(f"it is about the {m.type} record, the journal of {name} about the "
                       f"{journal.type} record (a marker acts only on the record it is filed under)")

@@ -1,0 +1,85 @@
+"""TXT, MX, SRV and CAA records through Route53's API on moto (real HTTP on 127.0.0.1):
+apply, then a plan that shows no changes; Route53's own spellings (names without their
+final dot, case kept, octal escapes in TXT) plan nothing; an answer provision cannot parse
+refuses the plan. The cases are tests/support/record_types.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+
+from tests.support.record_types import canonical, cli, expected, records, round_trip
+
+
+@pytest.fixture
+def r53(aws_env: str) -> Iterator[Any]:
+    moto_url = aws_env
+    client = boto3.client("route53", endpoint_url=moto_url, region_name="us-east-1")
+    zid = client.create_hosted_zone(Name="example.org.", CallerReference="t")["HostedZone"]["Id"]
+    yield client, zid
+
+
+def _r53_inventory(tmp_path: Path, url: str, records: dict[str, Any]) -> Path:
+    doc = {"version": 1, "aws": {"region": "us-east-1", "endpoint_url": url},
+           "dns": {"zones": {"example.org": {"provider": "route53", "records": records}}}}
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def _r53_sets(client: Any, zid: str) -> dict[tuple[str, str], list[str]]:
+    sets = client.list_resource_record_sets(HostedZoneId=zid)["ResourceRecordSets"]
+    return {(s["Name"], s["Type"]): sorted(r["Value"] for r in s.get("ResourceRecords", []))
+            for s in sets}
+
+
+def test_route53_round_trip_of_txt_mx_srv_caa(r53: Any, aws_env: str, tmp_path: Path) -> None:
+    client, zid = r53
+    round_trip(_r53_inventory(tmp_path, aws_env, records("example.org")))
+    held = _r53_sets(client, zid)
+    for key, values in expected("example.org").items():
+        assert canonical(key[1], held[key]) == values, key
+    assert held[("_provision.example.org.", "TXT")] == [
+        '"provision owns CAA owner=inv"', '"provision owns MX owner=inv"', '"provision owns TXT owner=inv"']
+
+
+def test_route53_a_record_in_another_spelling_is_no_change(r53: Any, aws_env: str,
+                                                           tmp_path: Path) -> None:
+    """Route53 takes names without their final dot, keeps case, and spells bytes in TXT
+    as octal escapes (\\101 is 'A'): the inventory's canonical form of the same data
+    plans nothing."""
+    client, zid = r53
+    client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": "example.org.", "Type": "MX", "TTL": 300,
+            "ResourceRecords": [{"Value": "10 MX1.Example.ORG"}]}},
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": "txt.example.org.", "Type": "TXT", "TTL": 300,
+            "ResourceRecords": [{"Value": '"a \\"quoted\\" \\101"'}]}}]})
+    inv = _r53_inventory(tmp_path, aws_env, {
+        "@": {"type": "MX", "values": ["10 mx1.example.org."]},
+        "txt": {"type": "TXT", "values": ['a "quoted" A']}})
+    r = cli("dns", "plan", "-i", str(inv), "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
+
+
+def test_route53_an_unparseable_answer_refuses_the_plan(r53: Any, aws_env: str,
+                                                        tmp_path: Path) -> None:
+    client, zid = r53
+    client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": "example.org.", "Type": "MX", "TTL": 300,
+            "ResourceRecords": [{"Value": "ten mx1.example.org"}]}}]})
+    inv = _r53_inventory(tmp_path, aws_env, {"@": {"type": "MX", "values": ["10 mx1.example.org"]}})
+    r = cli("dns", "apply", "-i", str(inv), "--yes")
+    assert r.exit_code == 1, r.output
+    out = " ".join(r.output.split())
+    assert "@ MX: the provider's answer is refused" in out and "not an MX value" in out, out
+    assert _r53_sets(client, zid)[("example.org.", "MX")] == ["ten mx1.example.org"]
+
+

@@ -1,0 +1,179 @@
+"""One Jupyter per person and a team TensorBoard directory, on the lab's gpu1 (issue 24).
+
+alice, bob and carol each get their own Jupyter Server (the operator's venv), run by the
+template unit as themselves; bob (no sudo) opens his with `provision tunnel --user bob`;
+alice's token does not open bob's server; bob cannot read alice's token; carol leaves the
+team and her server stops, her home stays.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from provision.inventory import load_inventory
+
+from .conftest import Lab, one_host_inventory
+
+pytestmark = pytest.mark.lab
+
+HOST = "gpu1"
+MEMBERS = ("alice", "bob", "carol")
+TOKEN = ".local/share/provision/jupyter-token"
+RUNS = "/srv/team-runs"
+PLAYBOOK = "name: team\nhosts: [bastions, all]\nsteps: [users, services]\n"
+
+
+def _inventory(lab: Lab, d: Path, members: tuple[str, ...], carol_key: str) -> Path:
+    venv = lab.plan.venv
+    doc = one_host_inventory(lab, HOST, services={
+        "jupyter": {"venv": venv, "per_user": {"alice": {"gpus": [0], "memory_max": "2G"},
+                                               **{m: None for m in members if m != "alice"}}},
+        "team-board": {"port": 6116, "logdir": RUNS, "group": "ml", "venv": venv,
+                       "command": "{venv}tensorboard --logdir {logdir} --host {bind} --port {port}"},
+    })
+    if "carol" in members:
+        doc["team"]["carol"] = {"keys": [carol_key]}
+    path = d / f"inventory-{len(members)}.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _apply(lab: Lab, inventory: Path, playbook: Path, *hosts: str) -> tuple[int, dict[str, Any], str]:
+    return lab.provision_json("apply", *(hosts or (HOST,)), "--yes", "--playbook", str(playbook),
+                              "-i", str(inventory))
+
+
+def _hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {h["host"]: h for h in data["hosts"]}
+
+
+def _status(lab: Lab, port: int, token: str | None) -> int:
+    """GET /api/status on gpu1's loopback, as root on the host (what any local user can do)."""
+    url = f"http://127.0.0.1:{port}/api/status" + (f"?token={token}" if token else "")
+    code = ("import sys, urllib.request, urllib.error\n"
+            "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)\n"
+            "except urllib.error.HTTPError as e:\n    print(e.code)\n")
+    return int(lab.host(HOST, "python3", "-c", code, url).stdout.strip())
+
+
+def _cleanup(lab: Lab) -> None:
+    units = " ".join(f"provision-jupyter@{m}.service" for m in MEMBERS)
+    lab.host(HOST, "sh", "-c", f"systemctl disable --now {units} provision-team-board.service; "
+             "rm -rf /etc/systemd/system/provision-jupyter@* "
+             "/etc/systemd/system/provision-team-board.service /etc/provision/jupyter/jupyter@* "
+             f"{RUNS}; systemctl daemon-reload; userdel -r carol; groupdel ml", check=False)
+    lab.host("bastion", "userdel", "-r", "carol", check=False)
+
+
+@pytest.fixture(scope="module")
+def team(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    d = tmp_path_factory.mktemp("team")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "carol@lab",
+                    "-f", str(d / "carol")], check=True)
+    carol_key = (d / "carol.pub").read_text().strip()
+    (d / "team.yml").write_text(PLAYBOOK)
+    _cleanup(lab)
+    world = {"dir": d, "playbook": d / "team.yml",
+             "all": _inventory(lab, d, MEMBERS, carol_key),
+             "without_carol": _inventory(lab, d, MEMBERS[:2], carol_key)}
+    code, data, err = _apply(lab, world["all"], world["playbook"], "bastion", HOST)  # logins too
+    assert code == 0, err + json.dumps(data, indent=1)
+    world["first"] = _hosts(data)[HOST]
+    inv = load_inventory(world["all"])
+    world["ports"] = {s.member: s.port for s in inv.node(HOST).services if s.member}
+    deadline = time.monotonic() + 60
+    for m, port in world["ports"].items():
+        while lab.host(HOST, "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}",
+                       check=False).returncode != 0:
+            assert time.monotonic() < deadline, lab.host(
+                HOST, "journalctl", "-n", "30", "--no-pager", "-u",
+                f"provision-jupyter@{m}.service", check=False).stdout
+            time.sleep(0.25)
+    yield world
+    _cleanup(lab)
+
+
+def test_each_member_runs_their_own_server_with_their_own_token(lab: Lab, team: dict[str, Any]) -> None:
+    assert "gpus of alice not checked: no nvidia-smi" in (team["first"]["note"] or "")
+    tokens = {}
+    for m, port in team["ports"].items():
+        st = lab.host(HOST, "stat", "-c", "%a %U %G", f"/home/{m}/{TOKEN}").stdout.split()
+        assert st == ["600", m, m]
+        tokens[m] = lab.host(HOST, "cat", f"/home/{m}/{TOKEN}").stdout.strip()
+        pid = lab.host(HOST, "systemctl", "show", "-p", "MainPID", "--value",
+                       f"provision-jupyter@{m}.service").stdout.strip()
+        assert lab.host(HOST, "ps", "-o", "user=", "-p", pid).stdout.strip() == m
+        # the token is on no command line anybody can read with ps
+        assert tokens[m] not in lab.host(HOST, "ps", "-eo", "args").stdout
+        assert _status(lab, port, None) == 403
+    assert len(set(tokens.values())) == 3
+    bob = team["ports"]["bob"]
+    assert _status(lab, bob, tokens["bob"]) == 200
+    assert _status(lab, bob, tokens["alice"]) == 403  # alice's token does not open bob's server
+    # bob cannot read alice's token (he has no sudo either)
+    r = lab.host(HOST, "runuser", "-u", "bob", "--", "cat", f"/home/alice/{TOKEN}", check=False)
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    assert lab.host(HOST, "runuser", "-u", "bob", "--", "sudo", "-n", "true",
+                    check=False).returncode != 0
+    # alice's limits reach her process: 2G of memory, GPU 0 only
+    unit = "provision-jupyter@alice.service"
+    assert lab.host(HOST, "systemctl", "show", "-p", "MemoryMax", "--value",
+                    unit).stdout.strip() == str(2 * 1024**3)
+    pid = lab.host(HOST, "systemctl", "show", "-p", "MainPID", "--value", unit).stdout.strip()
+    environ = lab.host(HOST, "cat", f"/proc/{pid}/environ").stdout.split("\0")
+    assert "CUDA_VISIBLE_DEVICES=0" in environ
+
+
+def test_bob_opens_his_server_through_his_own_tunnel(lab: Lab, team: dict[str, Any]) -> None:
+    code, doc, err = lab.provision_json("tunnel", HOST, "--user", "bob", "--check",
+                                        "--backend", "openssh", "-i", str(team["all"]))
+    assert code == 0, err + json.dumps(doc, indent=1)
+    forwards = {f["service"]: f for f in doc["forwards"]}
+    assert set(forwards) == {"jupyter@bob", "team-board"}  # nobody else's server
+    bob = forwards["jupyter@bob"]
+    token = lab.host(HOST, "cat", f"/home/bob/{TOKEN}").stdout.strip()
+    assert bob["url"] == f"http://127.0.0.1:8888/?token={token}"
+    # --check asked /api/status with that token through the forward: 200, not a redirect
+    assert bob["answer"].split()[1] == "200", bob
+    code, doc, err = lab.provision_json("tunnel", HOST, "jupyter@alice", "--user", "bob",
+                                        "--check", "-i", str(team["all"]))
+    assert code == 2 and "alice's own server" in err
+
+
+def test_team_board_directory_is_the_groups(lab: Lab, team: dict[str, Any]) -> None:
+    st = lab.host(HOST, "stat", "-c", "%a %U %G", RUNS).stdout.split()
+    assert st == ["2770", "admin", "ml"]
+    members = lab.host(HOST, "getent", "group", "ml").stdout.strip().rsplit(":", 1)[1]
+    assert set(members.split(",")) >= {"alice", "bob", "carol"}
+    lab.host(HOST, "runuser", "-u", "bob", "--", "mkdir", f"{RUNS}/bob-run")
+    assert lab.host(HOST, "stat", "-c", "%G", f"{RUNS}/bob-run").stdout.strip() == "ml"
+    r = lab.host(HOST, "runuser", "-u", "nobody", "--", "ls", RUNS, check=False)
+    assert r.returncode != 0
+
+
+def test_a_member_who_leaves_loses_their_server_and_keeps_their_files(
+        lab: Lab, team: dict[str, Any]) -> None:
+    code, data, err = _apply(lab, team["without_carol"], team["playbook"])
+    assert code == 0, err + json.dumps(data, indent=1)
+    actions = [a["description"] for a in _hosts(data)[HOST]["actions"]]
+    assert "systemctl disable --now provision-jupyter@carol.service (its member is no longer " \
+           "listed)" in actions
+    unit = "provision-jupyter@carol.service"
+    assert lab.host(HOST, "systemctl", "is-active", unit, check=False).stdout.strip() != "active"
+    assert lab.host(HOST, "systemctl", "is-enabled", unit, check=False).stdout.strip() != "enabled"
+    assert lab.host(HOST, "test", "-s", f"/home/carol/{TOKEN}", check=False).returncode == 0
+    assert "carol" not in lab.host(HOST, "getent", "group", "ml").stdout
+    code, data, err = lab.provision_json("plan", HOST, "--playbook",
+                                         str(team["playbook"]), "-i", str(team["without_carol"]),
+                                         "--detailed-exitcode")
+    assert code == 0, err + json.dumps(data, indent=1)  # and then: no changes
+    assert _hosts(data)[HOST]["remote_execs"] == 1  # a no-op costs one exec, as without them
+    assert _status(lab, team["ports"]["bob"], None) == 403  # the others run on
