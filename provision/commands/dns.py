@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import click
 from rich.table import Table
@@ -21,7 +21,7 @@ from provision.dns.endpoint import is_own
 from provision.dns.migrate.guard import Review
 from provision.dns.propagation import Verdict
 from provision.dns.provider import ProviderError
-from provision.dns.providers import capabilities, provider_for
+from provision.dns.providers import capabilities
 from provision.dns.records import (
     RecordChange,
     RRset,
@@ -31,10 +31,12 @@ from provision.dns.records import (
     relative,
 )
 from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
+from provision.dns.zonequery import check_zone
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
 from provision.inventory.model import Inventory, Zone
 from provision.text import printable
 
+from . import dns_zonecheck as zc
 from .common import console, echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
@@ -261,10 +263,14 @@ def _run_json(run: ZoneRun, inv: Inventory | None = None) -> dict[str, object]:
 @_allow_revert_option
 @click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
               metavar="SECONDS", help="how long to wait until the change is served")
+@click.option("--verify", is_flag=True, help="then ask every authoritative server and "
+              "resolver for every record of the zone, as `dns check --zone` (exit 1 when "
+              "one disagrees)")
+@zc.in_flight_option
 @json_option
 def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, force: bool,
               no_migrate: bool, allow_revert: tuple[str, ...], timeout: float,
-              as_json: bool) -> None:
+              verify: bool, in_flight: int, as_json: bool) -> None:
     """Apply the record changes, each zone in one atomic change, and wait until served."""
     if not yes and not sys.stdin.isatty():
         raise UsageError("dns apply asks for confirmation, and stdin is not a terminal; "
@@ -300,8 +306,15 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
         echo(f"left alone: {len(cutovers)} cutover(s), each for `provision dns migrate run "
              f"NAME` ({', '.join(relative(c.name, r.zone.name) for r in runs if r.review for c in r.review.cutovers if not c.old_type)}), "
              "or apply them as plain changes with --no-migrate")
+    checks = [zc.check(r.zone, inv, in_flight) for r in runs
+              if verify and not r.error and r.plan is not None and not r.plan.refused]
+    if not as_json:
+        for c in checks:
+            zc.print_check(c)
+    failed = failed or not all(c.report.ok for c in checks)
     if as_json:
-        emit_json({**to_json(_sections(runs, force, inv)), "zones": [_run_json(r, inv) for r in runs]})
+        emit_json({**to_json(_sections(runs, force, inv)), "zones": [_run_json(r, inv) for r in runs],
+                   **({"verify": [zc.check_json(c) for c in checks]} if verify else {})})
     _refuse_bad_markers(runs)  # the rest was applied; what they hold was not
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
 
@@ -324,23 +337,30 @@ def _print_applied(run: ZoneRun) -> None:
 # --- check --------------------------------------------------------------------------
 
 @dns_group.command("check")
-@click.argument("name")
+@click.argument("name", required=False)
 @inventory_option
-@click.option("--zone", "zone_name", default=None, metavar="ZONE", help="the zone NAME is in")
+@click.option("--zone", "zone_name", default=None, metavar="ZONE",
+              help="the zone NAME is in; without NAME, check every record of ZONE")
 @click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME", "TXT", "NS", "MX"],
               case_sensitive=False), default=None,
               help="record type (default: the inventory's, else A)")
+@zc.in_flight_option
 @json_option
-def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtype: str | None,
-              as_json: bool) -> None:
+def check_cmd(name: str | None, inventory_path: str | None, zone_name: str | None,
+              rtype: str | None, in_flight: int, as_json: bool) -> None:
     """What every authoritative server of NAME's zone, and every configured resolver,
-    answers for NAME: value, remaining TTL, AA flag; who disagrees and why."""
+    answers for NAME: value, remaining TTL, AA flag; who disagrees and why. Without
+    NAME, the same for every record the inventory declares in the zone (--zone, or
+    every zone), and TTLs left low or migrations left open. Exit 1 when a server
+    disagrees or does not answer, or a TTL or migration is found."""
     inv = load(inventory_path)
     zones = list(inv.dns.zones) if inv.dns else []
     if zone_name:
         zones = [z for z in zones if z.name == zone_name.rstrip(".").lower()]
         if not zones:
             raise UsageError(f"unknown zone {zone_name!r}")
+    if name is None:
+        _check_zones(inv, zones, in_flight, as_json)
     try:  # the same reading of NAME as `dns migrate` (a dotted name is fully qualified)
         zone_key, fq = names.cli_name(name, [z.name for z in zones])
     except names.BadName as e:
@@ -350,21 +370,15 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
     rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
     want = declared.get(rtype)
     expected = want.values if want is not None else None
-    resolvers = inv.dns.resolvers if inv.dns else ()
-    try:
-        provider = provider_for(zone, inv)
-        targets, unknown = prop.authoritative_targets(provider.nameservers(), provider.direct,
-                                                      resolvers, zone.visibility, zone.name)
-    except ProviderError as e:
-        raise OperationError(e.message) from None
-    if unknown:
-        raise OperationError(f"cannot find an address for nameserver {unknown[0]} "
-                             "(list a resolver under dns.resolvers)")
-    targets += [prop.Target(r, r, "resolver") for r in resolvers]
+    targets = zc.targets(zone, inv)
     verdict = prop.assess(fq, rtype, prop.probe(targets, fq, rtype), expected)
+    # a declared record's TTL and migration marker, from the zone (as `--zone` does)
+    findings = check_zone(zone.name, [want], targets).report.findings if want else ()
     if as_json:
         emit_json({"name": fq, "type": rtype, "expected": list(expected) if expected is not None else None,
-                   "ok": verdict.ok, "disagree": list(verdict.disagree), "notes": list(verdict.notes),
+                   "ok": verdict.ok and not findings, "disagree": list(verdict.disagree),
+                   "notes": list(verdict.notes),
+                   "findings": [zc.finding_json(f) for f in findings],
                    "answers": [{"server": a.target.label, "address": a.target.address,
                                 "role": a.target.role, "status": a.status, "aa": a.aa,
                                 "values": list(a.values), "ttl": a.ttl,
@@ -372,7 +386,22 @@ def check_cmd(name: str, inventory_path: str | None, zone_name: str | None, rtyp
                                for a in verdict.answers]})
     else:
         _print_check(verdict)
-    raise Exit(EXIT_OK if verdict.ok else EXIT_FAILED)
+        zc.print_findings(findings, zone.name)
+    raise Exit(EXIT_OK if verdict.ok and not findings else EXIT_FAILED)
+
+
+def _check_zones(inv: Inventory, zones: Sequence[Zone], in_flight: int, as_json: bool) -> NoReturn:
+    """`dns check [--zone Z]` without NAME: every declared record of each zone."""
+    if not zones:
+        raise UsageError(f"{inv.source}: no dns.zones in the inventory")
+    checks = [zc.check(z, inv, in_flight) for z in zones]
+    if as_json:
+        emit_json({"ok": all(c.report.ok for c in checks),
+                   "zones": [zc.check_json(c) for c in checks]})
+    else:
+        for c in checks:
+            zc.print_check(c)
+    raise Exit(EXIT_OK if all(c.report.ok for c in checks) else EXIT_FAILED)
 
 
 

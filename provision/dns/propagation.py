@@ -141,9 +141,7 @@ def query(target: Target, name: str, rtype: str, timeout: float = 2.0) -> Answer
     import dns.rdatatype
 
     try:
-        q = dns.message.make_query(name, rtype)
-        if target.role == "authoritative":
-            q.flags &= ~dns.flags.RD
+        q = question(target, name, rtype)
         r = dns.query.udp(q, target.address, port=target.port, timeout=timeout)
         if r.flags & dns.flags.TC:
             r = dns.query.tcp(q, target.address, port=target.port, timeout=timeout)
@@ -152,6 +150,18 @@ def query(target: Target, name: str, rtype: str, timeout: float = 2.0) -> Answer
     except (OSError, dns.exception.DNSException) as e:
         return Answer(target, "ERROR", error=str(e) or type(e).__name__)
     return parse_response(target, r, name, rtype)
+
+
+def question(target: Target, name: str, rtype: str) -> dns.message.Message:
+    """The query `target` is sent for (name, type): RD off for an authoritative server,
+    which must answer from its own data (with AA), not by recursing."""
+    import dns.flags
+    import dns.message
+
+    q = dns.message.make_query(name, rtype)
+    if target.role == "authoritative":
+        q.flags &= ~dns.flags.RD
+    return q
 
 
 def resolve_address(name: str, resolvers: Sequence[str]) -> str | None:
