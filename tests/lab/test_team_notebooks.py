@@ -1,7 +1,9 @@
 """One Jupyter per person and a team TensorBoard directory, on the lab's gpu1 (issue 24).
 
-alice, bob and carol each get their own Jupyter Server (the operator's venv), run by the
-template unit as themselves; bob (no sudo) opens his with `provision tunnel --user bob`;
+From a bare host (no python environment, no Jupyter): the catalog's default envs
+`jupyterlab` and `tensorboard` are built from the lab's own package index (with uv on the
+host: tests/lab/test_python_envs.py tests pip), then alice, bob and carol each get their own
+Jupyter Server from that env, run by the template unit as themselves; bob (no sudo) opens his with `provision tunnel --user bob`;
 alice's token does not open bob's server; bob cannot read alice's token; carol leaves the
 team and her server stops, her home stays.
 """
@@ -19,6 +21,8 @@ import pytest
 import yaml
 
 from provision.inventory import load_inventory
+from provision.inventory.python_envs import ENVS_ROOT
+from tests.support import package_index as I
 
 from .conftest import Lab, one_host_inventory
 
@@ -28,17 +32,21 @@ HOST = "gpu1"
 MEMBERS = ("alice", "bob", "carol")
 TOKEN = ".local/share/provision/jupyter-token"
 RUNS = "/srv/team-runs"
-PLAYBOOK = "name: team\nhosts: [bastions, all]\nsteps: [users, services]\n"
+PLAYBOOK = "name: team\nhosts: [bastions, all]\nsteps: [users, python_envs, services]\n"
+UV_LINK = "/usr/local/bin/uv"
 
 
-def _inventory(lab: Lab, d: Path, members: tuple[str, ...], carol_key: str) -> Path:
-    venv = lab.plan.venv
+def _inventory(lab: Lab, d: Path, members: tuple[str, ...], carol_key: str, index: str) -> Path:
     doc = one_host_inventory(lab, HOST, services={
-        "jupyter": {"venv": venv, "per_user": {"alice": {"gpus": [0], "memory_max": "2G"},
-                                               **{m: None for m in members if m != "alice"}}},
-        "team-board": {"port": 6116, "logdir": RUNS, "group": "ml", "venv": venv,
+        # no venv: the catalog's default env `jupyterlab`
+        "jupyter": {"per_user": {"alice": {"gpus": [0], "memory_max": "2G"},
+                                 **{m: None for m in members if m != "alice"}}},
+        "team-board": {"port": 6116, "logdir": RUNS, "group": "ml", "venv": "tensorboard",
                        "command": "{venv}tensorboard --logdir {logdir} --host {bind} --port {port}"},
     })
+    # the team's mirror (here: the lab's index), for the envs the services use
+    doc["python_envs"] = {"jupyterlab": {"packages": ["jupyterlab"], "index_url": index},
+                          "tensorboard": {"packages": ["tensorboard"], "index_url": index}}
     if "carol" in members:
         doc["team"]["carol"] = {"keys": [carol_key]}
     path = d / f"inventory-{len(members)}.yml"
@@ -80,12 +88,21 @@ def team(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
                     "-f", str(d / "carol")], check=True)
     carol_key = (d / "carol.pub").read_text().strip()
     (d / "team.yml").write_text(PLAYBOOK)
-    _cleanup(lab)
-    world = {"dir": d, "playbook": d / "team.yml",
-             "all": _inventory(lab, d, MEMBERS, carol_key),
-             "without_carol": _inventory(lab, d, MEMBERS[:2], carol_key)}
-    code, data, err = _apply(lab, world["all"], world["playbook"], "bastion", HOST)  # logins too
+    root = I.build_index(I.wheels(("jupyterlab", "tensorboard")), d / "www")
+    with I.mirror(lab.plan) as node, I.serve(node.netns, node.primary.ipv4, root) as index:
+        _cleanup(lab)
+        lab.host(HOST, "rm", "-rf", ENVS_ROOT, check=False, timeout=300)  # a bare host
+        world = {"dir": d, "playbook": d / "team.yml",
+                 "all": _inventory(lab, d, MEMBERS, carol_key, index),
+                 "without_carol": _inventory(lab, d, MEMBERS[:2], carol_key, index)}
+        lab.host(HOST, "ln", "-sf", f"{lab.plan.venv}/bin/uv", UV_LINK)
+        try:  # logins on the bastion too
+            code, data, err = _apply(lab, world["all"], world["playbook"], "bastion", HOST)
+        finally:
+            lab.host(HOST, "rm", "-f", UV_LINK)
     assert code == 0, err + json.dumps(data, indent=1)
+    built = [a["description"] for a in _hosts(data)[HOST]["actions"] if a["type"] == "BuildPythonEnv"]
+    assert len(built) == 2, built  # nothing was there: both envs built from the index
     world["first"] = _hosts(data)[HOST]
     inv = load_inventory(world["all"])
     world["ports"] = {s.member: s.port for s in inv.node(HOST).services if s.member}
