@@ -174,10 +174,28 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             # token travels in this channel only, never on a command line)
             parts.append(f"echo {PROBE_BEGIN} {tag} token; "
                          f"cat -- {MEMBER_TOKEN_FILE} 2>&1 </dev/null; echo")  # no newline in it
+            parts.append(f"echo {PROBE_BEGIN} {tag} owners; {port_owners_command(s.port)}")
         elif s.is_jupyter and s.member is None:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
+
+
+def port_owners_command(port: int) -> str:
+    """Run on the host as the member: their uid, then the uids of every TCP socket listening
+    on `port` (from /proc/net/tcp{,6}, which any account may read), one line."""
+    return ("awk -v p=:" + f"{port:04X}" + " -v me=\"$(id -u)\" 'BEGIN { printf \"%s\", me } "
+            "FNR > 1 && $4 == \"0A\" && substr($2, length($2) - 4) == p { printf \" %s\", $8 } "
+            "END { print \"\" }' /proc/net/tcp /proc/net/tcp6 2>/dev/null")
+
+
+def foreign_owners(text: str) -> list[str] | None:
+    """The uids other than the member's own that listen on their server's port (`owners`
+    section: their uid, then the listeners'); None when the section says nothing usable."""
+    uids = text.split()
+    if not uids or not all(u.isascii() and u.isdigit() for u in uids):
+        return None
+    return sorted({u for u in uids[1:] if u != uids[0]})
 
 
 def parse_probe(output: str) -> dict[str, dict[str, str]]:
@@ -262,6 +280,17 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
     if "token" not in sections:
         return ServiceState(listening=listening, note="token unknown: not asked")
     text = sections["token"].strip()
+    # The port is known to all (a function of the name) and any account may listen on it
+    # while the member's server is down: the token goes only to a port nobody else holds.
+    others = foreign_owners(sections.get("owners", ""))
+    if _TOKEN.match(text) and others is None:
+        return ServiceState(listening=listening, note=f"token withheld: the host did not say "
+                            f"who listens on port {service.port}")
+    if _TOKEN.match(text) and others:
+        return ServiceState(listening=listening,
+                            note=f"token withheld: port {service.port} on the host is held by "
+                                 f"uid {', '.join(others)}, not {service.member} (another "
+                                 "account listening in place of their server would be sent it)")
     if _TOKEN.match(text):
         return ServiceState(listening=listening, token=text)
     if "No such file" in text:
