@@ -216,6 +216,10 @@ def test_no_token_for_a_port_another_account_holds(inv: Inventory, owners: str, 
 def test_check_proves_the_token_with_api_status() -> None:
     assert check_request(ServiceState(token="t0k")) == ("/api/status?token=t0k", True)
     assert check_request(ServiceState()) == ("/", False)
+    # a member's own server passes only with its token: what answers without one (another
+    # account on its port, say) is not known to be theirs
+    assert check_request(ServiceState(own=True, note="token withheld: ...")) is None
+    assert check_request(ServiceState(own=True, token="t0k")) == ("/api/status?token=t0k", True)
     assert check_passed("HTTP/1.1 200 OK", True)
     assert not check_passed("HTTP/1.1 403 Forbidden", True)
     assert not check_passed("HTTP/1.1 302 Found", True)
