@@ -182,12 +182,18 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
 
 
-def port_owners_command(port: int) -> str:
+PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
+def port_owners_command(port: int, tables: Sequence[str] = PROC_NET_TCP) -> str:
     """Run on the host as the member: their uid, then the uids of every TCP socket listening
-    on `port` (from /proc/net/tcp{,6}, which any account may read), one line."""
-    return ("awk -v p=:" + f"{port:04X}" + " -v me=\"$(id -u)\" 'BEGIN { printf \"%s\", me } "
-            "FNR > 1 && $4 == \"0A\" && substr($2, length($2) - 4) == p { printf \" %s\", $8 } "
-            "END { print \"\" }' /proc/net/tcp /proc/net/tcp6 2>/dev/null")
+    on `port` (from /proc/net/tcp{,6}, which any account may read), one line. The tables go
+    through cat: mawk (Debian's awk) stops without its END at a file it cannot open, and a
+    host without IPv6 has no tcp6."""
+    return (f"cat -- {' '.join(shlex.quote(t) for t in tables)} 2>/dev/null | "
+            f"awk -v p=:{port:04X} -v me=\"$(id -u)\" 'BEGIN {{ printf \"%s\", me }} "
+            "$4 == \"0A\" && substr($2, length($2) - 4) == p { printf \" %s\", $8 } "
+            "END { print \"\" }'")
 
 
 def foreign_owners(text: str) -> list[str] | None:

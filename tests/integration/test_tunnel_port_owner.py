@@ -20,7 +20,14 @@ import pytest
 from provision.inventory import load_inventory
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Service
-from provision.tunnel.plan import parse_probe, probe_command, service_state
+from provision.tunnel.plan import (
+    PROBE_BEGIN,
+    foreign_owners,
+    parse_probe,
+    port_owners_command,
+    probe_command,
+    service_state,
+)
 
 INV = Path(__file__).parent.parent / "fixtures" / "member_servers" / "inventory.yml"
 TOKEN = "0123abcd" * 8
@@ -74,3 +81,13 @@ def test_the_token_goes_to_no_port_another_account_holds(bob: Service, tmp_path:
         assert f"port {bob.port} on the host is held by uid 65534, not bob" in note
     with _listener(bob.port, None):
         assert _state(bob, tmp_path) == (TOKEN, "")
+
+
+def test_a_host_without_ipv6_still_says_who_listens(tmp_path: Path) -> None:
+    # no /proc/net/tcp6 with ipv6.disable=1; Debian's awk (mawk) stops at a file it cannot open
+    cmd = (f"{port_owners_command(80, ('/proc/net/tcp', str(tmp_path / 'tcp6')))}; "
+           f"echo {PROBE_BEGIN} next listen; echo yes")
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=30)
+    sections = parse_probe(f"{PROBE_BEGIN} svc owners\n{out.stdout}")
+    assert sections["next"] == {"listen": "yes\n"}
+    assert foreign_owners(sections["svc"]["owners"]) is not None
