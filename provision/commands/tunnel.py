@@ -211,7 +211,13 @@ def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,
         if r.listening is False:
             results[f.service] = None
         elif f.scheme in ("http", "https"):
-            path, need_ok = check_request(session.states.get(f.service, ServiceState()))
+            state = session.states.get(f.service, ServiceState())
+            asked = check_request(state)
+            if asked is None:
+                echo(f"{f.service}: not asked ({printable(state.note)})", err=True)
+                results[f.service] = None
+                continue
+            path, need_ok = asked
             answer = http_answers(f.local_port, path)
             results[f.service] = answer if check_passed(answer, need_ok) else None
             if answer is not None and results[f.service] is None:

@@ -37,6 +37,7 @@ class ServiceState:
     token: str | None = None
     base_url: str = "/"
     note: str = ""
+    own: bool = False  # a member's own server: only its token proves it is theirs
 
 
 @dataclass(frozen=True)
@@ -174,10 +175,34 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             # token travels in this channel only, never on a command line)
             parts.append(f"echo {PROBE_BEGIN} {tag} token; "
                          f"cat -- {MEMBER_TOKEN_FILE} 2>&1 </dev/null; echo")  # no newline in it
+            parts.append(f"echo {PROBE_BEGIN} {tag} owners; {port_owners_command(s.port)}")
         elif s.is_jupyter and s.member is None:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
+
+
+PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
+def port_owners_command(port: int, tables: Sequence[str] = PROC_NET_TCP) -> str:
+    """Run on the host as the member: their uid, then the uids of every TCP socket listening
+    on `port` (from /proc/net/tcp{,6}, which any account may read), one line. The tables go
+    through cat: mawk (Debian's awk) stops without its END at a file it cannot open, and a
+    host without IPv6 has no tcp6."""
+    return (f"cat -- {' '.join(shlex.quote(t) for t in tables)} 2>/dev/null | "
+            f"awk -v p=:{port:04X} -v me=\"$(id -u)\" 'BEGIN {{ printf \"%s\", me }} "
+            "$4 == \"0A\" && substr($2, length($2) - 4) == p { printf \" %s\", $8 } "
+            "END { print \"\" }'")
+
+
+def foreign_owners(text: str) -> list[str] | None:
+    """The uids other than the member's own that listen on their server's port (`owners`
+    section: their uid, then the listeners'); None when the section says nothing usable."""
+    uids = text.split()
+    if not uids or not all(u.isascii() and u.isdigit() for u in uids):
+        return None
+    return sorted({u for u in uids[1:] if u != uids[0]})
 
 
 def parse_probe(output: str) -> dict[str, dict[str, str]]:
@@ -257,26 +282,40 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
                        listening: bool | None) -> ServiceState:
     """A member's own server: the token their file holds, read by their own login."""
     if service.member != login_user:
-        return ServiceState(listening=listening,
+        return ServiceState(listening=listening, own=True,
                             note=f"token unknown: only {service.member}'s login reads it")
     if "token" not in sections:
-        return ServiceState(listening=listening, note="token unknown: not asked")
+        return ServiceState(listening=listening, own=True, note="token unknown: not asked")
     text = sections["token"].strip()
+    # The port is known to all (a function of the name) and any account may listen on it
+    # while the member's server is down: the token goes only to a port nobody else holds.
+    others = foreign_owners(sections.get("owners", ""))
+    if _TOKEN.match(text) and others is None:
+        return ServiceState(listening=listening, own=True, note="token withheld: the host did "
+                            f"not say who listens on port {service.port}")
+    if _TOKEN.match(text) and others:
+        return ServiceState(listening=listening, own=True,
+                            note=f"token withheld: port {service.port} on the host is held by "
+                                 f"uid {', '.join(others)}, not {service.member} (another "
+                                 "account listening in place of their server would be sent it)")
     if _TOKEN.match(text):
-        return ServiceState(listening=listening, token=text)
+        return ServiceState(listening=listening, own=True, token=text)
     if "No such file" in text:
         why = "no token file yet (the server makes it when it starts)"
     elif "Permission denied" in text:
         why = "the token file is not readable by its member"
     else:
         why = "the token file holds no plain token"
-    return ServiceState(listening=listening, note=f"token unknown: {why}")
+    return ServiceState(listening=listening, own=True, note=f"token unknown: {why}")
 
 
-def check_request(state: ServiceState) -> tuple[str, bool]:
+def check_request(state: ServiceState) -> tuple[str, bool] | None:
     """What `tunnel --check` asks a forward: (path, whether only a 200 passes). A Jupyter
     whose token we know is asked /api/status with it, so the check proves the token opens
-    that server (without it Jupyter answers 403)."""
+    that server (without it Jupyter answers 403). None: nothing passes (a member's own server
+    whose token is unknown or withheld: whatever answers there is not known to be theirs)."""
+    if state.own and not state.token:
+        return None
     if state.token:
         base = state.base_url if state.base_url.endswith("/") else state.base_url + "/"
         return f"{base}api/status?token={state.token}", True

@@ -19,7 +19,10 @@ provision_pyenv_clean_env() {
   PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
   PIP_ROOT_USER_ACTION=ignore PIP_CACHE_DIR=/var/cache/provision/pip
   UV_NO_CONFIG=1 UV_CACHE_DIR=/var/cache/provision/uv
-  export PIP_CONFIG_FILE PIP_DISABLE_PIP_VERSION_CHECK PIP_NO_INPUT PIP_ROOT_USER_ACTION PIP_CACHE_DIR UV_NO_CONFIG UV_CACHE_DIR
+  # the OS's interpreter only: not one uv installed under root's home (0700: members'
+  # servers could not run it), and so never one downloaded from outside the inventory's index
+  UV_PYTHON_PREFERENCE=only-system
+  export PIP_CONFIG_FILE PIP_DISABLE_PIP_VERSION_CHECK PIP_NO_INPUT PIP_ROOT_USER_ACTION PIP_CACHE_DIR UV_NO_CONFIG UV_CACHE_DIR UV_PYTHON_PREFERENCE
 }
 provision_pyenv_build() {
   n=$1; d=$2; py=$3; uv=$4; req=$5; rec=$6; shift 6

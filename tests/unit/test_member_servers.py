@@ -195,13 +195,31 @@ def test_the_token_is_read_from_the_members_file_by_their_own_login_only(inv: In
 ])
 def test_what_the_token_file_said(inv: Inventory, text: str, token: str | None, note: str) -> None:
     bob = inv.node("gpu1").services[1]
-    st = service_state(bob, {"listen": "yes\n", "token": text}, "bob")
+    st = service_state(bob, {"listen": "yes\n", "token": text, "owners": "1001 1001\n"}, "bob")
     assert (st.token, st.note, st.listening) == (token, note, True)
+
+
+@pytest.mark.parametrize(("owners", "note"), [
+    ("1001 1001 1002\n", "token withheld: port 28650 on the host is held by uid 1002, not bob "
+     "(another account listening in place of their server would be sent it)"),
+    ("", "token withheld: the host did not say who listens on port 28650"),
+    ("1001 x\n", "token withheld: the host did not say who listens on port 28650"),
+])
+def test_no_token_for_a_port_another_account_holds(inv: Inventory, owners: str, note: str) -> None:
+    bob = inv.node("gpu1").services[1]
+    st = service_state(bob, {"listen": "yes\n", "token": "0123abcd" * 8, "owners": owners}, "bob")
+    assert (st.token, st.note) == (None, note)
+    # nobody listening at all (the server is down) is no reason to withhold it
+    assert service_state(bob, {"token": "0123abcd" * 8, "owners": "1001\n"}, "bob").token
 
 
 def test_check_proves_the_token_with_api_status() -> None:
     assert check_request(ServiceState(token="t0k")) == ("/api/status?token=t0k", True)
     assert check_request(ServiceState()) == ("/", False)
+    # a member's own server passes only with its token: what answers without one (another
+    # account on its port, say) is not known to be theirs
+    assert check_request(ServiceState(own=True, note="token withheld: ...")) is None
+    assert check_request(ServiceState(own=True, token="t0k")) == ("/api/status?token=t0k", True)
     assert check_passed("HTTP/1.1 200 OK", True)
     assert not check_passed("HTTP/1.1 403 Forbidden", True)
     assert not check_passed("HTTP/1.1 302 Found", True)
