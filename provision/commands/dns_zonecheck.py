@@ -136,6 +136,8 @@ def summary(r: ZoneReport) -> Text:
         return Text(f"every server serves all {len(r.verdicts)} record(s) as declared; "
                     "no TTL left low, no migration left open")
     parts = []
+    if not r.targets:
+        parts.append("no server was asked: nothing is verified")
     if r.disagreeing:
         parts.append(f"{len(r.disagreeing)} of {len(r.verdicts)} record(s) differ on "
                      f"{', '.join(r.servers_disagreeing)}")

@@ -64,7 +64,8 @@ class ZoneReport:
 
     @property
     def ok(self) -> bool:
-        return not self.disagreeing and not self.findings
+        # no server asked: nobody disagrees, yet nothing is verified
+        return bool(self.targets) and not self.disagreeing and not self.findings
 
 
 def questions(records: Sequence[RRset], targets: Sequence[Target]) -> list[Question]:
