@@ -109,3 +109,24 @@ def test_route53_a_label_holding_an_escaped_dot_is_not_the_two_label_name(
     out.write_text(yaml.safe_dump(doc))
     r = cli("dns", "plan", "-i", str(out), "--detailed-exitcode")
     assert r.exit_code == 0, r.output
+
+
+def test_route53_an_import_lists_routing_policy_records_as_comments(
+        r53: Any, aws_env: str, tmp_path: Path) -> None:
+    """Weighted records (SetIdentifier) are left out of the listing provision plans
+    with: an import said nothing of them, neither imported nor a comment."""
+    client, zid = r53
+    client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": "w.example.org.", "Type": "A", "TTL": 60, "SetIdentifier": ident,
+            "Weight": 50, "ResourceRecords": [{"Value": value}]}}
+        for ident, value in (("blue", "192.0.2.10"), ("green", "192.0.2.11"))]})
+    out = tmp_path / "adopted.yml"
+    r = cli("import", "dns", "-i", str(_r53_inventory(tmp_path, aws_env, {})),
+            "--zone", "example.org", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert yaml.safe_load(text)["dns"]["zones"]["example.org"]["records"] == {}
+    for ident in ("blue", "green"):
+        assert f"#   w.example.org. A ({ident})  (a routing-policy record" in text, text
+    assert "(4 listed as comments)" in r.output   # with the apex NS and SOA
