@@ -133,9 +133,14 @@ def _num(n: int | None) -> str:
 
 def summary(r: ZoneReport) -> Text:
     if r.ok:
+        ttls = ("no TTL left low" if any(t.role == "authoritative" for t in r.targets) else
+                "served TTLs not compared (only resolvers were asked, and they count TTLs "
+                "down)")
         return Text(f"every server serves all {len(r.verdicts)} record(s) as declared; "
-                    "no TTL left low, no migration left open")
+                    f"{ttls}, no migration left open")
     parts = []
+    if not r.targets:
+        parts.append("no server was asked: nothing is verified")
     if r.disagreeing:
         parts.append(f"{len(r.disagreeing)} of {len(r.verdicts)} record(s) differ on "
                      f"{', '.join(r.servers_disagreeing)}")

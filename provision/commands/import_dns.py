@@ -8,6 +8,7 @@ shows no changes), and writes it to stdout or a file. No ownership marker is wri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +47,22 @@ def import_dns_cmd(inventory_path: str | None, zone_name: str, provider: str | N
     are not deleted when left out, until a `dns apply` changes them."""
     inv = load(inventory_path)
     zone = _zone(inv, zone_name, provider)
-    actual = providers.provider_for(zone, inv).list_rrsets()
+    dns_provider = providers.provider_for(zone, inv)
+    actual = dns_provider.list_rrsets()
     adopted = adopt(origin(zone.name), actual, inv.dns.owner if inv.dns else None)
-    text = render(zone, adopted)
+    # Route53's weighted/latency/... records are left out of its listing (their names)
+    unlisted = [str(x) for x in getattr(dns_provider, "skipped", ())]
+    text = render(zone, adopted, unlisted)
     _check_round_trip(text, zone, adopted)
     for s in adopted.skipped:
         if not s.why.startswith(("type ", "provision's own marker")):
             echo(f"warning: not imported: {s.line(zone.name)}", err=True)
+    for line in unlisted:
+        echo(f"warning: not imported: {_routing(line)}", err=True)
     if output:
         Path(output).write_text(text, encoding="ascii")
         echo(f"wrote {len(adopted.imported)} record set(s) of zone {zone.name} to {output} "
-             f"({len(adopted.skipped)} listed as comments)", err=True)
+             f"({len(adopted.skipped) + len(unlisted)} listed as comments)", err=True)
     else:
         click.echo(text, nl=False)
 
@@ -88,15 +94,21 @@ def _zone(inv: Inventory, name: str, provider: str | None) -> Zone:
     return Zone(key, provider, (), settings)
 
 
-def render(zone: Zone, adopted: Adopted) -> str:
-    """The YAML: a whole inventory holding the zone, its skipped records as comments."""
+def _routing(record: str) -> str:
+    return comment_text(f"{record[:300]}  (a routing-policy record: the inventory has none)")
+
+
+def render(zone: Zone, adopted: Adopted, unlisted: Sequence[str] = ()) -> str:
+    """The YAML: a whole inventory holding the zone, its skipped records (and the
+    provider's records it did not list, `unlisted`) as comments."""
     doc = {"version": 1, "dns": {"zones": {zone.name: {
         "provider": zone.provider, **_settings(zone.settings), "records": adopted.records}}}}
     lines = [f"# provision import dns --zone {zone.name}: {len(adopted.imported)} record "
              "set(s); adopting is not owning (no ownership marker is written)"]
-    if adopted.skipped:
+    if adopted.skipped or unlisted:
         lines.append("# not imported:")
         lines += [f"#   {s.line(zone.name)}" for s in adopted.skipped]
+        lines += [f"#   {_routing(r)}" for r in unlisted]
     body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, default_flow_style=False,
                           width=1000)
     return "\n".join(lines) + "\n" + body

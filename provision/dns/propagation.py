@@ -193,7 +193,8 @@ def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
     A private zone is seen only inside its networks: the provider's name servers are not
     asked (from outside they answer for a public zone of the same name, or refuse), and
     the resolvers in dns.resolvers, which must be inside those networks, are the only
-    servers that see it (the callers ask them as resolvers). Without one: Unverifiable."""
+    servers that see it (the callers ask them as resolvers). Without one: Unverifiable;
+    so is a public zone whose provider names no nameserver."""
     if visibility == "private":
         if not resolvers:
             raise Unverifiable(
@@ -202,6 +203,11 @@ def authoritative_targets(nameservers: Sequence[tuple[str, str | None]],
                 "a resolver inside the VPC that this machine can reach, e.g. a Route 53 "
                 "Resolver inbound endpoint or a Cloud DNS inbound forwarder address)")
         return [], []
+    if not nameservers:  # e.g. a hosted zone read without its delegation set
+        raise Unverifiable(
+            f"the provider names no nameserver for {zone}, so there is no authoritative "
+            "server to ask: provision cannot verify what is served (resolvers alone count "
+            "TTLs down and answer without AA; they cannot stand in for the zone's servers)")
     targets: list[Target] = []
     unknown: list[str] = []
     for label, addr in nameservers:

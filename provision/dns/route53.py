@@ -131,8 +131,14 @@ def to_route53_text(value: str) -> str:
 
 
 def _unescape(name: str) -> str:
-    """Route53 returns some characters as octal escapes (`\\052` for `*`)."""
-    return re.sub(r"\\(\d{3})", lambda m: chr(int(m.group(1), 8)), name).lower()
+    """Route53 returns some characters as octal escapes (`\\052` for `*`). A '.' or
+    '\\' inside a label stays escaped (zone-file form, which no record name provision
+    manages has): decoded, `a\\056b` (one label) would read as the name a.b."""
+    def byte(m: re.Match[str]) -> str:
+        c = chr(int(m.group(1), 8))
+        return "\\" + c if c in ".\\" else c
+
+    return re.sub(r"\\(\d{3})", byte, name).lower()
 
 
 class Route53Provider:

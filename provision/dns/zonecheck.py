@@ -3,7 +3,7 @@
 Pure, no I/O (`zonequery` asks the servers). For every record the inventory declares in
 a zone, `questions` says what to ask: the record of every authoritative server and every
 resolver, and the name's migration marker (``_provision-migration.<name>`` TXT) of every
-authoritative server. `judge` turns the answers into a `ZoneReport`:
+authoritative server (of the resolvers when there is none: a private zone). `judge` turns the answers into a `ZoneReport`:
 
 * one `propagation.Verdict` per record (who serves what, who disagrees and why: the same
   judgement as `dns check NAME`, compared with the declared values);
@@ -64,16 +64,24 @@ class ZoneReport:
 
     @property
     def ok(self) -> bool:
-        return not self.disagreeing and not self.findings
+        # no server asked: nobody disagrees, yet nothing is verified
+        return bool(self.targets) and not self.disagreeing and not self.findings
+
+
+def marker_servers(targets: Sequence[Target]) -> list[Target]:
+    """Who is asked for migration markers: the authoritative servers (a marker is the
+    zone's), or, with none (a private zone, seen only through resolvers inside its
+    networks), the resolvers: else an open migration there would never be found."""
+    auth = [t for t in targets if t.role == "authoritative"]
+    return auth or list(targets)
 
 
 def questions(records: Sequence[RRset], targets: Sequence[Target]) -> list[Question]:
     """One question per record per server, and one per name for its migration marker
-    of each authoritative server (resolvers are not asked: a marker is the zone's)."""
+    of each of the `marker_servers`."""
     out: list[Question] = [(t, rr.name, rr.type) for rr in records for t in targets]
     names = dict.fromkeys(rr.name for rr in records)
-    auth = [t for t in targets if t.role == "authoritative"]
-    out += [(t, marker_name(n), MARKER_TYPE) for n in names for t in auth]
+    out += [(t, marker_name(n), MARKER_TYPE) for n in names for t in marker_servers(targets)]
     return out
 
 
@@ -132,14 +140,12 @@ def _low_ttl(rr: RRset, got: Sequence[Answer]) -> TtlFinding | None:
 def _marker(zone: str, name: str, targets: Sequence[Target],
             answers: Mapping[Question, Answer], declared: trust.Declared,
             now: float) -> tuple[Marker, tuple[str, ...]] | TtlFinding | None:
-    """The open migration the authoritative servers' marker of `name` holds, with the
+    """The open migration the `marker_servers`' marker of `name` holds, with the
     servers serving it; a finding when a server serves one provision will not read."""
     mname = marker_name(name)
     valid: Marker | None = None
     seen: list[str] = []
-    for t in targets:
-        if t.role != "authoritative":
-            continue
+    for t in marker_servers(targets):
         a = answers.get((t, mname, MARKER_TYPE))
         if a is None or a.status != "NOERROR" or not a.values:
             continue

@@ -706,7 +706,41 @@ class _Resolver:
                                 cutover_above_ttl=z.cutover_above_ttl,
                                 closed_migration_days=z.closed_migration_days,
                                 visibility=z.visibility))
+        self._generated_across_zones(zones)
         return m.Dns(tuple(dd.resolvers), tuple(zones), self._owner(dd.owner))
+
+    def _generated_across_zones(self, zones: list[m.Zone]) -> None:
+        """A name from_hosts makes in one zone that a record of another of the
+        inventory's zones declares (e.g. `gpu1.lab` in example.org beside from_hosts in
+        lab.example.org): two zones would serve one name, one of them unseen."""
+        made: dict[tuple[str, str], tuple[str, m.Record]] = {}
+        for z in zones:
+            for r in z.records:
+                if r.host is not None:
+                    made[(canonical(r.name, z.name), r.type)] = (z.name, r)
+        if not made:
+            return
+        for z in zones:
+            for r in z.records:
+                if r.host is not None:
+                    continue
+                fq = canonical(r.name, z.name)
+                hits = ([made[(fq, r.type)]] if (fq, r.type) in made else []) + (
+                    [v for t in ("A", "AAAA") if (v := made.get((fq, t)))]
+                    if r.type == "CNAME" else [])
+                for gzone, g in hits[:1]:
+                    if gzone == z.name:
+                        continue
+                    zkey = self._raw_zone_key(z.name)
+                    at = self.source.where(("dns", "zones", self._raw_zone_key(gzone),
+                                            "from_hosts"))
+                    self.fail(("dns", "zones", zkey, "records",
+                               self._raw_record_key(zkey, r.name)),
+                              f"record '{r.name}' ({fq} {r.type}) of zone {z.name} is also "
+                              f"the {g.type} record from_hosts of zone {gzone} (at {at.file}:"
+                              f"{at.line}) makes for host '{g.host}': one name in two zones "
+                              "(remove the record, or leave the host out with "
+                              "from_hosts.roles)")
 
     def _owner(self, given: str | None) -> str:
         """dns.owner, or the owner id derived from the inventory's name."""

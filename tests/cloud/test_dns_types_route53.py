@@ -83,3 +83,50 @@ def test_route53_an_unparseable_answer_refuses_the_plan(r53: Any, aws_env: str,
     assert _r53_sets(client, zid)[("example.org.", "MX")] == ["ten mx1.example.org"]
 
 
+
+
+def test_route53_a_label_holding_an_escaped_dot_is_not_the_two_label_name(
+        r53: Any, aws_env: str, tmp_path: Path) -> None:
+    """`a\\056b` (one label 'a.b') beside a.b.example.org.: read as a.b, the two shared
+    one key and the listing kept whichever came last, so an import could declare the
+    other record's value for a.b. Each is its own name; the spoof is only a comment."""
+    client, zid = r53
+    client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": name, "Type": "A", "TTL": 300, "ResourceRecords": [{"Value": value}]}}
+        for name, value in (("a.b.example.org.", "192.0.2.1"),
+                            ("a\\056b.example.org.", "203.0.113.66"),
+                            ("c\\056d.example.org.", "203.0.113.67"))]})
+    inv = _r53_inventory(tmp_path, aws_env, {})
+    out = tmp_path / "adopted.yml"
+    r = cli("import", "dns", "-i", str(inv), "--zone", "example.org", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    doc = yaml.safe_load(out.read_text())
+    records = doc["dns"]["zones"]["example.org"]["records"]
+    assert records == {"a.b": {"type": "A", "values": ["192.0.2.1"], "ttl": 300}}
+    assert "c.d" not in out.read_text() and "203.0.113.67" in out.read_text()  # a comment
+    doc["aws"] = {"region": "us-east-1", "endpoint_url": aws_env}
+    out.write_text(yaml.safe_dump(doc))
+    r = cli("dns", "plan", "-i", str(out), "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
+
+
+def test_route53_an_import_lists_routing_policy_records_as_comments(
+        r53: Any, aws_env: str, tmp_path: Path) -> None:
+    """Weighted records (SetIdentifier) are left out of the listing provision plans
+    with: an import said nothing of them, neither imported nor a comment."""
+    client, zid = r53
+    client.change_resource_record_sets(HostedZoneId=zid, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": {
+            "Name": "w.example.org.", "Type": "A", "TTL": 60, "SetIdentifier": ident,
+            "Weight": 50, "ResourceRecords": [{"Value": value}]}}
+        for ident, value in (("blue", "192.0.2.10"), ("green", "192.0.2.11"))]})
+    out = tmp_path / "adopted.yml"
+    r = cli("import", "dns", "-i", str(_r53_inventory(tmp_path, aws_env, {})),
+            "--zone", "example.org", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert yaml.safe_load(text)["dns"]["zones"]["example.org"]["records"] == {}
+    for ident in ("blue", "green"):
+        assert f"#   w.example.org. A ({ident})  (a routing-policy record" in text, text
+    assert "(4 listed as comments)" in r.output   # with the apex NS and SOA

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.dns.migrate.run import Ctx, find_zone, run_all
+from provision.dns.migrate.run import Ctx, find_zone, run_all, start
 from provision.dns.migrate.store import JournalStore
+from provision.dns.propagation import Unverifiable
 from provision.errors import UsageError
 from provision.inventory import load_inventory
 from tests.support.clouddns_fake import FakeCloudDns, isolated_fake
@@ -82,3 +83,15 @@ def test_a_countdown_that_does_not_wait_enough_cannot_switch(
     assert _record(fake) == (60, ["127.0.0.1"]), "lowered, never switched"
     j = ctx.store.load(NAME)
     assert j is not None and j.phase == "lowered" and j.switched_at is None
+
+
+def test_a_public_zone_whose_provider_names_no_nameserver_is_refused_before_any_change(
+        fake: FakeCloudDns, tmp_path: Path) -> None:
+    # nothing could verify what is served: the migration went on unverified (every
+    # wait "served" at once), now it is refused before the TTL is lowered
+    fake.zones[(PROJECT, MZ)]["zone"]["nameServers"] = []
+    before = _record(fake)
+    with pytest.raises(Unverifiable, match="names no nameserver"):
+        start(_ctx(tmp_path, fake, Clock()), ["127.0.0.2"], 60)
+    assert _record(fake) == before
+    assert not (tmp_path / "migrations").exists() or not any((tmp_path / "migrations").iterdir())

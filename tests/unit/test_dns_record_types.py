@@ -80,6 +80,23 @@ def test_route53_writes_what_it_reads_back(case: dict[str, Any]) -> None:
     assert Route53Provider(Z)._from_api({**sent, "TTL": str(sent["TTL"])}) == rr
 
 
+@pytest.mark.parametrize("spoof", ["a\\056b.example.org.", "a\\134056b.example.org.",
+                                   "_provision\\056a.b.example.org."])
+def test_route53_an_escaped_dot_or_backslash_in_a_label_is_no_label_separator(spoof: str) -> None:
+    """`a\\056b` is the one label 'a.b' (Route53 spells every byte outside a-z, 0-9, '-'
+    and '_' as an octal escape): read as two labels it was the name a.b.example.org., and
+    a record there (or a marker) took the place of the real one's in the listing."""
+    def name(n: str) -> str:
+        return Route53Provider(Z)._from_api({"Name": n, "Type": "A", "TTL": "300",
+                                             "ResourceRecords": [{"Value": "192.0.2.1"}]}).name
+
+    assert name("A\\052.Example.org.") == "a*.example.org."      # other escapes: the byte
+    assert name("a.b.example.org.") == "a.b.example.org."
+    got = name(spoof)
+    assert got not in ("a.b.example.org.", "_provision.a.b.example.org.")
+    assert "\\" in got
+
+
 def test_route53_text_escapes_are_octal_on_its_side() -> None:
     rr = rrset(Z, "TXT", 300, ['"caf\\195\\169"'])
     assert Route53Provider._to_api(rr)["ResourceRecords"] == [{"Value": '"caf\\303\\251"'}]

@@ -109,3 +109,14 @@ def test_the_schema_describes_the_private_zone_fields() -> None:
     props = {name: p for d in defs.values() for name, p in d.get("properties", {}).items()}
     for field in ("visibility", "vpcs", "networks"):
         assert props[field].get("description"), field
+
+
+@pytest.mark.parametrize("resolvers", [[], ["10.0.0.2"]])
+def test_a_public_zone_whose_provider_names_no_nameserver_cannot_be_verified(
+        resolvers: list[str]) -> None:
+    # a provider answer without a delegation set (Route53's DelegationSet missing) left
+    # no authoritative server: the zone check asked nobody (or resolvers only, which
+    # count down and carry no AA) and said every server serves every record
+    with pytest.raises(Unverifiable, match="names no nameserver") as e:
+        authoritative_targets([], None, resolvers, "public", Z)
+    assert e.value.exit_code == 1

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from provision.commands.dns_zonecheck import summary
 from provision.dns.migrate.marker import Marker, marker_name, marker_rrset, parse_iso
 from provision.dns.propagation import Answer, Target
 from provision.dns.records import RRset, absolute, normalise_value, relative, rrset
@@ -105,3 +106,26 @@ def test_one_question_per_record_per_server_and_one_marker_per_name_per_authorit
     assert {(t.label, n) for t, n, ty in qs if ty == "TXT"} == {
         (t.label, f"_provision-migration.{x}.example.org.") for t in auth for x in "ab"}
     assert not [q for q in qs if q[0] is res and q[2] == "TXT"]
+    # a private zone has no authoritative server here: its resolvers are asked for markers
+    qs = questions(recs, [res])
+    assert {(t.label, n) for t, n, ty in qs if ty == "TXT"} == {
+        (res.label, f"_provision-migration.{x}.example.org.") for x in "ab"}
+
+
+def test_a_check_that_asked_no_server_is_not_ok() -> None:
+    # no target, no answer: nobody disagrees, but nothing was verified either
+    recs = [rrset("a.example.org.", "A", 300, ["192.0.2.1"])]
+    report = judge("example.org.", recs, [], {}, NOW)
+    assert not report.disagreeing and not report.findings
+    assert not report.ok
+    assert "no server was asked" in str(summary(report))
+
+
+def test_a_check_through_resolvers_only_does_not_claim_the_ttls_were_compared() -> None:
+    res = Target("r", "192.0.2.53", "resolver")
+    recs = [rrset("a.example.org.", "A", 3600, ["192.0.2.1"])]
+    answers = {(res, "a.example.org.", "A"): Answer(res, "NOERROR", False, ("192.0.2.1",), 60)}
+    report = judge("example.org.", recs, [res], answers, NOW)
+    assert report.ok
+    assert "no TTL left low" not in str(summary(report))
+    assert "served TTLs not compared" in str(summary(report))

@@ -234,8 +234,9 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
     """The journal, the marker and the record, each checked (`trust`) before it may drive
     a change: anything that is not about this record, of a managed type, in this zone,
     is refused (UsageError naming the file or the TXT record) and nothing is sent."""
-    if ctx.zone.visibility == "private":
-        ctx.auth_targets()  # a private zone nothing here can verify: said before any change
+    # a private zone without resolvers, or a public one whose provider names no
+    # nameserver, cannot be verified from here: said before any change (Unverifiable)
+    ctx.auth_targets()
     j = ctx.store.load(ctx.name)
     declared = frozenset(rr.key for rr in desired(ctx.zone))
     if j is not None:
