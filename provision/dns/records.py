@@ -440,7 +440,8 @@ def _foreign_changes(origin: str, changes: Sequence[RecordChange],
                    f"'{claim.owner}' manages {rel} ({', '.join(sorted(claim.types))}); "
                    f"provision never changes another owner's records (leave {rel} out of "
                    f"this inventory, or have '{claim.owner}' give it up: remove it from "
-                   "their inventory and apply)")
+                   f"their inventory and apply; if '{claim.owner}' is this inventory under "
+                   f"another file name, set dns.owner: {claim.owner})")
     return out
 
 

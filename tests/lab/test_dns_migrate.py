@@ -392,7 +392,8 @@ def _commented(lab: Lab, tmp_path: Path, short: str, old: str) -> Path:
         if not line.startswith((" ", "-")):
             out.append(f"# --- {line.split(':')[0]} ---")
         out.append(f"{line}   # note {i}" if i % 3 == 0 else line)
-    p = tmp_path / "commented.yml"
+    # the same inventory (so the same default owner id, its file's name: docs/dns-records.md)
+    p = tmp_path / lab.inventory.name
     p.write_text("\n".join(out) + "\n")
     return p
 

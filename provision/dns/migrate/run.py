@@ -438,7 +438,9 @@ def _refuse_foreign(ctx: Ctx) -> None:
     if claim is not None:
         raise UsageError(f"{ctx.where}: the ownership marker {printable(claim.marker.name)} "
                          f"says the inventory with owner id '{claim.owner}' manages it; "
-                         "provision never moves another owner's records")
+                         "provision never moves another owner's records (if that is this "
+                         "inventory under another file name, set dns.owner: "
+                         f"{claim.owner}; the owner id defaults to the inventory's name)")
 
 
 def _refuse_revert(ctx: Ctx, rtype: str, values: tuple[str, ...]) -> None:
