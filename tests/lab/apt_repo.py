@@ -11,13 +11,10 @@ import email.utils
 import gzip
 import hashlib
 import subprocess
-import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision.lab.netns import in_netns
+from tests.support.netns_http import serve_directory
 
 PACKAGE = "provision-lab-hello"
 SUITE = "lab"
@@ -96,32 +93,7 @@ def build_repo(repo: Path, debs: list[Path], home: Path, key: Key) -> None:
          "--output", str(dists / "InRelease"), str(dists / "Release"))
 
 
-@contextlib.contextmanager
-def serve(netns: str, address: str, root: Path, port: int = 8080) -> Iterator[str]:
+def serve(netns: str, address: str, root: Path, port: int = 8080) -> contextlib.AbstractContextManager[str]:
     """http.server on ADDRESS:PORT in `netns`, serving `root`; yields its base URL once a
     real GET of the repository's InRelease answers 200."""
-    proc = subprocess.Popen(["ip", "netns", "exec", netns, "python3", "-m", "http.server",
-                             "--bind", address, "--directory", str(root), str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://{address}:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        with in_netns(netns):
-            while True:
-                assert proc.poll() is None, f"http.server exited {proc.returncode}"
-                try:
-                    with urllib.request.urlopen(f"{url}/repo/dists/{SUITE}/InRelease", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, f"http.server at {url} never answered"
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return serve_directory(netns, address, root, port, f"/repo/dists/{SUITE}/InRelease")

@@ -15,6 +15,7 @@ import pytest
 
 from provision.dns import propagation as prop
 from provision.lab import plan as P
+from tests.support.netns_http import stop
 
 from .conftest import Lab
 from .test_dns import _inventory, restore  # noqa: F401  (restore: a fixture, used by name)
@@ -65,11 +66,7 @@ def secondary(lab: Lab, tmp_path: Path) -> Iterator[str]:
             time.sleep(0.1)
         yield addr
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def _update(lab: Lab, ops: list[tuple[str, str, str, str | None, int]]) -> None:

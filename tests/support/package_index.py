@@ -19,14 +19,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 from provision.lab import plan as P
-from provision.lab.netns import in_netns
+from tests.support.netns_http import serve_directory
 
 PYTHON = "/usr/bin/python3"  # the lab hosts' python3
 PYPI = "https://pypi.org/simple"
@@ -127,28 +124,5 @@ def mirror(plan: P.LabPlan) -> Iterator[P.Node]:
 def serve(netns: str, address: str, root: Path, port: int = 8081) -> Iterator[str]:
     """http.server on ADDRESS:PORT in `netns`, serving `root`; yields the index URL
     (…/simple) once a real GET of it answers 200."""
-    proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-m", "http.server",
-                             "--bind", address, "--directory", str(root), str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://{address}:{port}/simple"
-    try:
-        deadline = time.monotonic() + 30
-        with in_netns(netns):
-            while True:
-                assert proc.poll() is None, f"http.server exited {proc.returncode}"
-                try:
-                    with urllib.request.urlopen(f"{url}/", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, f"http.server at {url} never answered"
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serve_directory(netns, address, root, port, "/simple/") as url:
+        yield f"{url}/simple"
