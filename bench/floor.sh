@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 unset PYTHONDONTWRITEBYTECODE   # what users get: cached bytecode
 
 STARTED_LAB=0
-if ! "$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("up") else 1)'; then
+if ! "$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("up") else 1)' 2>/dev/null; then
   "$PROV" lab up --gpus 1 >/dev/null
   STARTED_LAB=1
 fi
