@@ -29,6 +29,7 @@ from .reach import in_background as in_background  # where provision.commands.au
 from .reach import open_chain, reason
 
 PROBE_TIMEOUT = 120.0
+EXIT_STATUS_WAIT = 10.0  # seconds for an ended exec's exit status to arrive after its EOF
 T = TypeVar("T")
 
 
@@ -128,7 +129,7 @@ def probe_locked(remote: Remote, request: Request, spec: lock.Spec,
         if answer is None:
             if report.timeout or report.error:
                 return None, report, None
-            status = ch.recv_exit_status() if ch.exit_status_ready() else -1
+            status = exit_status(ch)
             text = b"".join(err + _drain_stderr(ch)).decode("utf-8", "replace")
             raise _probe_failed(remote, status, text)
         facts = parse(answer)
@@ -137,6 +138,15 @@ def probe_locked(remote: Remote, request: Request, spec: lock.Spec,
     finally:
         if not held:
             ch.close()
+
+
+def exit_status(ch: paramiko.Channel, timeout: float = EXIT_STATUS_WAIT) -> int:
+    """The exit status of an exec whose output has ended; -1 when none came. OpenSSH sends
+    the output's EOF before the exit status, so it can still be on its way: waited for (it
+    or the channel's close), not read at once (read at once, `sudo -n`'s refusal sometimes
+    showed as "probe exited -1" instead of "sudo needs a password")."""
+    ch.status_event.wait(timeout)
+    return ch.exit_status if ch.status_event.is_set() else -1
 
 
 def _drain_stderr(ch: paramiko.Channel) -> list[bytes]:
