@@ -8,8 +8,9 @@
             f.connection(host).run("nvidia-smi -L")
         f.group(["all"]).run("uptime")
 
-Connections are plain `fabric.Connection` objects (a `provision.ssh.link.Link` subclass),
-wired through the host's jump chain, logged in with the inventory's users and identity
+Connections are plain `fabric.Connection` objects over the one SSH link
+(`provision.ssh.fabric_link`: the hop is a `provision.ssh.link.Link`), wired through the
+host's jump chain, logged in with the inventory's users and identity
 files (or a team member's, `user=`), host keys checked against the inventory's
 known_hosts by the same trust path `provision apply` uses (nothing accepted on trust
 unless `accept_new=True`), keys offered as `provision.ssh.auth` says. The bastions of one
@@ -25,37 +26,22 @@ from typing import Any
 
 from fabric import Config, Connection, ThreadingGroup
 
-from provision.errors import UsageError
 from provision.inventory import load_inventory
 from provision.inventory.model import Host, Inventory
+from provision.selection import HostSelectionError, select
 from provision.ssh.connect import Gateways, inventory_known_hosts
+from provision.ssh.fabric_link import fabric_config, fabric_connection
 from provision.ssh.hostkeys import KnownHosts
-from provision.ssh.link import Link, connection, fabric_config
+from provision.ssh.link import Link, connection
 from provision.ssh.login import DEFAULT_LOGIN, Login, choose_login, hop
 
 __all__ = ["Fleet", "HostSelectionError", "connection_for", "load", "select"]
-
-
-class HostSelectionError(UsageError):
-    """A pattern matches no host; exit status 2 on the command line."""
 
 
 def load(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Load and validate an inventory (a file or a directory; None: the CLI's default
     lookup). Raises provision.inventory.InventoryError listing every problem."""
     return load_inventory(None if path is None else str(path))
-
-
-def select(inv: Inventory, patterns: Iterable[str]) -> tuple[Host, ...]:
-    """Hosts by name, `all`, `bastions` or `role:NAME`, in inventory order, each once;
-    no pattern: every host. The same selection as `provision apply` and `exec`."""
-    pats = tuple(patterns)
-    try:
-        return inv.select(pats)
-    except KeyError as e:
-        known = ", ".join(h.name for h in (*inv.hosts, *inv.bastions)) or "none"
-        raise HostSelectionError(f"no host matches {e.args[0]!r} (hosts: {known}; or all, "
-                                 "bastions, role:NAME)") from None
 
 
 def connection_for(inv: Inventory, host: Host, *, login: Login = DEFAULT_LOGIN,
@@ -72,8 +58,8 @@ def connection_for(inv: Inventory, host: Host, *, login: Login = DEFAULT_LOGIN,
         gateway = gateways.hop(chain, store, login)
     else:
         for b in chain:
-            gateway = connection(hop(b, login), store, gateway=gateway, config=config or fabric_config())
-    return connection(hop(host, login), store, gateway=gateway, config=config or fabric_config())
+            gateway = connection(hop(b, login), store, gateway=gateway)
+    return fabric_connection(connection(hop(host, login), store, gateway=gateway), config)
 
 
 class Fleet:
@@ -92,7 +78,7 @@ class Fleet:
         self._store = KnownHosts(inventory_known_hosts(inv), accept_new)
         self._lock = threading.Lock()
         self._bastions: dict[str, Link] = {}
-        self._hosts: list[Link] = []
+        self._hosts: list[Connection] = []
         self._names: dict[int, str] = {}
 
     def select(self, patterns: Iterable[str] = ()) -> tuple[Host, ...]:
@@ -105,7 +91,7 @@ class Fleet:
                 c = self._bastions.get(b.name)
                 if c is None:
                     c = self._bastions[b.name] = connection(hop(b, self.login), self._store,
-                                                            gateway=gateway, config=self.config)
+                                                            gateway=gateway)
                 gateway = c
         return gateway
 
@@ -113,8 +99,8 @@ class Fleet:
         """A new (unopened) `fabric.Connection` to `host` (a Host or its name) through the
         fleet's shared bastions."""
         node = self.inv.node(host) if isinstance(host, str) else host
-        c = connection(hop(node, self.login), self._store,
-                       gateway=self._bastion(self.inv.chain(node)), config=self.config)
+        c = fabric_connection(connection(hop(node, self.login), self._store,
+                                         gateway=self._bastion(self.inv.chain(node))), self.config)
         with self._lock:
             self._hosts.append(c)
             self._names[id(c)] = node.name

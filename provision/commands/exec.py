@@ -21,8 +21,8 @@ from rich.text import Text
 
 from provision.commands.common import console, echo, emit_json, inventory_option, json_option, load
 from provision.errors import Exit, UsageError
-from provision.fleet import select
 from provision.hosts.reach import Unreachable, open_chain, reason
+from provision.selection import select
 
 # paramiko (through these) is imported here, before any thread: its first import is not thread-safe
 from provision.ssh import exec_run

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Imported here, in the main thread, before any pool starts: a first import of paramiko
-# racing in two threads hits its circular imports half-initialised.
-import fabric  # noqa: F401
+# racing in two threads hits its circular imports half-initialised. (Fabric, which only
+# Python tasks need, is imported by `pytasks.load`, in the main thread too.)
 import paramiko  # noqa: F401
 
 from provision.facts import Facts, Request

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabric.runners import Remote
-
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
 from provision.task import CHECK
@@ -179,8 +177,13 @@ def _import(real: Path, data: bytes, spec: TaskSpec) -> types.ModuleType:
 
 def load(tasks: Iterable[TaskSpec], root: Path, allowed: Iterable[Path] = ()
          ) -> tuple[dict[str, Loaded], list[Imported]]:
-    """Import every task's file (each once) and find its function and check."""
+    """Import every task's file (each once) and find its function and check. Also imports
+    Fabric, which the tasks' connections need: here, in the main thread, before any host's
+    thread (two threads' first imports of a package can meet half-initialised modules)."""
     allowed = tuple(allowed)
+    tasks = tuple(tasks)
+    if tasks:
+        from . import task_fabric  # noqa: F401  # fabric (~0.15 s): only for Python tasks
     for a in allowed:
         if not Path(a).exists():
             raise TaskError(f"--tasks {a}: no such file or directory")
@@ -215,26 +218,11 @@ def load(tasks: Iterable[TaskSpec], root: Path, allowed: Iterable[Path] = ()
 # --- calling tasks (in a host's thread) --------------------------------------------------
 
 def task_connection(chain: Any, remote: Any) -> Any:
-    """The `fabric.Connection` a task gets: the host's own, through its jump chain, host
-    keys checked (`provision.ssh.connect`). The one place a task's connection comes from:
-    swap it here for the public API of `provision.ssh` when there is one.
+    """The `fabric.Connection` a task gets, over the host's open link
+    (`provision.hosts.task_fabric`)."""
+    from . import task_fabric  # fabric (~0.15 s): `load` imported it first, in the main thread
 
-    Configured for tasks: commands raise on a non-zero exit (warn off), their output is
-    captured (hidden) for the recap, the operator's stdin is not read, and each command
-    counts in `remote.execs` (the recap's remote execs: a check costs what it runs)."""
-    c = chain.conn
-    c.config.run.warn = False
-    c.config.run.hide = True
-    c.config.run.in_stream = False
-
-    class Counted(Remote):
-        def start(self, command: str, shell: str, env: dict[str, Any],
-                  timeout: int | None = None) -> Any:
-            remote.execs += 1
-            return super().start(command, shell, env, timeout=timeout)
-
-    c.config.runners.remote = Counted
-    return c
+    return task_fabric.connection(chain, remote)
 
 
 class TaskFailed(OperationError):

@@ -1,8 +1,8 @@
-"""SSH connections from the inventory (I/O): a Fabric Connection per host, through its
+"""SSH connections from the inventory (I/O): a `provision.ssh.link.Link` per host, through its
 bastions: hops shared by the run (`Gateways`: plan, apply and its confirmations, audit,
 exec), or, for a caller without a run, hops of its own opened the same way. Every hop is a
-`provision.ssh.link.Link` (host keys judged by `provision.ssh.hostkeys`, keys offered by
-`provision.ssh.auth`), logged in as `provision.ssh.login` says for the run's `Login`.
+`Link` (host keys judged by `provision.ssh.hostkeys`, keys offered by `provision.ssh.auth`;
+paramiko only, no Fabric), logged in as `provision.ssh.login` says for the run's `Login`.
 
 Never share a host's chain between threads (fabric #2262): call `connect()` once per host
 thread. Connects that authenticate to one bastion at once are capped
@@ -29,7 +29,7 @@ from .channel_socket import ChannelSocket
 from .errors import ConnectError
 from .fanout import connect_slots
 from .hostkeys import KnownHosts, known_hosts_path
-from .link import CONNECT_TIMEOUT, Link, connection, fabric_config
+from .link import CONNECT_TIMEOUT, Link, connection
 from .login import DEFAULT_LOGIN, Login, hop
 
 
@@ -42,7 +42,7 @@ class Chain:
     """The open connection to a host, and the bastion hops it owns (None: the run's)."""
 
     host: Host
-    conn: Any  # fabric.Connection
+    conn: Any  # a Link once connected (fakes in tests)
     own_hops: Gateways | None = None
     retried: Any = None  # provision.ssh.retry.Retried, set by whoever retried the connect
 
@@ -73,8 +73,7 @@ def _hang_up(c: Any) -> None:
 
 def _connection(node: Host, login: Login, gateway: Link | None, store: KnownHosts,
                 sock: ChannelSocket | None = None) -> Link:
-    config = fabric_config(run={"hide": True, "warn": True})
-    return connection(hop(node, login), store, gateway=gateway, sock=sock, config=config)
+    return connection(hop(node, login), store, gateway=gateway, sock=sock)
 
 
 _slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
@@ -199,6 +198,7 @@ def connect(inv: Inventory, host: Host, accept_new: bool = False,
         sock = None
         if hops is not None and path:
             bastion = hops.hop(path, store, login)
+            assert bastion.transport is not None  # open: Gateways.hop raised otherwise
             try:
                 channel = bastion.transport.open_channel(
                     "direct-tcpip", (host.address, host.port), ("", 0), timeout=CONNECT_TIMEOUT)

@@ -1,24 +1,25 @@
 """The one SSH link (I/O): every hop provision opens is a `Link`, made by `connection()`.
 
 Converge, audit and confirmations (`provision.ssh.connect`), `provision exec`, the paramiko
-tunnel backend and the Fabric connections of `provision.fleet` all open their hops here, so
-they judge host keys and offer keys the same way:
+tunnel backend and the Fabric connections of `provision.fleet` (a `fabric.Connection` over a
+`Link`: `provision.ssh.fabric_link`) all open their hops here, so they judge host keys and
+offer keys the same way. A `Link` is paramiko only: neither this module nor the commands
+that use it import Fabric or invoke (~0.15 s of start-up).
 
 - **Host keys** go through the one trust path, `provision.ssh.hostkeys.KnownHosts`: the
-  paramiko client behind the Fabric connection holds no host keys of its own, so every key
-  the server offers is handed to our missing-host-key policy, which asks `KnownHosts.check`
-  (unknown refused unless accept-new, changed or revoked always refused). The key types
-  recorded for the hop are moved to the front of the offer so the server shows the key we
-  know (a key of another type counts as changed).
+  paramiko client holds no host keys of its own, so every key the server offers is handed
+  to our missing-host-key policy, which asks `KnownHosts.check` (unknown refused unless
+  accept-new, changed or revoked always refused). The key types recorded for the hop are
+  moved to the front of the offer so the server shows the key we know (a key of another
+  type counts as changed).
 - **Keys offered** follow `provision.ssh.auth.key_offer`, tried by `KeyStrategy` (a paramiko
-  `AuthStrategy`, handed to `SSHClient.connect` through Fabric's `connect_kwargs`).
+  `AuthStrategy`, handed to `SSHClient.connect`).
 - **Window, packet size and ciphers** are `Settings`, applied by the transport factory
   paramiko's `SSHClient.connect` accepts.
 - **Jump hops** ride on a `direct-tcpip` channel of the hop before, wrapped in
-  `ChannelSocket` (see there why a bare channel is not a good socket): `Link` overrides
-  Fabric's public `Connection.open_gateway` for that.
+  `ChannelSocket` (see there why a bare channel is not a good socket).
 
-Only Fabric's and paramiko's public API is used.
+Only paramiko's public API is used.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import paramiko
-from fabric import Config, Connection
 from paramiko.auth_strategy import (
     AuthResult,
     AuthSource,
@@ -201,54 +201,89 @@ def _transport_factory(hop: Hop, store: KnownHosts, settings: Settings) -> Any:
     return make
 
 
-class Link(Connection):  # type: ignore[misc,unused-ignore]  # fabric ships no types
-    """A fabric.Connection whose jump channel is a `ChannelSocket`, and whose `open` is
-    safe from several threads (a bastion shared by a ThreadingGroup's hosts: fabric #2262);
-    otherwise Fabric's own."""
+class Link:
+    """One SSH hop, not yet opened: to `hop`, through `gateway` (the `Link` to the bastion
+    before it), over `sock` (a socket or ChannelSocket the caller opened), or straight over
+    TCP. `open` is safe from several threads (a bastion shared by many hosts' threads:
+    fabric #2262) and does nothing when already open; `close` may be called any time.
 
-    open_lock: threading.Lock | None = None  # declared here: Fabric turns unknown attributes into config
+    The attribute names are those of Fabric's `Connection` (`host`, `port`, `user`,
+    `gateway`, `client`, `transport`, `is_connected`, `open`, `open_gateway`, `close`), which
+    every hop used to be; `provision.ssh.fabric_link` makes one a `fabric.Connection`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, hop: Hop, store: KnownHosts, *, gateway: Link | None = None,
+                 sock: Any = None, settings: Settings = DEFAULT, label: str | None = None) -> None:
+        self.hop = hop
+        self.host = hop.address
+        self.port = hop.port
+        self.user = hop.user
+        self.gateway = gateway
+        self.sock = sock
+        self.settings = settings
+        self.store = store
+        self.auth_strategy = KeyStrategy(hop, os.environ.get("SSH_AUTH_SOCK"))
+        #: The paramiko client; it holds no host keys, so every key goes to the policy.
+        self.client = paramiko.SSHClient()
+        self.client.set_missing_host_key_policy(HostKeyPolicy(store, hop, label or hop.name))
+        #: The open transport (None until `open`).
+        self.transport: paramiko.Transport | None = None
         self.open_lock = threading.Lock()
 
-    def open(self) -> Any:
-        assert self.open_lock is not None
-        with self.open_lock:
-            return super().open()
+    @property
+    def is_connected(self) -> bool:
+        return self.transport is not None and self.transport.is_active()
 
-    def open_gateway(self) -> Any:
+    def connect_kwargs(self, sock: Any) -> dict[str, Any]:
+        """What `SSHClient.connect` gets: what Fabric's `Connection.open` passed it for our
+        hops (with an `auth_strategy`, paramiko ignores allow_agent, look_for_keys,
+        key_filename and password), the timeout a float (Fabric truncated it to an int)."""
+        return {
+            "hostname": self.host, "port": self.port, "username": self.user, "sock": sock,
+            "timeout": self.settings.timeout, "banner_timeout": self.settings.timeout,
+            "auth_timeout": self.settings.timeout, "auth_strategy": self.auth_strategy,
+            "transport_factory": _transport_factory(self.hop, self.store, self.settings),
+        }
+
+    def open(self) -> None:
+        """Connect, check the host key, authenticate (the hops before first, if closed)."""
+        with self.open_lock:
+            if self.is_connected:
+                return
+            sock = self.open_gateway() if self.gateway is not None else self.sock
+            self.client.connect(**self.connect_kwargs(sock))
+            self.transport = self.client.get_transport()
+
+    def open_gateway(self) -> ChannelSocket:
+        """A `direct-tcpip` channel from the gateway hop (opened first) to this hop."""
         gateway = self.gateway
-        if not isinstance(gateway, Connection):
-            return super().open_gateway()
+        assert gateway is not None
         gateway.open()
+        assert gateway.transport is not None
         chan = gateway.transport.open_channel("direct-tcpip", (self.host, int(self.port)),
-                                              ("", 0), timeout=self.connect_timeout)
+                                              ("", 0), timeout=self.settings.timeout)
         return ChannelSocket(chan)
 
+    def close(self) -> None:
+        """Close the transport (also one that failed to authenticate); the gateway stays."""
+        self.client.close()
 
-def fabric_config(**overrides: Any) -> Config:
-    """A Fabric Config that reads no ssh_config file (the inventory says how to connect)."""
-    return Config(overrides={"load_ssh_configs": False, **overrides}, lazy=True)
+    def __enter__(self) -> Link:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        via = f" via {self.gateway!r}" if self.gateway is not None else ""
+        return f"<Link {self.user}@{self.host}:{self.port}{via}>"
 
 
-def connection(hop: Hop, store: KnownHosts, *, gateway: Connection | None = None,
-               sock: Any = None, settings: Settings = DEFAULT, config: Config | None = None,
-               label: str | None = None) -> Link:
-    """The (not yet opened) connection to `hop`: through `gateway` (a Link to the bastion
+def connection(hop: Hop, store: KnownHosts, *, gateway: Link | None = None,
+               sock: Any = None, settings: Settings = DEFAULT, label: str | None = None) -> Link:
+    """The (not yet opened) link to `hop`: through `gateway` (a Link to the bastion
     before it), over `sock` (a socket or ChannelSocket the caller opened), or straight
     over TCP. `label` names the hop in host-key refusals (default: its name)."""
-    connect_kwargs: dict[str, Any] = {
-        "auth_strategy": KeyStrategy(hop, os.environ.get("SSH_AUTH_SOCK")),
-        "transport_factory": _transport_factory(hop, store, settings),
-        "banner_timeout": settings.timeout, "auth_timeout": settings.timeout,
-    }
-    if sock is not None:
-        connect_kwargs["sock"] = sock
-    c = Link(hop.address, user=hop.user, port=hop.port, config=config or fabric_config(),
-             gateway=gateway, connect_timeout=settings.timeout, connect_kwargs=connect_kwargs)
-    c.client.set_missing_host_key_policy(HostKeyPolicy(store, hop, label or hop.name))
-    return c
+    return Link(hop, store, gateway=gateway, sock=sock, settings=settings, label=label)
 
 
 def nodelay(sock: socket.socket) -> None:

@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import paramiko
-from fabric import Connection
 
 from provision.ssh.channel_socket import READ_ALL, ChannelSocket
 from provision.ssh.errors import ConnectError
 from provision.ssh.hostkeys import KnownHosts, known_hosts_path
+from provision.ssh.link import Link as HopLink
 from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
 from provision.tunnel.backends import BackendSpec, Request
@@ -51,7 +51,7 @@ class Link:
 
     def __init__(self, hops: Sequence[Hop], known_hosts: str, timeout: float = 10.0):
         self.hops = tuple(hops)
-        self.conns: list[Connection] = []
+        self.conns: list[HopLink] = []
         self.sock: socket.socket | None = None
         self.dead: str | None = None
         store = KnownHosts(Path(os.path.expanduser(known_hosts)), accept_new=False, hint=TUNNEL_HINT)
@@ -63,7 +63,8 @@ class Link:
 
     @property
     def target(self) -> paramiko.Transport:
-        transport: paramiko.Transport = self.conns[-1].transport
+        transport = self.conns[-1].transport
+        assert transport is not None  # set by _open, which raised otherwise
         return transport
 
     def _open(self, store: KnownHosts, settings: Settings) -> None:
@@ -85,6 +86,7 @@ class Link:
                 raise ConnectError(f"{where}: SSH connection failed: {e}") from None
             if i + 1 < len(self.hops):
                 nxt = self.hops[i + 1]
+                assert c.transport is not None  # open, or it raised
                 try:
                     chan = c.transport.open_channel("direct-tcpip", (nxt.address, nxt.port),
                                                     ("127.0.0.1", 0), timeout=settings.timeout)

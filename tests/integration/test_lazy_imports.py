@@ -74,6 +74,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "bad inventory's exit 2 come before that",
     ("provision/cloud/aws.py", "botocore.config"): "boto3: as above",
     ("provision/cloud/aws.py", "botocore.exceptions"): "boto3: as above",
+    ("provision/hosts/pytasks.py", "."):
+        "fabric and invoke (~0.15 s), for the `fabric.Connection` a Python task gets "
+        "(`task_fabric`): only a playbook with Python tasks needs them; `load` imports it "
+        "in the main thread, before the hosts' threads",
     ("provision/inventory/__init__.py", ".build"):
         "a cycle through the package: dns/records imports inventory.model (running this "
         "__init__), and build imports the DNS providers, which import dns/records",
