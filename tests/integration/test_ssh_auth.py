@@ -1,17 +1,21 @@
 """The one authentication policy: which keys are offered in which case (pure), and proof
-that converge's connection and the paramiko tunnel backend both log in through it, against
-a real paramiko SSH server on loopback that records every key it is offered."""
+that converge's connection, the paramiko tunnel backend and the Fabric connections of
+`provision.fleet` all log in through it, against a real paramiko SSH server on loopback that
+records every key it is offered."""
 
 from __future__ import annotations
 
+import copy
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import fabric
 import paramiko
 import pytest
 
+from provision import fleet
 from provision.inventory import load_inventory
 from provision.ssh import connect as C
 from provision.ssh.auth import DEFAULT_KEYS, AgentKeys, KeyFile, key_offer
@@ -70,6 +74,7 @@ class Recorder(paramiko.ServerInterface):
     def __init__(self, accept: bytes | None) -> None:
         self.accept = accept
         self.offered: list[tuple[str, str]] = []
+        self.forwards: dict[int, tuple[str, int]] = {}  # channel id -> where it goes
 
     def get_allowed_auths(self, username: str) -> str:
         return "publickey"
@@ -77,6 +82,43 @@ class Recorder(paramiko.ServerInterface):
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         self.offered.append((username, key.get_base64()))
         return paramiko.AUTH_SUCCESSFUL if key.asbytes() == self.accept else paramiko.AUTH_FAILED
+
+    # a session runs any command as `echo ran: COMMAND`; direct-tcpip reaches loopback only
+    def check_channel_request(self, kind: str, chanid: int) -> int:
+        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_direct_tcpip_request(self, chanid: int, origin: tuple[str, int],
+                                           destination: tuple[str, int]) -> int:
+        if destination[0] != "127.0.0.1":
+            return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        self.forwards[chanid] = destination
+        return paramiko.OPEN_SUCCEEDED
+
+    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        def answer() -> None:
+            channel.sendall(b"ran: " + command + b"\n")
+            channel.send_exit_status(0)
+            channel.close()
+
+        threading.Thread(target=answer, daemon=True).start()
+        return True
+
+
+
+def _pump(a: paramiko.Channel, b: socket.socket) -> None:
+    """Copy a direct-tcpip channel to its socket and back until either side closes."""
+    def one_way(read: object, write: object) -> None:
+        try:
+            while data := read():  # type: ignore[operator]
+                write(data)  # type: ignore[operator]
+        except OSError:
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    threading.Thread(target=one_way, args=(lambda: a.recv(65536), b.sendall), daemon=True).start()
+    threading.Thread(target=one_way, args=(lambda: b.recv(65536), a.sendall), daemon=True).start()
 
 
 class Dropper(Recorder):
@@ -103,6 +145,7 @@ class Server:
         self.listener.listen(8)
         self.port = self.listener.getsockname()[1]
         self.transports: list[paramiko.Transport] = []
+        self.forwarded: list[tuple[str, int]] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -114,12 +157,24 @@ class Server:
             t = paramiko.Transport(conn)
             t.add_server_key(self.host_key)
             self.transports.append(t)
-            if isinstance(self.recorder, Dropper):
-                self.recorder.transport = t
+            # channel ids are per transport: each gets its own copy (sharing `offered`)
+            recorder = copy.copy(self.recorder)
+            recorder.forwards = {}
+            if isinstance(recorder, Dropper):
+                recorder.transport = t
             try:
-                t.start_server(server=self.recorder)
+                t.start_server(server=recorder)
             except (EOFError, OSError, paramiko.SSHException):
                 continue  # the test closed us mid-handshake
+            threading.Thread(target=self._channels, args=(t, recorder), daemon=True).start()
+
+    def _channels(self, t: paramiko.Transport, recorder: Recorder) -> None:
+        while t.is_active():
+            ch = t.accept(0.2)
+            dest = None if ch is None else recorder.forwards.get(ch.get_id())
+            if ch is not None and dest is not None:
+                self.forwarded.append(dest)
+                _pump(ch, socket.create_connection(dest, timeout=5))
 
     def close(self) -> None:
         self.listener.close()
@@ -164,7 +219,20 @@ def _tunnel(inv: C.Inventory) -> None:
     TunnelLink(hops(inv, inv.node("gpu")), str(C.inventory_known_hosts(inv)), timeout=5).close()
 
 
-@pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
+def _fabric(inv: C.Inventory) -> None:
+    c = fleet.connection_for(inv, inv.node("gpu"))
+    assert isinstance(c, fabric.Connection)
+    try:
+        c.open()
+    finally:
+        c.close()
+
+
+PATHS = [_converge, _tunnel, _fabric]
+IDS = ["converge", "tunnel", "fabric"]
+
+
+@pytest.mark.parametrize("login", PATHS, ids=IDS)
 def test_both_paths_offer_the_named_key_and_log_in(
         login: object, keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
     key, path = keys
@@ -176,7 +244,7 @@ def test_both_paths_offer_the_named_key_and_log_in(
     assert server.recorder.offered == [("root", key.get_base64())]
 
 
-@pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
+@pytest.mark.parametrize("login", PATHS, ids=IDS)
 def test_both_paths_refuse_the_same_way_when_the_key_is_rejected(
         login: object, keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
     key, path = keys
@@ -205,7 +273,7 @@ def test_a_server_that_drops_the_login_is_transient_not_a_refused_key(
     assert transient(str(got.value)), got.value
 
 
-@pytest.mark.parametrize("login", [_converge, _tunnel], ids=["converge", "tunnel"])
+@pytest.mark.parametrize("login", PATHS, ids=IDS)
 def test_both_paths_refuse_an_unknown_host_key_before_offering_any_key(
         login: object, keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
     key, path = keys
@@ -310,3 +378,31 @@ def test_the_first_hops_socket_has_nagle_off(
                 chain.close()
     finally:
         server.close()
+
+
+# --- a Fabric connection on a run's open bastion hop ------------------------------------------
+
+def test_a_fabric_connection_rides_on_the_runs_open_bastion_hop(
+        keys: tuple[paramiko.RSAKey, Path], tmp_path: Path, no_agent: None) -> None:
+    """What a playbook's Python task gets: a fabric.Connection to the host through the run's
+    shared bastion Link, already open (not a second login to the bastion), host key checked
+    and the key offered as everywhere, running a command with Fabric's own `run`; closing it
+    leaves the run's hop open."""
+    key, path = keys
+    server = Server(accept=key.asbytes())
+    inv = _inventory(tmp_path, server.port, str(path), _known(server), via=True)
+    try:
+        with C.Gateways() as gateways:
+            store = C.KnownHosts(C.inventory_known_hosts(inv), False)
+            bastion = gateways.hop(tuple(inv.chain(inv.node("gpu"))), store)
+            first = bastion.transport
+            c = fleet.connection_for(inv, inv.node("gpu"), gateways=gateways)
+            assert isinstance(c, fabric.Connection) and c.gateway.link is bastion
+            assert c.run("id -un", hide=True, in_stream=False).stdout == "ran: id -un\n"
+            c.close()
+            assert bastion.is_connected and bastion.transport is first
+    finally:
+        server.close()
+    # one login to the bastion, one to the host through its direct-tcpip channel
+    assert server.recorder.offered == [("root", key.get_base64())] * 2
+    assert server.forwarded == [("127.0.0.1", server.port)]
