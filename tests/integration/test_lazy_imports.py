@@ -133,3 +133,38 @@ def test_check_imports_nothing_heavy() -> None:
     # pydantic's plugin discovery (an entry-point scan of every distribution, ~30 ms) is off
     # in the CLI (PYDANTIC_DISABLE_PLUGINS, provision/cli.py)
     assert "plugins-scanned" not in out.split()
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_plan_apply_exec_audit_and_the_tunnel_import_neither_fabric_nor_invoke() -> None:
+    """Fabric and invoke (~0.15 s: invoke imports unittest.mock and asyncio) are for the
+    fleet API and Python tasks only; every hop is a paramiko-only `provision.ssh.link.Link`,
+    and paramiko's own `import invoke` (for `Match exec`) is deferred
+    (provision/ssh/invoke_deferred.py). Each path in a fresh interpreter: the first import
+    of paramiko comes from a different module in each."""
+    for modules in (["provision.commands.converge"], ["provision.commands.exec"],
+                    ["provision.commands.audit"], ["provision.hosts.gather"],
+                    ["provision.commands.tunnel", "provision.tunnel.paramiko_backend"]):
+        loaded = _modules_after("\n".join(f"import {m}" for m in modules))
+        assert "paramiko.transport" in loaded, modules  # the probe really loaded the SSH stack
+        heavy = sorted(m for m in loaded if m.split(".")[0] in ("fabric", "invoke"))
+        assert not heavy, (modules, heavy)
+
+
+def test_paramikos_match_exec_still_runs_invoke_and_fabric_gets_the_real_one() -> None:
+    """The deferred invoke is a stand-in bound in paramiko.config only: `Match exec` imports
+    the real invoke on first use; Fabric (the fleet API) imports it as usual, before or after."""
+    config = ("'Match exec \"exit 0\"\\n  User yes\\nMatch exec \"exit 1\"\\n  Port 2222\\n'")
+    for first in ("import provision.commands.converge", "import provision.fleet"):
+        loaded = _modules_after(
+            f"{first}\nimport paramiko, fabric, invoke\n"
+            f"got = paramiko.SSHConfig.from_text({config}).lookup('h')\n"
+            "assert got == {'hostname': 'h', 'user': 'yes'}, got\n"
+            "assert fabric.Connection and invoke.run is paramiko.config.invoke.run\n"
+            "assert type(invoke) is type(paramiko)  # a real module, not the stand-in")
+        assert "invoke.runners" in loaded, first
