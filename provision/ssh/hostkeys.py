@@ -1,5 +1,5 @@
-"""The one host-key trust path: converge, confirm, audit (Fabric/paramiko clients) and the
-paramiko tunnel all judge a server's key here, the way OpenSSH does.
+"""The one host-key trust path: converge, confirm, audit, the Fabric API (all through
+`provision.ssh.link`) and the paramiko tunnel all judge a server's key here, the way OpenSSH does.
 
 Keys are looked up under the hop's address only, in OpenSSH's spelling (`addr` on port
 22, `[addr]:port` elsewhere), never under the inventory's name for it. Unknown keys are

@@ -1,8 +1,8 @@
 """Remote execution over an open connection (I/O): one exec per call, script on stdin, counted.
 
 Runs `sh -s -- ARGS` (behind `sudo -n` when the login user is not root) on a raw paramiko
-session channel of the Fabric connection: the script goes in over stdin, stdout and stderr
-come back whole. `execs` counts remote commands, so tests and --json can prove that a
+session channel of the host's `provision.ssh.link.Link`: the script goes in over stdin,
+stdout and stderr come back whole. `execs` counts remote commands, so tests and --json can prove that a
 no-op converge costs exactly one.
 """
 
