@@ -23,7 +23,7 @@ import os
 import shlex
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,7 @@ import yaml
 from provision.errors import UsageError
 from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.tasks import pytask, shell
 from provision.tasks.pytask import Loaded, TaskSpec
 from provision.tasks.shell import ShellSpec
@@ -64,7 +65,7 @@ class PlaybookError(UsageError):
     prefix = ""
 
 
-@dataclass(frozen=True)
+@record
 class Playbook:
     name: str
     source: str

@@ -17,7 +17,6 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,6 +42,7 @@ from provision.inventory import default_inventory_path
 from provision.inventory.model import Host, Inventory
 from provision.playbook import DEFAULT_PLAYBOOK, Playbook, waves
 from provision.playbook import load as load_playbook
+from provision.record import record
 from provision.shard import parse_shard, split
 from provision.ssh.connect import Gateways
 from provision.tasks.actions import (
@@ -99,7 +99,7 @@ def _common(f: F) -> F:
     return click.argument("hosts", nargs=-1)(f)
 
 
-@dataclass(frozen=True)
+@record
 class Run:
     """What a plan or apply works on: the inventory, the playbook, the hosts it selects."""
 

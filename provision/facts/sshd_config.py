@@ -19,6 +19,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from provision.record import record
 from provision.text import printable
 
 from .spec import FactsError, FactSpec, Rec
@@ -36,7 +37,7 @@ KEY_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class SshdConfig:
     """The configuration files the probe found, path -> text (empty: not probed)."""
 
@@ -68,7 +69,7 @@ SPEC = FactSpec("sshd_config", ("sshdcf", "sshdln"), parse)
 
 # --- reading the config as sshd does -------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class Conn:
     """A connection, as `sshd -T -C` takes it. Empty fields are unknown."""
 
@@ -89,7 +90,7 @@ class Conn:
         return ",".join(parts)
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     key: str  # lower case
     value: str  # the rest of the line, as written

@@ -29,6 +29,7 @@ from fabric.runners import Remote
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
+from provision.record import record
 from provision.task import CHECK
 from provision.tasks.pytask import Loaded, RunTask, TaskSpec
 
@@ -42,7 +43,7 @@ class TaskError(UsageError):
     prefix = ""
 
 
-@dataclass(frozen=True)
+@record
 class Imported:
     """A task file imported by this run: its real path and the sha256 of the bytes run."""
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import base64
 import functools
 import posixpath
-from dataclasses import dataclass
 from importlib.resources import files
 from shlex import quote
 
 from provision.facts import TEMP_PREFIX
 from provision.facts.users import CREATED_BY
+from provision.record import record
 from provision.tasks import apt_script, python_env_script
 from provision.tasks.actions import (
     Action,
@@ -205,7 +205,7 @@ def parse_progress(stdout: str) -> tuple[int, bool]:
     return last, done
 
 
-@dataclass(frozen=True)
+@record
 class UnitFailure:
     """Why a unit did not start: what systemd says and the last lines of its journal."""
 

@@ -11,11 +11,12 @@ member in it and people who left taken out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render import host_directories, render_host, team_directories
 
 from .actions import (
@@ -44,7 +45,7 @@ def _directories(host: Host) -> tuple[tuple[str, str], ...]:
     return host_directories(host)
 
 
-@dataclass(frozen=True)
+@record
 class ServicesStep:
     inv: Inventory
     host: Host

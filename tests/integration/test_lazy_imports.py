@@ -74,6 +74,14 @@ ALLOWED: dict[tuple[str, str], str] = {
         "bad inventory's exit 2 come before that",
     ("provision/cloud/aws.py", "botocore.config"): "boto3: as above",
     ("provision/cloud/aws.py", "botocore.exceptions"): "boto3: as above",
+    ("provision/inventory/python_envs.py", "packaging.requirements"):
+        "packaging (~40 ms, most of it compiling its requirement grammar): only when an "
+        "inventory declares or uses a Python environment",
+    ("provision/inventory/python_envs.py", "packaging.utils"): "packaging: as above",
+    ("provision/dns/rfc2136.py", ".rfc2136_client"):
+        "dnspython's query, update and zone-transfer modules (~80 ms): the inventory loader "
+        "imports this provider for its settings whenever a zone names rfc2136; the client "
+        "only when the zone is read or written",
     ("provision/inventory/__init__.py", ".build"):
         "a cycle through the package: dns/records imports inventory.model (running this "
         "__init__), and build imports the DNS providers, which import dns/records",
