@@ -82,6 +82,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "dnspython's query, update and zone-transfer modules (~80 ms): the inventory loader "
         "imports this provider for its settings whenever a zone names rfc2136; the client "
         "only when the zone is read or written",
+    ("provision/commands/converge.py", "."):
+        "converge_run: the steps, their templates and Jinja, the facts and the output "
+        "(~0.3 s), imported while the first hosts' connections open (key exchanges and "
+        "logins), not before",
     ("provision/inventory/__init__.py", ".build"):
         "a cycle through the package: dns/records imports inventory.model (running this "
         "__init__), and build imports the DNS providers, which import dns/records",

@@ -39,8 +39,8 @@ def sshd_with_extra(step: Any, lines: list[str]) -> Any:
 def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp: float) -> None:
     from provision.hosts import confirm as confirm_mod
     from provision.tasks import script
+    from provision.tasks.registry import STEPS
     from provision.tasks.sshd import SshdStep
-    from provision.tasks.step import STEPS
 
     if sshd_extra:
         STEPS["sshd"] = lambda inv, host: sshd_with_extra(SshdStep.build(inv, host), sshd_extra)
