@@ -96,8 +96,9 @@ def predict(want: Mapping[str, str], cfg: SshdConfig, ours: str, candidate: str,
     out: list[Mismatch] = []
     seen: set[str] = set()
     for conn in (None, *users):
+        reading = read(after, conn)
         for key, value in want.items():
-            w = winner(after, key, conn)
+            w = winner(after, key, conn, reading=reading)
             if w is None or w.path == ours or key in seen:
                 continue
             if normal(key, w.value) != normal(key, value):
