@@ -11,6 +11,9 @@ A unit that fails to start says why: `systemctl start/restart` that fails, or a 
 that is no longer active a moment later (a `Type=simple` service whose command exits at
 once starts "successfully"), prints the unit's Result and ExecMainStatus and the last
 lines of its journal to stderr between `@unit-failed` markers; `unit_failure` parses them.
+A unit whose ports are known is settled as soon as it listens on them itself, not after the
+whole pause; each unit's settling is reported on fd 3 (`@settled UNIT early|late`), which
+the progress parser passes over.
 """
 
 from __future__ import annotations
