@@ -156,7 +156,11 @@ class EnableUnit:
 
 @record
 class StartUnit:
+    """Start a unit; `ports`: the TCP ports its service listens on once up (the batch's
+    settle check takes the unit listening on all of them as settled)."""
+
     unit: str
+    ports: tuple[int, ...] = ()
 
     def describe(self) -> str:
         return f"systemctl start {self.unit}"
@@ -164,8 +168,11 @@ class StartUnit:
 
 @record
 class RestartUnit:
+    """Restart a unit; `ports` as for StartUnit."""
+
     unit: str
     reason: str = ""
+    ports: tuple[int, ...] = ()
 
     def describe(self) -> str:
         return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")

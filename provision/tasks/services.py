@@ -106,17 +106,20 @@ class ServicesStep:
                 stale_reload = True
             if unit is None or not unit.enabled:
                 enables.append(EnableUnit(s.unit_name))
+            # the one TCP port the service binds (a member's own port for a per-user
+            # server): the batch takes the unit listening there as settled
+            ports = (s.port,)
             if unit is None or not unit.active:
-                units.append(StartUnit(s.unit_name))
+                units.append(StartUnit(s.unit_name, ports))
             elif s.unit_name in changed:
-                units.append(RestartUnit(s.unit_name, "unit or config changed"))
+                units.append(RestartUnit(s.unit_name, "unit or config changed", ports))
             elif unit.need_daemon_reload:
-                units.append(RestartUnit(s.unit_name, "unit file changed on disk"))
+                units.append(RestartUnit(s.unit_name, "unit file changed on disk", ports))
             elif s.template_unit in changed:
-                units.append(RestartUnit(s.unit_name, "template unit changed"))
+                units.append(RestartUnit(s.unit_name, "template unit changed", ports))
             elif unit.active_since is not None and max(
                     newest.get(s.unit_name, 0), newest.get(s.template_unit or "", 0)) > unit.active_since:
-                units.append(RestartUnit(s.unit_name, "files newer than the running process"))
+                units.append(RestartUnit(s.unit_name, "files newer than the running process", ports))
         retire: list[Action] = [RetireUnit(u, "its member is no longer listed")
                                 for u in retired_instances(self.host, facts)]
         # One daemon-reload per batch, after the enables (`enable --no-reload`): each plain
