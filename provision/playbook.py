@@ -3,7 +3,7 @@ Pure apart from reading the playbook file.
 
     hosts: role:gpu-server        # all | a host name | role:NAME (or a list of them)
     steps:
-      - users                     # a built-in step (provision.tasks.step.STEPS)
+      - users                     # a built-in step (provision.tasks.registry.STEPS)
       - run: nvidia-smi -pm 1     # a shell step (provision.tasks.shell)
         unless: nvidia-smi -q | grep -q 'Persistence Mode *: Enabled'
       - task: tasks/cuda.py:install_cuda   # a Python task (provision.tasks.pytask)
@@ -23,21 +23,25 @@ import os
 import shlex
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from provision.errors import UsageError
 from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.tasks import pytask, shell
 from provision.tasks.pytask import Loaded, TaskSpec
+from provision.tasks.registry import STEPS
 from provision.tasks.shell import ShellSpec
-from provision.tasks.step import STEPS, Step
 from provision.text import printable, unsafe
+
+if TYPE_CHECKING:
+    from provision.tasks.step import Step
 
 DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
@@ -64,7 +68,7 @@ class PlaybookError(UsageError):
     prefix = ""
 
 
-@dataclass(frozen=True)
+@record
 class Playbook:
     name: str
     source: str

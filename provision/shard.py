@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from provision.errors import UsageError
+from provision.record import record
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class Shard:
     index: int  # 1-based
     count: int

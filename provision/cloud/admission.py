@@ -14,15 +14,15 @@ and are not counted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from provision.inventory.model import Inventory
+from provision.record import record
 
 from .attach import AttachPlan, machines
 from .rules import GroupPlan, LiveGroup, RuleKey
 
 
-@dataclass(frozen=True)
+@record
 class Touched:
     machine: str
     groups: tuple[str, ...]  # group names whose SSH rules change

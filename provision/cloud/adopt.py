@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from provision.record import record
 
 from .rules import DEFAULT_EGRESS, PENDING, LiveGroup, LiveRule, rule_text
 
@@ -30,7 +31,7 @@ _GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{1,17}$")
 
 
-@dataclass(frozen=True)
+@record
 class Adopted:
     doc: dict[str, Any]  # a whole inventory: version, aws.region, aws.security_groups
     warnings: tuple[str, ...]

@@ -11,15 +11,15 @@ Machines without an `aws:` block are never touched (their `security_groups` only
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 
 from .rules import PENDING
 
 
-@dataclass(frozen=True)
+@record
 class LiveInstance:
     id: str
     vpc: str
@@ -30,7 +30,7 @@ class LiveInstance:
     group_names: tuple[tuple[str, str], ...] = ()  # (id, name) of those groups, for display
 
 
-@dataclass(frozen=True)
+@record
 class AttachPlan:
     machine: str
     instance: str  # "" when not found

@@ -8,16 +8,17 @@ deleted), so an apply that starts has no known reason to stop half-way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from provision.inventory.model import Inventory
+from provision.record import record
 
 from .attach import AttachPlan, LiveInstance, plan_attachments
 from .prune import DeletePlan, LiveInterface, dropped, guard, plan_deletions
 from .rules import GroupPlan, LiveGroup, plan_groups
 
 
-@dataclass(frozen=True)
+@record
 class Live:
     """What the shell read from AWS for one plan."""
 
@@ -28,7 +29,7 @@ class Live:
     referencing: tuple[LiveGroup, ...] = ()  # with a rule naming a group to delete
 
 
-@dataclass(frozen=True)
+@record
 class SgPlan:
     groups: tuple[GroupPlan, ...]
     attachments: tuple[AttachPlan, ...] = ()

@@ -14,16 +14,16 @@ any group, or revokes more than 30 % of the managed rules (of at least 10).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from provision.dns.records import GUARD_FRACTION, GUARD_MIN_RECORDS
+from provision.record import record
 
 from .attach import AttachPlan
 from .rules import GroupPlan, LiveGroup
 
 
-@dataclass(frozen=True)
+@record
 class LiveInterface:
     id: str
     instance: str  # "" when not attached to an instance (a load balancer's, a Lambda's)
@@ -31,7 +31,7 @@ class LiveInterface:
     groups: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class DeletePlan:
     group: LiveGroup
     holders: tuple[str, ...] = ()  # what keeps AWS from deleting it, one phrase each

@@ -28,6 +28,7 @@ from typing import Any
 
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import IngressRule, Inventory, SecurityGroup
+from provision.record import record
 
 TAG_KEY, TAG_VALUE = "managed-by", "provision"
 PENDING = "sg:"  # peer prefix for a group that does not exist yet
@@ -70,14 +71,14 @@ class RuleKey:
         return self.protocol == "tcp" and self.from_port <= port <= self.to_port
 
 
-@dataclass(frozen=True)
+@record
 class LiveRule:
     id: str  # sgr-...; "" for the default egress rule of a group not created yet
     key: RuleKey
     description: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class LiveGroup:
     id: str
     name: str
@@ -87,7 +88,7 @@ class LiveGroup:
     rules: tuple[LiveRule, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class GroupPlan:
     """What to do to one declared group."""
 
@@ -294,7 +295,7 @@ def lost_operator_access(current: Sequence[LiveRule], revoke: Sequence[LiveRule]
     return tuple(lost)
 
 
-@dataclass(frozen=True)
+@record
 class OperatorPath:
     cidrs: tuple[str, ...]
     ports: tuple[int, ...]

@@ -12,7 +12,8 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from provision.commands.common import console, echo, emit_json, inventory_option, json_option, load
 from provision.errors import Exit, UsageError
-from provision.hosts.reach import Unreachable, open_chain, reason
+from provision.hosts.reach import Unreachable, in_background, open_chain, reason
 from provision.selection import select
 
 # paramiko (through these) is imported here, before any thread: its first import is not thread-safe
@@ -86,15 +87,17 @@ def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, a
     cap = DEFAULT_CAP if cap is None else cap
     width = max(len(h.name) for h in selected)
     printer = _Printer(width) if stream and not as_json else None
+    def report(results: list[Result], interrupted: bool) -> None:
+        if as_json:
+            emit_json({"command": line, "sudo": sudo, "interrupted": interrupted,
+                       "hosts": [r.as_dict() for r in results]})
+        else:
+            if printer is None:
+                _print_grouped(results, cap)
+            _print_recap(results, cap)
+
     results, interrupted = _run_all(inv, selected, login, line, sudo, cap, timeout,
-                                    forks, accept_new, printer)
-    if as_json:
-        emit_json({"command": line, "sudo": sudo, "interrupted": interrupted,
-                   "hosts": [r.as_dict() for r in results]})
-    else:
-        if printer is None:
-            _print_grouped(results, cap)
-        _print_recap(results, cap)
+                                    forks, accept_new, printer, report)
     raise Exit(EXIT_INTERRUPTED if interrupted else exit_code(results))
 
 
@@ -113,13 +116,18 @@ class _Printer:
 
 def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str, sudo: bool,
              cap: int, timeout: float | None, forks: int | None, accept_new: bool,
-             printer: _Printer | None) -> tuple[list[Result], bool]:
+             printer: _Printer | None,
+             report: Callable[[list[Result], bool], None]) -> tuple[list[Result], bool]:
+    """Run the command on every host; `report` the results while the hosts' connections
+    close (each transport takes ~0.1 s to stop), before the bastion hops they ride on."""
     stop = threading.Event()
     interrupted = False
-    with Gateways() as gateways, \
-            ThreadPoolExecutor(max_workers=max(1, min(forks or machine_forks(), len(selected)))) as pool:
+    workers = max(1, min(forks or machine_forks(), len(selected)))
+    # closed in the background only when no worker moves on to another host meanwhile
+    closing: list[Future[None]] | None = [] if len(selected) <= workers else None
+    with Gateways() as gateways, ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_one, inv, h, login, line, sudo, cap, timeout, accept_new,
-                               gateways, stop, printer) for h in selected]
+                               gateways, stop, printer, closing) for h in selected]
         previous = _on_signals(stop)
         try:
             _wait(futures, stop)
@@ -130,7 +138,10 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        return [f.result() for f in futures], interrupted
+        results = [f.result() for f in futures]
+        report(results, interrupted)
+        wait(closing or ())
+        return results, interrupted
 
 
 def _on_signals(stop: threading.Event) -> dict[int, Any]:
@@ -144,16 +155,18 @@ def _on_signals(stop: threading.Event) -> dict[int, Any]:
 
 
 def _wait(futures: list[Future[Result]], stop: threading.Event | None) -> None:
-    """Until every host is done, or `stop` is set."""
-    for f in futures:
-        while not f.done():
-            if stop is not None and stop.wait(0.05):
-                return
+    """Until every host is done (returning as the last one is), or `stop` is set (looked at
+    every 50 ms)."""
+    pending = set(futures)
+    while pending:
+        if stop is not None and stop.is_set():
+            return
+        _, pending = wait(pending, timeout=0.05)
 
 
 def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: int,
          timeout: float | None, accept_new: bool, gateways: Gateways, stop: threading.Event,
-         printer: _Printer | None) -> Result:
+         printer: _Printer | None, closing: list[Future[None]] | None) -> Result:
     t0 = time.monotonic()
     if stop.is_set():
         return Result(host.name, "interrupted", None, 0.0, error="interrupted before connecting")
@@ -170,7 +183,10 @@ def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: i
         return Result(host.name, "unreachable", None, time.monotonic() - t0,
                       error=f"connection lost: {reason(e)}")
     finally:
-        chain.close()
+        if closing is None:
+            chain.close()
+        else:
+            closing.append(in_background(chain.close))
     error = ran.kill_error or ("timed out" if ran.timed_out else
                                "interrupted" if ran.interrupted else "")
     return Result(host.name, status_of(ran.exit_status, ran.timed_out, ran.interrupted),

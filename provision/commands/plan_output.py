@@ -10,13 +10,13 @@ section failed).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
 
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+from provision.record import record
 from provision.text import printable as p
 
 from .common import console
@@ -26,7 +26,7 @@ _WORD = {"+": "add", "~": "change", "-": "destroy"}
 _STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     op: Op
     subject: str  # what changes, one line ("ingress tcp 22 from 203.0.113.0/24")
@@ -39,7 +39,7 @@ class Change:
                 "detail": list(self.detail), "type": self.kind}
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     """The changes for one thing (host, group, zone), or why it could not be planned."""
 

@@ -20,13 +20,13 @@ ownership marker is written: the first `dns apply` that changes a record marks i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from provision.inventory.fields import check_record_name
 from provision.inventory.schema import RecordDoc
+from provision.record import record
 from provision.text import printable
 
 from .names import BadName, canonical, check_record, reserved
@@ -60,7 +60,7 @@ FORMS: dict[str, Form] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Skipped:
     rrset: RRset
     why: str
@@ -76,7 +76,7 @@ class Skipped:
         return comment_text(f"{text}  ({self.why})")
 
 
-@dataclass(frozen=True)
+@record
 class Adopted:
     records: dict[str, Any]           # the zone's `records:` (relative name -> record(s))
     imported: tuple[RRset, ...]       # the RRsets they stand for, as the provider served them

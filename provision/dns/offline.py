@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from provision.inventory.model import Inventory
+from provision.record import record
 from provision.text import printable
 
 from . import endpoint, tsig
@@ -20,7 +20,7 @@ from .localfile import read_regular
 from .provider import FileKind
 
 
-@dataclass(frozen=True)
+@record
 class FileProblem:
     field: str          # the inventory field path (dotted), for file:line
     path: str

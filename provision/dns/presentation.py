@@ -8,8 +8,6 @@ dnspython (tests/integration/test_lazy_imports.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dns.exception
 import dns.name
 import dns.rdata
@@ -20,12 +18,14 @@ import dns.rdtypes.ANY.MX
 import dns.rdtypes.ANY.TXT
 import dns.rdtypes.IN.SRV
 
+from provision.record import record
+
 
 class Unparsed(ValueError):
     """Text dnspython does not read as one value of the type (the message says why)."""
 
 
-@dataclass(frozen=True)
+@record
 class Parsed:
     text: str               # canonical presentation: names absolute and lowercase, CAA tag lowercase
     host: str | None        # the MX exchange or SRV target (absolute, lowercase)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from provision.errors import OperationError
+from provision.record import record
 
 from .records import normalise_value
 from .visibility import Visibility
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing 
 Role = Literal["authoritative", "resolver"]
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     label: str          # "ns1.lab.test." or "resolver"
     address: str
@@ -35,7 +35,7 @@ class Target:
     port: int = 53
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     target: Target
     status: str                      # NOERROR, NODATA, NXDOMAIN, SERVFAIL, REFUSED, TIMEOUT, ERROR
@@ -50,7 +50,7 @@ class Answer:
         return (self.status, self.values)
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     name: str
     type: str

@@ -25,12 +25,12 @@ A `Provider` does the operations record reconciliation and TTL-lowering migratio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from provision.errors import OperationError
+from provision.record import record
 
 from .records import ChangeSet, RRset
 
@@ -76,7 +76,7 @@ class ProviderSettings(BaseModel):
         return None
 
 
-@dataclass(frozen=True)
+@record
 class Capabilities:
     """What a provider can do, as data: the rest of provision asks these, never its name."""
 

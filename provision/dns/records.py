@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from provision.inventory.model import Zone
+from provision.record import record
 from provision.text import printable
 
 from .names import canonical, marker_owner, problem, reserved, split_marker
@@ -190,7 +191,7 @@ def marker_rrset(name: str, zone: str, types: Iterable[str], owner: str | None =
                  tuple(sorted(f'{_MARKER_PREFIX}{t}{tail}"' for t in set(types))))
 
 
-@dataclass(frozen=True)
+@record
 class Claim:
     """What one well-formed ownership marker says: whose the name is, and which types."""
 
@@ -277,7 +278,7 @@ def _show(text: str) -> str:
 Op = Literal["create", "update", "delete"]
 
 
-@dataclass(frozen=True)
+@record
 class RecordChange:
     op: Op
     old: RRset | None
@@ -290,7 +291,7 @@ class RecordChange:
         return rr.key
 
 
-@dataclass(frozen=True)
+@record
 class ChangeSet:
     """What a provider applies atomically.
 
@@ -306,7 +307,7 @@ class ChangeSet:
         return bool(self.deletions or self.additions)
 
 
-@dataclass(frozen=True)
+@record
 class ZonePlan:
     zone: str                                   # absolute
     changes: tuple[RecordChange, ...] = ()      # record changes, in name/type order

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from provision.inventory.model import Inventory, Zone
+from provision.record import record
 
 from .migrate.guard import Review, review
 from .provider import Provider, ProviderError, StaleRead
@@ -54,7 +55,7 @@ def select_zones(inv: Inventory, names: Sequence[str]) -> list[Zone]:
     return [by_name[n] for n in wanted]
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     """How the migration guard reviews a plan (`dns plan|apply --force --no-migrate
     --allow-revert NAME`)."""

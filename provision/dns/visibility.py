@@ -11,10 +11,10 @@ returns a plain problem (exit 1: an operation to do first) when there is no such
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from provision.errors import UsageError
+from provision.record import record
 
 Visibility = Literal["public", "private"]
 VISIBILITIES: tuple[Visibility, ...] = ("public", "private")
@@ -25,7 +25,7 @@ class ZoneMismatch(UsageError):
     the networks that see it): bad input, found before anything is changed (exit 2)."""
 
 
-@dataclass(frozen=True)
+@record
 class Wanted:
     """A declared zone: its visibility and, private, the networks that must see it
     (labels such as 'vpc-0abc in eu-west-1' or 'projects/p/global/networks/n')."""
@@ -34,7 +34,7 @@ class Wanted:
     networks: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@record
 class Found:
     """A zone as the provider describes it."""
 

@@ -21,8 +21,9 @@ explanation of a low TTL.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
+
+from provision.record import record
 
 from .migrate import trust
 from .migrate.marker import Marker, marker_name
@@ -36,7 +37,7 @@ Question = tuple[Target, str, str]          # (server, absolute name, type)
 FindingKind = Literal["low_ttl", "old_migration", "bad_marker"]
 
 
-@dataclass(frozen=True)
+@record
 class TtlFinding:
     name: str
     type: str                       # the record's type ("TXT" for a bad marker)
@@ -47,7 +48,7 @@ class TtlFinding:
     detail: str
 
 
-@dataclass(frozen=True)
+@record
 class ZoneReport:
     zone: str
     targets: tuple[Target, ...]

@@ -17,7 +17,8 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .propagation import Answer, Target, query
 from .records import RRset
@@ -29,7 +30,7 @@ GIVE_UP_AFTER = 16
 Question = tuple[Target, str, str]
 
 
-@dataclass(frozen=True)
+@record
 class ZoneCheck:
     report: ZoneReport
     queries: int

@@ -7,14 +7,15 @@ migration guards) names it without importing the joins themselves.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
+
+from provision.record import record
 
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     severity: Severity
     code: str

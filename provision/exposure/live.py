@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts
@@ -39,6 +39,7 @@ from provision.facts.spec import Request
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall, host_firewall, ssh_sources
 from provision.inventory.model import Host, Inventory, Service
+from provision.record import record
 from provision.render import SSHD_DROPIN, render_host
 from provision.tasks import sshd_effect as E
 from provision.tasks.files import sha256
@@ -68,7 +69,7 @@ def request(inv: Inventory) -> Request:
                    sshd_users=tuple(dict.fromkeys((*logins, *(p.name for p in inv.team)))))
 
 
-@dataclass(frozen=True)
+@record
 class SgRule:
     """One ingress rule of an attached security group, reduced to what the join needs."""
 
@@ -112,7 +113,7 @@ def declared_sg_rules(inv: Inventory, host: Host) -> tuple[SgRule, ...] | None:
                  for r in groups[name].ingress for src in r.sources)
 
 
-@dataclass(frozen=True)
+@record
 class Side:
     """One address family of a port."""
 
@@ -121,7 +122,7 @@ class Side:
     level: str
 
 
-@dataclass(frozen=True)
+@record
 class PortReach:
     proto: str
     port: int
@@ -142,7 +143,7 @@ class PortReach:
                 "security_groups": self.sg or None, "tunnel": self.tunnel, "reach": self.level}
 
 
-@dataclass(frozen=True)
+@record
 class HostReport:
     host: str
     ports: tuple[PortReach, ...]
@@ -169,7 +170,7 @@ class HostReport:
 
 # --- the join ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class _Want:
     """A declared TCP port: sshd or a service."""
 
@@ -220,7 +221,7 @@ def _sg_text(rules: Sequence[SgRule] | None, proto: str, port: int) -> str:
     return ", ".join(dict.fromkeys(peers)) or "not admitted"
 
 
-@dataclass(frozen=True)
+@record
 class Expected:
     """What the inventory renders for a host, that the live facts are compared with."""
 

@@ -10,12 +10,14 @@ to check a signing key), `cand NAME VERSION` (`(none)`: known but nothing instal
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, as_int
 
 
-@dataclass(frozen=True)
+@record
 class Apt:
     lists: int = 0
     refreshed: int | None = None  # epoch seconds of the last refresh we can tell, or None

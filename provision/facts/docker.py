@@ -7,12 +7,13 @@ the entries with `->` are published; a host range gives one entry per port.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class Published:
     container: str
     address: str  # host address: 0.0.0.0, ::, 127.0.0.1, ...

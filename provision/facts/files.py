@@ -6,14 +6,16 @@ import base64
 import binascii
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
 TEMP_PREFIX = ".provision-tmp."
 
 
-@dataclass(frozen=True)
+@record
 class FileFact:
     path: str
     kind: str  # "file", "absent", "other" (a directory, symlink, device...)
@@ -29,7 +31,7 @@ class FileFact:
         return self.kind != "absent"
 
 
-@dataclass(frozen=True)
+@record
 class DirFact:
     path: str
     kind: str  # "dir", "absent", "other"
@@ -38,7 +40,7 @@ class DirFact:
     group: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Files:
     files: dict[str, FileFact] = field(default_factory=dict)
     dirs: dict[str, DirFact] = field(default_factory=dict)

@@ -4,12 +4,13 @@ only regroups the lines; `provision.firewall.parse` reads them into rules."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class IptablesSave:
     v4: str = ""
     v6: str = ""

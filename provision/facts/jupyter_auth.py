@@ -5,13 +5,14 @@ the account it runs as. Pure."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .listeners import split_endpoint
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class JupyterAnswer:
     address: str
     port: int

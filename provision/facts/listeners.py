@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class Listener:
     proto: str  # tcp | udp
     address: str  # 0.0.0.0, ::, * (both families), 127.0.0.1, ...

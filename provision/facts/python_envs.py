@@ -17,7 +17,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.inventory.python_envs import (
@@ -28,6 +28,7 @@ from provision.inventory.python_envs import (
     check_python,
     check_requirement,
 )
+from provision.record import record
 from provision.text import printable, unsafe
 
 from .spec import FactsError, FactSpec, Rec
@@ -38,7 +39,7 @@ KEYS = frozenset({"format", "name", "python", "index_url", "extra_index_urls", "
 INSTALLERS = frozenset({"pip", "uv"})
 
 
-@dataclass(frozen=True)
+@record
 class EnvRecord:
     """What an environment's directory says it holds."""
 
@@ -46,7 +47,7 @@ class EnvRecord:
     installer: str
 
 
-@dataclass(frozen=True)
+@record
 class EnvDir:
     name: str  # NAME-DIGEST
     python: bool  # bin/python is there
@@ -57,7 +58,7 @@ class EnvDir:
         return self.python and self.record is not None
 
 
-@dataclass(frozen=True)
+@record
 class PythonEnvs:
     uv: str | None = None
     links: dict[str, str] = field(default_factory=dict)  # NAME -> target

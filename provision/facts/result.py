@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
+
+from provision.record import record
 
 from . import files as F
 from . import packages as P
@@ -17,7 +19,7 @@ from .spec import FactSpec
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     values: Mapping[str, Any] = field(default_factory=dict)
 

@@ -14,11 +14,13 @@ only names the file and line that wins.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import ipaddress
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from provision.record import record
 from provision.text import printable
 
 from .spec import FactsError, FactSpec, Rec
@@ -36,7 +38,7 @@ KEY_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class SshdConfig:
     """The configuration files the probe found, path -> text (empty: not probed)."""
 
@@ -68,7 +70,7 @@ SPEC = FactSpec("sshd_config", ("sshdcf", "sshdln"), parse)
 
 # --- reading the config as sshd does -------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class Conn:
     """A connection, as `sshd -T -C` takes it. Empty fields are unknown."""
 
@@ -89,7 +91,7 @@ class Conn:
         return ",".join(parts)
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     key: str  # lower case
     value: str  # the rest of the line, as written
@@ -124,9 +126,11 @@ class _Ctx:
     applies: bool | None = True  # None: cannot tell
 
 
-def _tokens(line: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _tokens(line: str) -> tuple[str, ...]:
     """sshd's split: whitespace (or one `=` after the keyword), double quotes, `#` starts a
-    comment at the start of a word."""
+    comment at the start of a word. Cached: a diff reads the same lines for every key and
+    connection it checks."""
     out: list[str] = []
     cur: list[str] = []
     quoted = started = False
@@ -149,7 +153,7 @@ def _tokens(line: str) -> list[str]:
             started = True
     if started:
         out.append("".join(cur))
-    return out
+    return tuple(out)
 
 
 def _glob(pattern: str, paths: Sequence[str]) -> list[str]:
@@ -251,7 +255,7 @@ def _walk(cfg: SshdConfig, path: str, conn: Conn | None, ctx: _Ctx, out: Reading
         toks = _tokens(raw)
         if not toks:
             continue
-        key, args = toks[0].lower(), toks[1:]
+        key, args = toks[0].lower(), list(toks[1:])
         if key == "include":
             for pat in args:
                 full = pat if pat.startswith("/") else posixpath.join("/etc/ssh", pat)
@@ -286,13 +290,14 @@ def normal(key: str, value: str) -> str:
 
 
 def winner(cfg: SshdConfig, key: str, conn: Conn | None = None,
-           have: str | None = None) -> Setting | None:
+           have: str | None = None, reading: Reading | None = None) -> Setting | None:
     """The setting sshd uses for `key` (lower case): the first value of a matching Match
     block, else the first global one. None: sshd's default. A block we cannot evaluate
     (Match Group) is named (flagged `certain=False`) only when it explains `have`, the
-    value `sshd -T` showed, and nothing certain does."""
+    value `sshd -T` showed, and nothing certain does. `reading`: `read(cfg, conn)`, when
+    the caller has it already."""
     key = key.lower()
-    found = [s for s in read(cfg, conn).settings if s.key == key]
+    found = [s for s in (reading or read(cfg, conn)).settings if s.key == key]
     matched = [s for s in found if s.match and s.certain]
     if matched:
         return matched[0]

@@ -5,12 +5,14 @@ own SSH session comes from, so that Match blocks count). Pure parser."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class SshdEffective:
     # key -> values (keys such as listenaddress or hostkey repeat); lower-case keys
     settings: dict[str, tuple[str, ...]] = field(default_factory=dict)

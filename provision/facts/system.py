@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, as_int
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     name: str
     driver: str
     memory: str
 
 
-@dataclass(frozen=True)
+@record
 class System:
     uid: int = -1
     os: dict[str, str] = field(default_factory=dict)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .listeners import process_of
 from .spec import FactSpec, Rec, as_int
 
 
-@dataclass(frozen=True)
+@record
 class TcpStates:
     counts: dict[str, int] = field(default_factory=dict)  # ss state name -> sockets
     # (process, pid) -> CLOSE_WAIT sockets it holds; ("", None) for sockets no process holds

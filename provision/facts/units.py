@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 from .spec import FactSpec, Rec, number
 
 
-@dataclass(frozen=True)
+@record
 class UnitFact:
     name: str
     load_state: str

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from provision.record import record
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
@@ -11,7 +13,7 @@ MARKER = "# Managed by provision"  # first line of every authorized_keys we writ
 CREATED_BY = "provision"  # the GECOS field of accounts we create
 
 
-@dataclass(frozen=True)
+@record
 class UserFact:
     name: str
     uid: int
@@ -32,7 +34,7 @@ class UserFact:
         return self.expire not in ("", "-")
 
 
-@dataclass(frozen=True)
+@record
 class Users:
     users: dict[str, UserFact] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()

@@ -23,8 +23,10 @@ import difflib
 import ipaddress
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal, cast
+
+from provision.record import record
 
 from .rules import DOCKER_CHAIN, INPUT_CHAIN, Family, Rule, Ruleset
 
@@ -44,7 +46,7 @@ class ParseError(ValueError):
     """The text is not iptables-save output."""
 
 
-@dataclass(frozen=True)
+@record
 class LiveRule:
     """One `-A CHAIN ...` line of iptables-save: the `Rule` it means, and what it could not say.
 
@@ -64,14 +66,14 @@ class LiveRule:
         return str(self.rule.target)
 
 
-@dataclass(frozen=True)
+@record
 class Chain:
     name: str
     policy: str | None  # ACCEPT/DROP for built-in chains, None for user chains
     rules: tuple[LiveRule, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class LiveFilter:
     """The filter table of one family, as iptables-save printed it."""
 
@@ -226,7 +228,7 @@ DriftKind = Literal["missing-chain", "flushed", "unhooked", "extra-rule", "missi
                     "foreign-rule", "unreadable"]
 
 
-@dataclass(frozen=True)
+@record
 class Drift:
     family: Family
     chain: str
@@ -317,7 +319,7 @@ def drift(rendered: Ruleset, live: LiveFilter, *, hook_required: bool = True) ->
 Interval = tuple[int, int]
 
 
-@dataclass(frozen=True)
+@record
 class AddressSet:
     """A set of addresses of one family as sorted, disjoint, inclusive integer intervals."""
 
@@ -391,7 +393,7 @@ def _merge(spans: Sequence[Interval]) -> tuple[Interval, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@record
 class Packet:
     """A NEW connection from the network: protocol and destination port. `dnat` marks one
     Docker DNATed to a published port (evaluated from DOCKER-USER, with --ctorigdstport)."""

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from provision.errors import RenderError
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 
 INPUT_CHAIN = "PROVISION-INPUT"
 DOCKER_CHAIN = "PROVISION-DOCKER"
@@ -50,7 +50,7 @@ ECHO_LIMIT = "10/second"
 ECHO_BURST = 20
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One `-A CHAIN ...` line as data; the template spells out the options."""
 
@@ -68,7 +68,7 @@ class Rule:
     limit_burst: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Ruleset:
     family: Family
     chain: str
@@ -76,7 +76,7 @@ class Ruleset:
     rules: tuple[Rule, ...]
 
 
-@dataclass(frozen=True)
+@record
 class HostFirewall:
     v4: Ruleset
     v6: Ruleset

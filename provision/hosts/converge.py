@@ -13,7 +13,7 @@ import resource
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from provision.facts.support import refusal
 from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
-from provision.ssh.connect import Gateways
+from provision.ssh.connect import Chain, Gateways
 from provision.ssh.limits import machine_forks as machine_forks  # where commands find it
 from provision.ssh.session import Remote, SudoPassword
 from provision.tasks import apt_script
@@ -100,16 +100,18 @@ class HostRun:
 
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
             gateways: Gateways | None = None, spec: L.Spec | None = None,
-            on_event: LockEvents | None = None) -> HostRun:
-    """Connect (through `gateways`' shared bastion hops, if given), probe, diff. Never
-    raises: problems land in the result's status.
+            on_event: LockEvents | None = None, opened: Future[Chain] | None = None) -> HostRun:
+    """Connect (through `gateways`' shared bastion hops, if given; `opened`: a connection
+    the caller started already), probe, diff. Never raises: problems land in the result's
+    status.
 
     With `spec` (apply) the probe takes the host lock first (waiting, `on_event` says for
     what) and the run keeps it while it has changes to make (released by `close`); without
     (plan) it only reports who holds the host."""
     run = HostRun(host, gateways=gateways)
     started = time.monotonic()
-    opened = connecting(inv, host, accept_new, gateways)  # network round trips while the state renders
+    if opened is None:  # network round trips while the state renders
+        opened = connecting(inv, host, accept_new, gateways)
     try:
         steps = playbook.build(inv, host)
         request = BASE_REQUEST

@@ -11,7 +11,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,6 +25,7 @@ from provision.ssh.connect import Chain, Gateways
 from provision.ssh.session import Remote, RemoteTimeout
 
 from . import lock
+from .reach import connecting as connecting  # where provision.hosts.converge finds it
 from .reach import in_background as in_background  # where provision.commands.audit finds it
 from .reach import open_chain, reason
 
@@ -206,12 +207,6 @@ def gather(inv: Inventory, host: Host, request: Request, accept_new: bool = Fals
     except BaseException:
         chain.close()
         raise
-
-
-def connecting(inv: Inventory, host: Host, accept_new: bool,
-               gateways: Gateways | None = None) -> Future[Chain]:
-    """Start `open_chain` in the background (network round trips while the caller renders)."""
-    return in_background(lambda: open_chain(inv, host, accept_new, gateways=gateways))
 
 
 @dataclass

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from provision.record import record
 from provision.render.env import render as _render
 from provision.tasks.commit import ROLLBACK_UNIT_PREFIX, STATE_DIR
 from provision.text import printable
@@ -73,7 +74,7 @@ def new_token(now: float, random_hex: str) -> str:
     return f"{int(now * 1000):012x}{random_hex}"
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     """What an apply asks of each host's lock."""
 
@@ -110,7 +111,7 @@ def guard(token: str, body: str) -> str:
 
 # --- what the host says ------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class Holder:
     """A holder record: who took the lock, with what, since when (host clock), and what
     became of it (held; closed: its session ended without releasing; silent: its heartbeat
@@ -144,7 +145,7 @@ def parse_holder(text: str) -> Holder | None:
                   None if ended == "-" else int(ended))
 
 
-@dataclass(frozen=True)
+@record
 class Armed:
     """A rollback armed on the host by an earlier run: its commit id and when it was armed."""
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
+from provision.record import record
 from provision.task import CHECK
 from provision.tasks.pytask import Loaded, RunTask, TaskSpec
 
@@ -40,7 +41,7 @@ class TaskError(UsageError):
     prefix = ""
 
 
-@dataclass(frozen=True)
+@record
 class Imported:
     """A task file imported by this run: its real path and the sha256 of the bytes run."""
 

@@ -45,6 +45,12 @@ def in_background(fn: Callable[[], T]) -> Future[T]:
     return fut
 
 
+def connecting(inv: Inventory, host: Host, accept_new: bool,
+               gateways: Gateways | None = None) -> Future[Chain]:
+    """Start `open_chain` in the background (network round trips while the caller renders)."""
+    return in_background(lambda: open_chain(inv, host, accept_new, gateways=gateways))
+
+
 def _server_message(e: BaseException) -> str:
     """The text sshd sent before it dropped us (a pam_nologin message), when paramiko kept it."""
     transport = getattr(e, "provision_transport", None)

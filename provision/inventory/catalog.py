@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from provision.record import record
 
 
-@dataclass(frozen=True)
+@record
 class CatalogEntry:
     port: int
     command: str | None  # None: the inventory must give one

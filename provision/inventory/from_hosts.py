@@ -10,31 +10,31 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from provision.dns.names import BadName, canonical, check_record
+from provision.record import record
 
 from .fields import is_ip
 
 PLACEHOLDER = "{host}"
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     roles: tuple[str, ...] | None   # None: every host
     name: str                       # the record name template, relative to the zone
     ttl: int
 
 
-@dataclass(frozen=True)
+@record
 class HostIn:
     name: str
     address: str
     roles: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Generated:
     host: str
     name: str       # relative to the zone, as the template made it

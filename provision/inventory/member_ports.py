@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from provision.record import record
 
 DEFAULT_RANGE = (20000, 29999)  # no catalog service lives there
 
 
-@dataclass(frozen=True)
+@record
 class PortClash:
     """Why the members' ports cannot be given out; `member` is the one to fix."""
 

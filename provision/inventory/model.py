@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
 from provision.dns.names import canonical
 from provision.dns.visibility import Visibility
+from provision.record import record
 
 from .programs import Program, program
 from .python_envs import PythonEnv
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from provision.dns.provider import ProviderSettings
 
 
-@dataclass(frozen=True)
+@record
 class Expose:
     """How a service is reached: through a tunnel only, not at all, or publicly from sources."""
 
@@ -25,7 +26,7 @@ class Expose:
     sources: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Service:
     name: str
     port: int
@@ -85,7 +86,7 @@ class Service:
         return ipaddress.ip_address(self.bind).is_loopback
 
 
-@dataclass(frozen=True)
+@record
 class Person:
     name: str
     keys: tuple[str, ...]
@@ -94,7 +95,7 @@ class Person:
     identity_file: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class AptSource:
     """A third-party apt repository (`apt_sources`), signed by a key pinned by fingerprint."""
 
@@ -106,7 +107,7 @@ class AptSource:
     fingerprint: str  # 40 upper-case hex digits
 
 
-@dataclass(frozen=True)
+@record
 class Instance:
     """The EC2 instance a machine is: by id, else found by its private address."""
 
@@ -115,7 +116,7 @@ class Instance:
     keep_groups: tuple[str, ...] = ()  # ids of groups made elsewhere that stay attached
 
 
-@dataclass(frozen=True)
+@record
 class Host:
     """A machine we reach over SSH: a bastion or a managed host."""
 
@@ -148,7 +149,7 @@ class Host:
         return tuple(s for s in self.tunnel_services if s.visible_to(user))
 
 
-@dataclass(frozen=True)
+@record
 class IngressRule:
     """One declared security group rule (ingress, or egress when listed under `egress`).
 
@@ -171,7 +172,7 @@ class IngressRule:
         return self.protocol == "tcp" and self.from_port <= port <= self.to_port
 
 
-@dataclass(frozen=True)
+@record
 class SecurityGroup:
     name: str
     vpc: str | None  # None only for an existing group named by `id`
@@ -181,14 +182,14 @@ class SecurityGroup:
     egress: tuple[IngressRule, ...] | None = None  # None: leave the AWS default alone
 
 
-@dataclass(frozen=True)
+@record
 class Aws:
     region: str
     endpoint_url: str | None
     security_groups: tuple[SecurityGroup, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Record:
     name: str  # relative to the zone, '@' for the apex
     type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"]
@@ -200,7 +201,7 @@ class Record:
         return canonical(self.name, zone).rstrip(".")  # the one normalisation (dns plan's)
 
 
-@dataclass(frozen=True)
+@record
 class Zone:
     name: str
     provider: str  # a name in provision.dns.providers.PROVIDERS
@@ -211,14 +212,14 @@ class Zone:
     visibility: Visibility = "public"  # private: only the provider's listed networks see it
 
 
-@dataclass(frozen=True)
+@record
 class Dns:
     resolvers: tuple[str, ...]
     zones: tuple[Zone, ...]
     owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
 
 
-@dataclass(frozen=True)
+@record
 class Inventory:
     source: str
     default_user: str

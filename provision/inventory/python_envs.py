@@ -18,15 +18,13 @@ import hashlib
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from pydantic import AfterValidator
 
 from provision.dns.endpoint import is_loopback
+from provision.record import record
 from provision.text import printable, unsafe
 
 from .fields import check_abs_path, check_name, check_url
@@ -62,6 +60,8 @@ def check_requirement(value: str) -> str:
     bad = unsafe(value)
     if bad:
         raise ValueError(f"a requirement must be printable text on one line (found {printable(bad)!r})")
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(value)
     except InvalidRequirement as e:
@@ -140,10 +140,13 @@ Venv = Annotated[str, AfterValidator(check_venv)]
 
 def package_key(requirement: str) -> str:
     """The package a requirement is about, normalised (`Jupyter_Lab[x]>=1` -> jupyter-lab)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     return str(canonicalize_name(Requirement(requirement).name))
 
 
-@dataclass(frozen=True)
+@record
 class PythonEnv:
     """One environment as the host gets it. `packages` are normalised and sorted by
     package, so the same set written in another order is the same environment."""

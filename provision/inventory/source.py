@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from provision.dns.localfile import read_regular
+from provision.record import record
 from provision.text import printable, unsafe
 
 from .errors import InventoryError, Problem
@@ -24,7 +25,7 @@ FieldPath = tuple[str | int, ...]
 MAX_NODES = 200_000  # a billion-laughs document stops here, not in memory
 
 
-@dataclass(frozen=True)
+@record
 class Position:
     file: str
     line: int

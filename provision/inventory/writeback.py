@@ -34,7 +34,6 @@ import ipaddress
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from provision.record import record
 from provision.state import fsync_dir
 
 from .build import build
@@ -55,7 +55,7 @@ class WriteBackError(Exception):
     """The inventory could not be updated (the message says why and what to do)."""
 
 
-@dataclass(frozen=True)
+@record
 class Edit:
     file: Path
     line: int                       # where the record is declared (1-based)

@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.errors import UsageError
+from provision.record import record
 from provision.render.env import render as _render
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
@@ -61,7 +62,7 @@ class PlanError(UsageError):
     """A request the lab cannot be built from (bad name, too many GPUs)."""
 
 
-@dataclass(frozen=True)
+@record
 class Iface:
     segment: str          # pub | prv | dns
     name: str             # inside the node's namespace (eth0, eth1)
@@ -70,7 +71,7 @@ class Iface:
     ipv6: str
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     """A host of the lab (container) or the operator (a bare namespace)."""
 
@@ -92,7 +93,7 @@ class Node:
         return self.ifaces[0]
 
 
-@dataclass(frozen=True)
+@record
 class LabPlan:
     name: str
     gpus: int

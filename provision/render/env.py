@@ -1,8 +1,9 @@
 """The one Jinja environment: every rendered file and remote script comes through here.
 
-Pure: templates are read from `provision._templates` (the top-level `templates/` folder,
-shipped in the wheel) through importlib.resources, so a non-editable install renders the
-same as a checkout. StrictUndefined: a missing value is an error, never an empty string.
+Pure apart from reading templates from `provision._templates` (the top-level `templates/`
+folder, shipped in the wheel) through importlib.resources, so a non-editable install
+renders the same as a checkout, and keeping their compiled code beside the package's
+bytecode (`template_cache`). StrictUndefined: a missing value is an error, never an empty string.
 Filters: `q` quotes for POSIX sh, `py` writes a Python literal; `comment`, `ssh`, `ipt`,
 `ipt_comment`, `unit`, `unit_text` check a value against the rules of the file it lands in (`sinks`).
 """
@@ -13,13 +14,14 @@ import functools
 import importlib.resources
 import shlex
 import threading
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from provision.errors import RenderError
 
-from . import sinks
+from . import sinks, template_cache
 
 
 def _load_template(name: str) -> str:
@@ -52,6 +54,7 @@ def environment() -> jinja2.Environment:
     env.filters["unit"] = sinks.unit_value
     env.filters["unit_text"] = sinks.unit_text
     env.filters["deb822"] = sinks.deb822_word
+    template_cache.attach(env, Path(str(importlib.resources.files("provision._templates"))) / "__pycache__")
     return env
 
 

@@ -17,6 +17,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from provision.record import record
+
 Status = Literal["ok", "failed", "unreachable", "timeout", "interrupted"]
 DEFAULT_CAP = 1024 * 1024  # bytes kept per host and stream
 PGID_LINE = re.compile(rb"^(\d{1,10})\n")
@@ -68,7 +70,7 @@ class Capped:
         return self.kept.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     """One host's answer."""
 

@@ -29,7 +29,6 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ from paramiko.auth_strategy import (
 )
 from paramiko.pkey import PublicBlob
 
+from provision.record import record
+
 from .auth import AgentKeys, KeyFile, key_offer
 from .channel_socket import ChannelSocket
 from .errors import AuthError
@@ -55,7 +56,7 @@ CONNECT_TIMEOUT = 10.0
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """Transport parameters of a hop. None: paramiko's own."""
 

@@ -9,17 +9,16 @@ API (`provision.fleet`) all go through these two functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 
 
 class LoginError(UsageError):
     """`--user` names nobody the inventory knows; exit status 2."""
 
 
-@dataclass(frozen=True)
+@record
 class Login:
     """Who logs in on every hop, with which key (None: the default per hop)."""
 
@@ -31,7 +30,7 @@ class Login:
 DEFAULT_LOGIN = Login(None, None)
 
 
-@dataclass(frozen=True)
+@record
 class Hop:
     """One SSH hop: where, as whom, with which key (None: the key policy's defaults)."""
 

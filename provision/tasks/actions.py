@@ -3,13 +3,13 @@ executor in `provision.tasks.script` turns them into one shell script."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from provision.record import record
 
 from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
 
 
-@dataclass(frozen=True)
+@record
 class WriteFile:
     """Write `content` atomically (temp file in the same directory, then rename)."""
 
@@ -26,7 +26,7 @@ class WriteFile:
         return f"{verb} {self.path} ({self.mode:04o} {self.owner}:{self.group})"
 
 
-@dataclass(frozen=True)
+@record
 class SetAttrs:
     path: str
     mode: int
@@ -37,7 +37,7 @@ class SetAttrs:
         return f"set {self.path} to {self.mode:04o} {self.owner}:{self.group}"
 
 
-@dataclass(frozen=True)
+@record
 class RemoveFile:
     path: str
     old: str | None = None
@@ -46,7 +46,7 @@ class RemoveFile:
         return f"remove {self.path}"
 
 
-@dataclass(frozen=True)
+@record
 class RemoveTemps:
     """Leftover `.provision-tmp.*` files of an interrupted run."""
 
@@ -56,7 +56,7 @@ class RemoveTemps:
         return f"clean {len(self.paths)} leftover temp file(s): {', '.join(self.paths)}"
 
 
-@dataclass(frozen=True)
+@record
 class Mkdir:
     path: str
     mode: int = 0o755
@@ -67,7 +67,7 @@ class Mkdir:
         return f"directory {self.path} ({self.mode:04o} {self.owner}:{self.group})"
 
 
-@dataclass(frozen=True)
+@record
 class EnsureUser:
     """Create the account, or fix its shell and lift a retirement (account expiry)."""
 
@@ -82,7 +82,7 @@ class EnsureUser:
         return f"update user {self.name} (shell {self.shell}, account active)"
 
 
-@dataclass(frozen=True)
+@record
 class RetireUser:
     """A user removed from the team: account expired and shell set to nologin. The home
     directory is kept (their data), and their authorized_keys is emptied separately."""
@@ -93,7 +93,7 @@ class RetireUser:
         return f"retire user {self.name} (expire account, shell /usr/sbin/nologin)"
 
 
-@dataclass(frozen=True)
+@record
 class InstallPackages:
     names: tuple[str, ...]
     lock_timeout: int = 300  # seconds to wait for the dpkg lock (provision.tasks.apt_script)
@@ -102,7 +102,7 @@ class InstallPackages:
         return f"apt-get install {' '.join(self.names)}"
 
 
-@dataclass(frozen=True)
+@record
 class AptUpdate:
     """`apt-get update`, waiting for the dpkg lock; `reason` says why the lists are refreshed."""
 
@@ -113,7 +113,7 @@ class AptUpdate:
         return f"apt-get update ({self.reason})"
 
 
-@dataclass(frozen=True)
+@record
 class AptKey:
     """A signing key to install: refused on the host unless its one primary key has
     `fingerprint` (checked with gpg before anything is written)."""
@@ -123,7 +123,7 @@ class AptKey:
     fingerprint: str
 
 
-@dataclass(frozen=True)
+@record
 class AptSources:
     """Install, replace or remove our apt sources and their keys, then `apt-get update`.
     Keys are checked first; if the update fails (or fails to fetch one of `uris`), every file
@@ -140,13 +140,13 @@ class AptSources:
         return "apt sources: " + "; ".join(parts) + "; apt-get update"
 
 
-@dataclass(frozen=True)
+@record
 class DaemonReload:
     def describe(self) -> str:
         return "systemctl daemon-reload"
 
 
-@dataclass(frozen=True)
+@record
 class EnableUnit:
     unit: str
 
@@ -154,24 +154,31 @@ class EnableUnit:
         return f"systemctl enable {self.unit}"
 
 
-@dataclass(frozen=True)
+@record
 class StartUnit:
+    """Start a unit; `ports`: the TCP ports its service listens on once up (the batch's
+    settle check takes the unit listening on all of them as settled)."""
+
     unit: str
+    ports: tuple[int, ...] = ()
 
     def describe(self) -> str:
         return f"systemctl start {self.unit}"
 
 
-@dataclass(frozen=True)
+@record
 class RestartUnit:
+    """Restart a unit; `ports` as for StartUnit."""
+
     unit: str
     reason: str = ""
+    ports: tuple[int, ...] = ()
 
     def describe(self) -> str:
         return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
 
-@dataclass(frozen=True)
+@record
 class RetireUnit:
     """Stop and disable a unit provision no longer wants (a member's server once they
     leave): its files, and the member's, stay."""
@@ -183,7 +190,7 @@ class RetireUnit:
         return f"systemctl disable --now {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
 
-@dataclass(frozen=True)
+@record
 class EnsureGroup:
     """The group exists (created when absent), with `add` in it and `remove` out of it."""
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import base64
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from provision.record import record
 from provision.render import SSHD_DROPIN
 from provision.render.env import render as _render
 
@@ -39,7 +40,7 @@ RESTORE = {4: "iptables-restore", 6: "ip6tables-restore"}
 TESTED_KINDS = {"iptables-v4": 4, "iptables-v6": 6, "iptables-docker-v4": 4, "iptables-docker-v6": 6}
 
 
-@dataclass(frozen=True)
+@record
 class Staged:
     """One file of a commit-confirmed change, with its rendered kind (see provision.render)."""
 
@@ -49,7 +50,7 @@ class Staged:
     remove: bool = False  # remove the file instead (backed up and restored like the others)
 
 
-@dataclass(frozen=True)
+@record
 class CommitConfirmed:
     """Install `files` and apply them with a rollback armed on the host, then confirm over
     a new connection. `unit`: the firewall loader unit, or sshd's unit (reloaded)."""
@@ -164,7 +165,7 @@ def split_sections(stdout: str) -> tuple[str, list[str]]:
 
 # --- parsing the scripts' answers ---------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class ApplyResult:
     invalid: bool = False
     armed: bool = False
@@ -228,7 +229,7 @@ def _float(text: str) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class Status:
     result: str  # rolled-back | pending | unknown | confirmed | ""
     armed_at: float | None = None

@@ -12,12 +12,13 @@ needs nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts, Request
 from provision.facts import iptables as IPT
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render import FIREWALL_SCRIPT, FIREWALL_UNIT, render_host
 
 from .actions import WriteFile
@@ -33,7 +34,7 @@ def _wanted(a: Any) -> bool:
     return a.kind in KINDS and (a.kind != "unit" or a.service == FIREWALL_UNIT)
 
 
-@dataclass(frozen=True)
+@record
 class FirewallStep:
     inv: Inventory
     host: Host

@@ -15,12 +15,11 @@ What a run does, from the facts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from provision.facts import Facts, Request
 from provision.facts import apt as A
 from provision.inventory.apt import KEYRINGS_DIR, PREFIX, SOURCES_DIR, key_path, source_path
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render.apt import apt_artifacts
 
 from .actions import Action, AptKey, AptSources, AptUpdate, InstallPackages, RemoveFile, WriteFile
@@ -35,7 +34,7 @@ def _age(seconds: int) -> str:
     return f"{seconds / 3600:.0f} h" if seconds >= 3600 else f"{seconds // 60} min"
 
 
-@dataclass(frozen=True)
+@record
 class PackagesStep:
     inv: Inventory
     host: Host

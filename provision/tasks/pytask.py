@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 
 from .shell import Decision
 
 
-@dataclass(frozen=True)
+@record
 class TaskSpec:
     """One `task:` entry of a playbook, as validated by `provision.playbook`."""
 
@@ -33,7 +33,7 @@ class TaskSpec:
         return f"{self.path}:{self.function}"
 
 
-@dataclass(frozen=True)
+@record
 class Loaded:
     """A task's code, imported by `provision.hosts.pytasks.load` from `file`."""
 
@@ -42,7 +42,7 @@ class Loaded:
     file: str  # the real path imported
 
 
-@dataclass(frozen=True)
+@record
 class RunTask:
     """Call the task's function with the host's connection and model (operator's machine)."""
 
@@ -65,7 +65,7 @@ def decide(label: str, has_check: bool, done: bool | None) -> Decision:
     return Decision(label, True, "its check says not done")
 
 
-@dataclass(frozen=True)
+@record
 class TaskStep:
     spec: TaskSpec
     host: Host

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import base64
 import functools
-from dataclasses import dataclass
 from importlib.resources import files
 from shlex import quote
 from urllib.parse import urlsplit
 
 from provision.facts.python_envs import record_text
 from provision.inventory.python_envs import ENVS_ROOT, PREVIOUS, PythonEnv
+from provision.record import record
 
 
-@dataclass(frozen=True)
+@record
 class BuildPythonEnv:
     """Make `env` the current environment of its name: build it (unless a complete
     directory of it is there), switch `NAME` to it (the old target becomes `.previous-NAME`),

@@ -18,12 +18,12 @@ What a run does, from the facts (`provision.facts.python_envs`, read in the one 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from provision.facts import Facts, Request
 from provision.facts import python_envs as PY
 from provision.inventory.model import Host, Inventory
 from provision.inventory.python_envs import DIGEST_CHARS, ENVS_ROOT, PythonEnv, package_key
+from provision.record import record
 
 from .actions import Action
 from .packages import PackagesStep
@@ -61,7 +61,7 @@ def _recorded(facts: PY.PythonEnvs, dirname: str | None) -> PythonEnv | None:
     return d.record.env if d is not None and d.complete and d.record is not None else None
 
 
-@dataclass(frozen=True)
+@record
 class PythonEnvsStep:
     inv: Inventory
     host: Host

@@ -11,6 +11,9 @@ A unit that fails to start says why: `systemctl start/restart` that fails, or a 
 that is no longer active a moment later (a `Type=simple` service whose command exits at
 once starts "successfully"), prints the unit's Result and ExecMainStatus and the last
 lines of its journal to stderr between `@unit-failed` markers; `unit_failure` parses them.
+A unit whose ports are known is settled as soon as it listens on them itself, not after the
+whole pause; each unit's settling is reported on fd 3 (`@settled UNIT early|late`), which
+the progress parser passes over.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from __future__ import annotations
 import base64
 import functools
 import posixpath
-from dataclasses import dataclass
 from importlib.resources import files
 from shlex import quote
 
 from provision.facts import TEMP_PREFIX
 from provision.facts.users import CREATED_BY
+from provision.record import record
 from provision.tasks import apt_script, python_env_script
 from provision.tasks.actions import (
     Action,
@@ -69,9 +72,16 @@ SAFE_PATH = r"""provision_safe_path() {
 
 
 # `provision_unit VERB UNIT`: start or restart; on failure print why and fail.
-# `provision_settled UNIT...`: after a moment, every unit must still be active (a simple
-# service whose command exits at once "starts" fine, then fails or waits to restart).
+# `provision_settled UNIT[=PORT,...]...`: every unit started must still be active after a
+# moment (a simple service whose command exits at once "starts" fine, then fails or waits to
+# restart). A unit whose every port listens, each listening socket held by a process in the
+# unit's own cgroup, and which is active, is settled at once: polled every 50 ms for up to
+# the settle time, so a server that listens quickly does not cost the whole pause. A port
+# held by someone else (the unit's server then fails to bind) is not the unit listening;
+# a unit without ports, or without `ss` on the host, gets the pause and the check. Each unit
+# is reported on fd 3: `@settled UNIT early|late`.
 UNIT_SETTLE_SECONDS = 1
+SETTLE_POLL_SECONDS = 0.05
 JOURNAL_LINES = 10
 UNITS = rf"""provision_unit_why() {{
   echo "@unit-failed	$1	$(systemctl show -p Result --value -- "$1" 2>/dev/null)	$(systemctl show -p ExecMainStatus --value -- "$1" 2>/dev/null)	$(systemctl is-active -- "$1" 2>/dev/null)" >&2
@@ -80,13 +90,77 @@ UNITS = rf"""provision_unit_why() {{
 }}
 provision_unit() {{
   if ! systemctl "$1" -- "$2"; then provision_unit_why "$2"; return 1; fi
-}}
-provision_settled() {{
-  sleep {UNIT_SETTLE_SECONDS}
-  for u in "$@"; do
-    if ! systemctl -q is-active -- "$u"; then provision_unit_why "$u"; return 1; fi
-  done
 }}"""
+# Reads $provision_ss (`ss -Hltnp`): every port of $P listens, and every pid on those
+# sockets has a cgroup line ending in /$U (a socket without a pid, i.e. not ours to see,
+# does not count). Kept out of the f-string: awk's braces.
+SETTLE = r"""provision_ms() {
+  echo $(( $(date +%s%N) / 1000000 ))
+}
+provision_owned() {
+  printf '%s\n' "$provision_ss" | U="/$1" P=",$2," awk '
+    function mine(pid,   f, line, yes, u) {
+      f = "/proc/" pid "/cgroup"; u = ENVIRON["U"]; yes = 0
+      while ((getline line < f) > 0)
+        if (length(line) >= length(u) && substr(line, length(line) - length(u) + 1) == u) yes = 1
+      close(f)
+      return yes
+    }
+    {
+      port = $4; sub(/.*:/, "", port)
+      if (index(ENVIRON["P"], "," port ",") == 0) next
+      s = $0; pids = 0
+      while (match(s, /pid=[0-9]+/)) {
+        pids++
+        if (!mine(substr(s, RSTART + 4, RLENGTH - 4))) bad = 1
+        s = substr(s, RSTART + RLENGTH)
+      }
+      if (!pids) bad = 1
+      seen[port] = 1
+    }
+    END {
+      n = split(ENVIRON["P"], want, ",")
+      for (i = 1; i <= n; i++) if (want[i] != "" && !(want[i] in seen)) bad = 1
+      exit bad
+    }'
+}
+provision_settled() {
+  provision_end=$(( $(provision_ms) + @SETTLE_MS@ ))
+  provision_early=' '
+  if command -v ss >/dev/null 2>&1; then
+    while :; do
+      provision_ss=$(ss -Hltnp 2>/dev/null) || provision_ss=''
+      provision_wait=''
+      for provision_x in "$@"; do
+        case $provision_x in *=*) ;; *) continue;; esac
+        provision_u=${provision_x%%=*}
+        case $provision_early in *" $provision_u "*) continue;; esac
+        if provision_owned "$provision_u" "${provision_x#*=}" && systemctl -q is-active -- "$provision_u"; then
+          provision_early="$provision_early$provision_u "
+          printf '@settled\t%s\tearly\n' "$provision_u" >&3
+        else
+          provision_wait=1
+        fi
+      done
+      [ -n "$provision_wait" ] || break
+      [ "$(provision_ms)" -lt "$provision_end" ] || break
+      sleep @POLL@
+    done
+  fi
+  provision_late=''
+  for provision_x in "$@"; do
+    case $provision_early in *" ${provision_x%%=*} "*) ;; *) provision_late=1;; esac
+  done
+  [ -n "$provision_late" ] || return 0
+  provision_left=$(( provision_end - $(provision_ms) ))
+  if [ "$provision_left" -gt 0 ]; then sleep "$(( provision_left / 1000 )).$(printf %03d $(( provision_left % 1000 )))"; fi
+  for provision_x in "$@"; do
+    provision_u=${provision_x%%=*}
+    case $provision_early in *" $provision_u "*) continue;; esac
+    if ! systemctl -q is-active -- "$provision_u"; then provision_unit_why "$provision_u"; return 1; fi
+    printf '@settled\t%s\tlate\n' "$provision_u" >&3
+  done
+}""".replace("@SETTLE_MS@", str(UNIT_SETTLE_SECONDS * 1000)).replace("@POLL@", f"{SETTLE_POLL_SECONDS:g}")
 
 
 @functools.cache
@@ -164,23 +238,33 @@ def snippet(action: Action) -> str:
     raise TypeError(f"no shell for {a!r}")
 
 
+def settle_args(actions: list[Action]) -> list[str]:
+    """`provision_settled`'s arguments: each unit started once, `UNIT=PORT,...` when its
+    service's ports are known (systemd unit names never hold `=`)."""
+    ports: dict[str, dict[int, None]] = {}
+    for a in actions:
+        if isinstance(a, StartUnit | RestartUnit):
+            ports.setdefault(a.unit, {}).update(dict.fromkeys(a.ports))
+    return [u + ("=" + ",".join(map(str, p)) if p else "") for u, p in ports.items()]
+
+
 def build(actions: list[Action]) -> str:
     """The whole batch. Exit status 0 and a final `@done` when every action ran."""
     body = []
-    started = [a.unit for a in actions if isinstance(a, StartUnit | RestartUnit)]
     last_unit = max((i for i, a in enumerate(actions) if isinstance(a, StartUnit | RestartUnit)),
                     default=-1)
     for i, a in enumerate(actions):
         body.append(f"printf '@step\\t{i}\\n' >&3")
         body.append(snippet(a))
         if i == last_unit:  # checked once, after the last start: one pause per batch
-            body.append("provision_settled " + " ".join(quote(u) for u in dict.fromkeys(started)))
+            body.append("provision_settled " + " ".join(quote(u) for u in settle_args(actions)))
     return "\n".join([
         "provision_apply() {",
         "set -eu",
         "umask 022",
         SAFE_PATH,
         UNITS,
+        SETTLE,
         *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
                                   for a in actions) else []),
         *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
@@ -205,7 +289,7 @@ def parse_progress(stdout: str) -> tuple[int, bool]:
     return last, done
 
 
-@dataclass(frozen=True)
+@record
 class UnitFailure:
     """Why a unit did not start: what systemd says and the last lines of its journal."""
 

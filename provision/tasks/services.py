@@ -11,11 +11,12 @@ member in it and people who left taken out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render import host_directories, render_host, team_directories
 
 from .actions import (
@@ -44,7 +45,7 @@ def _directories(host: Host) -> tuple[tuple[str, str], ...]:
     return host_directories(host)
 
 
-@dataclass(frozen=True)
+@record
 class ServicesStep:
     inv: Inventory
     host: Host
@@ -105,17 +106,20 @@ class ServicesStep:
                 stale_reload = True
             if unit is None or not unit.enabled:
                 enables.append(EnableUnit(s.unit_name))
+            # the one TCP port the service binds (a member's own port for a per-user
+            # server): the batch takes the unit listening there as settled
+            ports = (s.port,)
             if unit is None or not unit.active:
-                units.append(StartUnit(s.unit_name))
+                units.append(StartUnit(s.unit_name, ports))
             elif s.unit_name in changed:
-                units.append(RestartUnit(s.unit_name, "unit or config changed"))
+                units.append(RestartUnit(s.unit_name, "unit or config changed", ports))
             elif unit.need_daemon_reload:
-                units.append(RestartUnit(s.unit_name, "unit file changed on disk"))
+                units.append(RestartUnit(s.unit_name, "unit file changed on disk", ports))
             elif s.template_unit in changed:
-                units.append(RestartUnit(s.unit_name, "template unit changed"))
+                units.append(RestartUnit(s.unit_name, "template unit changed", ports))
             elif unit.active_since is not None and max(
                     newest.get(s.unit_name, 0), newest.get(s.template_unit or "", 0)) > unit.active_since:
-                units.append(RestartUnit(s.unit_name, "files newer than the running process"))
+                units.append(RestartUnit(s.unit_name, "files newer than the running process", ports))
         retire: list[Action] = [RetireUnit(u, "its member is no longer listed")
                                 for u in retired_instances(self.host, facts)]
         # One daemon-reload per batch, after the enables (`enable --no-reload`): each plain

@@ -14,14 +14,14 @@ fails the step, because the next plan would run it again.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from provision.facts import Facts, FactsError, Request
 from provision.facts import guards as G
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 
 
-@dataclass(frozen=True)
+@record
 class ShellSpec:
     """One `run:` entry of a playbook, as validated by `provision.playbook`."""
 
@@ -33,7 +33,7 @@ class ShellSpec:
     where: str = ""  # file:line:col of the entry
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """Whether a guarded step would run, and why (plan prints it, --json lists it)."""
 
@@ -45,7 +45,7 @@ class Decision:
         return {"step": self.step, "run": self.run, "why": self.why}
 
 
-@dataclass(frozen=True)
+@record
 class RunCommand:
     """Run `command` with `sh -c` (as `user` through a login shell, or root when None),
     then check that its guards now say done."""
@@ -95,7 +95,7 @@ def decide(label: str, creates: str | None, unless: str | None,
     return Decision(label, True, ", ".join(why))
 
 
-@dataclass(frozen=True)
+@record
 class ShellStep:
     spec: ShellSpec
     host: Host

@@ -13,7 +13,7 @@ it, and `apply` fails on it, naming the file and line, after rolling back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts, Request
@@ -21,6 +21,7 @@ from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SE
 from provision.facts.support import sshd_refusal
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render import render_host
 from provision.render.host import SSHD_DROPIN_BEFORE
 
@@ -34,7 +35,7 @@ SOCKET = "ssh.socket"
 MARK = "# Managed by provision"  # the drop-in's first line (templates/sshd_config.conf.j2)
 
 
-@dataclass(frozen=True)
+@record
 class SshdStep:
     inv: Inventory
     host: Host

@@ -11,11 +11,12 @@ reading the configuration as sshd does (`provision.facts.sshd_config`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from provision.facts.sshd_config import ANY, Conn, Setting, SshdConfig, normal, read, winner
 from provision.facts.sshd_effective import SshdEffective
 from provision.facts.units import UnitFact
+from provision.record import record
 from provision.text import printable
 
 # What "weaker than the hardening" means for `audit` (an error there): a way in with a
@@ -39,7 +40,7 @@ def hardened(content: str) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Mismatch:
     key: str
     have: str  # what sshd -T shows ("" absent)
@@ -95,8 +96,9 @@ def predict(want: Mapping[str, str], cfg: SshdConfig, ours: str, candidate: str,
     out: list[Mismatch] = []
     seen: set[str] = set()
     for conn in (None, *users):
+        reading = read(after, conn)
         for key, value in want.items():
-            w = winner(after, key, conn)
+            w = winner(after, key, conn, reading=reading)
             if w is None or w.path == ours or key in seen:
                 continue
             if normal(key, w.value) != normal(key, value):
@@ -105,7 +107,7 @@ def predict(want: Mapping[str, str], cfg: SshdConfig, ours: str, candidate: str,
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Loose:
     """A Match block that opens a way in with a password for the connections it matches,
     whoever they are: `sshd -T -C` is asked only about the team, the operator and the
@@ -139,7 +141,7 @@ def loose(cfg: SshdConfig, want: Mapping[str, str] | None = None) -> list[Loose]
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Weak:
     key: str
     value: str

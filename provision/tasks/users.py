@@ -7,11 +7,10 @@ drop-in is removed, and the account is expired with shell /usr/sbin/nologin.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from provision.facts import Facts, Request, UserFact
 from provision.facts.users import CREATED_BY, MARKER
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.render.env import render as render_template
 
 from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
@@ -44,7 +43,7 @@ def _may_manage(u: UserFact, facts: Facts) -> None:
                       f"'{MARKER}' at the top of ~{u.name}/.ssh/authorized_keys")
 
 
-@dataclass(frozen=True)
+@record
 class UsersStep:
     inv: Inventory
     host: Host

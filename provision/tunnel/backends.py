@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from provision.errors import UsageError
 from provision.inventory.model import Host, Inventory
+from provision.record import record
 from provision.ssh.login import Hop, Login
 from provision.tunnel.forwards import Forward
 from provision.tunnel.session import Backend, Log
@@ -27,7 +27,7 @@ REGISTRY: dict[str, str] = {
 AUTO = "auto"
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """What every backend is built from."""
 
@@ -40,7 +40,7 @@ class Request:
     log: Log
 
 
-@dataclass(frozen=True)
+@record
 class BackendSpec:
     name: str
     summary: str

@@ -7,14 +7,15 @@ port collisions) and `provision tunnel` (which may move a forward to a free port
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from provision.inventory.model import Host, Service
+from provision.record import record
 
 LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (docs/architecture.md#principles, 7)
 
 
-@dataclass(frozen=True)
+@record
 class Forward:
     service: str
     local_port: int

@@ -13,11 +13,12 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from provision.errors import UsageError
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Host, Service
+from provision.record import record
 from provision.ssh.login import Hop
 from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 
@@ -29,7 +30,7 @@ class TunnelError(UsageError):
     """A problem the user must fix (bad names, no free port); exit status 2."""
 
 
-@dataclass(frozen=True)
+@record
 class ServiceState:
     """What the host said about a forwarded service."""
 
@@ -40,7 +41,7 @@ class ServiceState:
     own: bool = False  # a member's own server: only its token proves it is theirs
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     """One line of the output table / JSON."""
 

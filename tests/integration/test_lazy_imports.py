@@ -78,6 +78,21 @@ ALLOWED: dict[tuple[str, str], str] = {
         "fabric and invoke (~0.15 s), for the `fabric.Connection` a Python task gets "
         "(`task_fabric`): only a playbook with Python tasks needs them; `load` imports it "
         "in the main thread, before the hosts' threads",
+    ("provision/inventory/python_envs.py", "packaging.requirements"):
+        "packaging (~40 ms, most of it compiling its requirement grammar): only when an "
+        "inventory declares or uses a Python environment",
+    ("provision/inventory/python_envs.py", "packaging.utils"): "packaging: as above",
+    ("provision/dns/rfc2136.py", ".rfc2136_client"):
+        "dnspython's query, update and zone-transfer modules (~80 ms): the inventory loader "
+        "imports this provider for its settings whenever a zone names rfc2136; the client "
+        "only when the zone is read or written",
+    ("provision/commands/converge.py", "."):
+        "converge_run: the steps, their templates and Jinja, the facts and the output "
+        "(~0.3 s), imported while the first hosts' connections open (key exchanges and "
+        "logins), not before",
+    ("provision/facts/__init__.py", "."):
+        "the probe and, through its registry, every fact's module (~0.1 s): `plan` checks "
+        "the playbook before it connects, and probes only once the connections are under way",
     ("provision/inventory/__init__.py", ".build"):
         "a cycle through the package: dns/records imports inventory.model (running this "
         "__init__), and build imports the DNS providers, which import dns/records",
@@ -147,7 +162,8 @@ def test_plan_apply_exec_audit_and_the_tunnel_import_neither_fabric_nor_invoke()
     and paramiko's own `import invoke` (for `Match exec`) is deferred
     (provision/ssh/invoke_deferred.py). Each path in a fresh interpreter: the first import
     of paramiko comes from a different module in each."""
-    for modules in (["provision.commands.converge"], ["provision.commands.exec"],
+    for modules in (["provision.commands.converge", "provision.commands.converge_run"],
+                    ["provision.commands.exec"],
                     ["provision.commands.audit"], ["provision.hosts.gather"],
                     ["provision.commands.tunnel", "provision.tunnel.paramiko_backend"]):
         loaded = _modules_after("\n".join(f"import {m}" for m in modules))

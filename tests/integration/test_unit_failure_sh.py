@@ -1,6 +1,8 @@
 """The batch script run by sh with a stand-in systemctl: a failed start prints the unit's
 result and journal, a unit that dies after starting is caught once per batch, units that
-start finish the batch."""
+start finish the batch; a unit whose ports listen, held by its own processes, settles
+without the pause (a stand-in `ss` naming this test's own process, whose real
+/proc/PID/cgroup names the "unit")."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from provision.tasks import script
 from provision.tasks.actions import RestartUnit, StartUnit
@@ -27,11 +31,12 @@ i=1; while [ $i -le 12 ]; do echo "2026-11-30T03:00:0$i host app[1]: line $i of 
 """
 
 
-def run_batch(tmp_path: Path, actions: list[Any]) -> subprocess.CompletedProcess[str]:
+def run_batch(tmp_path: Path, actions: list[Any],
+              extra: tuple[tuple[str, str], ...] = ()) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL),
-                       ("sleep", "#!/bin/sh\n")):
+                       ("sleep", "#!/bin/sh\n"), *extra):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
@@ -67,3 +72,74 @@ def test_units_that_start_finish_the_batch(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert script.parse_progress(out.stdout) == (1, True)
     assert script.unit_failure(out.stderr) is None
+
+
+def own_cgroup_leaf() -> str:
+    """The last part of a cgroup path of this process: a "unit" that it is in."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        leaf = line.rsplit("/", 1)[-1]
+        if leaf:
+            return leaf
+    pytest.skip("this process is in no named cgroup")
+
+
+def settle(tmp_path: Path, actions: list[Any], sockets: list[str]) -> tuple[
+        subprocess.CompletedProcess[str], list[list[str]], list[str]]:
+    """The batch with a stand-in `ss` listing `sockets` and a `sleep` that logs then sleeps:
+    (the run, its `@settled` lines, the sleeps it asked for)."""
+    (tmp_path / "ss.out").write_text("".join(s + "\n" for s in sockets))
+    log = tmp_path / "sleeps"
+    fakes = (("ss", f"#!/bin/sh\ncat {tmp_path / 'ss.out'}\n"),
+             ("sleep", f'#!/bin/sh\necho "$1" >> {log}\nexec /bin/sleep "$1"\n'))
+    out = run_batch(tmp_path, actions, fakes)
+    settled = [line.split("\t")[1:] for line in out.stdout.splitlines() if line.startswith("@settled\t")]
+    return out, settled, log.read_text().split() if log.exists() else []
+
+
+def socket(port: int, *pids: int, addr: str = "127.0.0.1") -> str:
+    users = ",".join(f'("python3",pid={p},fd=3)' for p in pids)
+    return f"LISTEN 0      5      {addr}:{port}      0.0.0.0:*    " + (f"users:({users})" if pids else "")
+
+
+def test_a_unit_listening_on_its_ports_settles_without_the_pause(tmp_path: Path) -> None:
+    unit = own_cgroup_leaf()
+    me = os.getpid()
+    out, settled, sleeps = settle(tmp_path, [StartUnit(unit, (8888, 6006))],
+                                  [socket(8888, me), socket(6006, me, me, addr="[::]"),
+                                   socket(22, 1)])
+    assert out.returncode == 0, out.stderr
+    assert settled == [[unit, "early"]] and sleeps == []
+    assert script.parse_progress(out.stdout) == (0, True)
+
+
+def test_a_port_held_by_another_unit_or_not_listening_is_not_settled(tmp_path: Path) -> None:
+    """A squatter's socket (its pid in another cgroup), a socket whose holder ss cannot
+    name, a second port not listening yet, a unit without ports: all wait out the pause,
+    then are checked as before (active: settled late)."""
+    unit = own_cgroup_leaf()
+    me = os.getpid()
+    actions: list[Any] = [StartUnit("squatted.service", (8888,)),
+                          StartUnit("unnamed.service", (7000,)),
+                          RestartUnit(unit, "r", (6006, 6007)), StartUnit("portless.service")]
+    out, settled, sleeps = settle(tmp_path, actions, [socket(8888, me), socket(7000),
+                                                      socket(6006, me)])
+    assert out.returncode == 0, out.stderr
+    assert settled == [["squatted.service", "late"], ["unnamed.service", "late"],
+                       [unit, "late"], ["portless.service", "late"]]
+    assert "0.05" in sleeps and 0 < float(sleeps[-1]) <= script.UNIT_SETTLE_SECONDS
+
+
+def test_one_listening_socket_of_the_unit_beside_a_squatters_is_not_enough(tmp_path: Path) -> None:
+    unit = own_cgroup_leaf()
+    me = os.getpid()
+    out, settled, _ = settle(tmp_path, [StartUnit(unit, (8888,))],
+                             [socket(8888, me), socket(8888, me, 999999999, addr="[::]")])
+    assert settled == [[unit, "late"]], out.stderr
+
+
+def test_a_squatted_unit_that_is_not_active_at_the_end_fails(tmp_path: Path) -> None:
+    out, settled, _ = settle(tmp_path, [StartUnit("dies.service", (8888,))],
+                             [socket(8888, os.getpid())])
+    assert out.returncode != 0 and settled == []
+    f = script.unit_failure(out.stderr)
+    assert f is not None and f.unit == "dies.service"

@@ -18,6 +18,8 @@ def test_wheel_ships_templates_and_renders(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "provision/_templates/ssh_config.j2" in names
     assert "provision/_inventories/example.yml" in names
+    # no bytecode, nor the compiled templates the source tree keeps beside it
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".cache"))], names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     out = tmp_path / "out"

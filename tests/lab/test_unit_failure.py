@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import PROVISION, Lab
+from .conftest import PROVISION, Lab, one_host_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -64,3 +65,70 @@ def test_the_journal_of_a_unit_that_cannot_start_is_in_the_recap(
                        env={"COLUMNS": "400", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     assert r.returncode == 1
     assert MARKER in r.stdout and "exit-code" in r.stdout, r.stdout + r.stderr
+
+
+# The settle check's short cut: a unit settles as soon as its port listens, held by the unit
+# itself. QUICK's stand-in listens at once; SQUATTED's port is held by another unit before
+# the apply, so its own server fails to bind, and holding the port must not count.
+QUICK, SQUATTED = "settlequick", "settlesquatted"
+QUICK_PORT, SQUATTED_PORT = 8131, 8132
+SQUATTER = "settle-squatter.service"
+STAND_IN = "/usr/bin/python3 -m http.server --bind {bind} {port}"
+
+
+def _settled(out: Path) -> list[list[str]]:
+    return [line.split("\t")[1:] for line in out.read_text().splitlines()
+            if line.startswith("@settled\t")]
+
+
+@pytest.fixture(scope="module")
+def settle_dir(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    d = tmp_path_factory.mktemp("settle")
+    (d / "services.yml").write_text(f"hosts: [{HOST}]\nsteps: [services]\n")
+    yield d
+    lab.host(HOST, "systemctl", "stop", SQUATTER, check=False)
+    for name in (QUICK, SQUATTED):
+        lab.host(HOST, "systemctl", "disable", "--now", f"provision-{name}.service", check=False)
+        lab.host(HOST, "rm", "-f", f"/etc/systemd/system/provision-{name}.service", check=False)
+    lab.host(HOST, "systemctl", "daemon-reload", check=False)
+    lab.host(HOST, "systemctl", "reset-failed", check=False)
+
+
+def _apply(lab: Lab, d: Path, name: str, port: int) -> tuple[int, dict[str, Any], str, Path]:
+    doc = one_host_inventory(lab, HOST, {name: {"port": port, "command": STAND_IN}})
+    inventory = d / f"{name}.yml"
+    inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = d / f"{name}.out"
+    code, data, err = lab.provision_json(
+        "apply", "--yes", "-i", str(inventory), "--playbook", str(d / "services.yml"),
+        faults=("--batch-output", str(out)))
+    return code, data, err, out
+
+
+def test_a_service_that_listens_at_once_settles_without_the_pause(
+        lab: Lab, settle_dir: Path) -> None:
+    unit = f"provision-{QUICK}.service"
+    code, data, err, out = _apply(lab, settle_dir, QUICK, QUICK_PORT)
+    assert code == 0, err + json.dumps(data, indent=1)
+    assert _settled(out) == [[unit, "early"]], out.read_text()
+    listening = lab.host(HOST, "ss", "-Hltnp", f"sport = :{QUICK_PORT}").stdout
+    pid = listening.split("pid=")[1].split(",")[0]
+    assert lab.host(HOST, "cat", f"/proc/{pid}/cgroup").stdout.strip().endswith("/" + unit)
+
+
+def test_a_port_held_by_another_process_is_not_the_service_settling(
+        lab: Lab, settle_dir: Path) -> None:
+    unit = f"provision-{SQUATTED}.service"
+    lab.host(HOST, "systemd-run", "--unit", SQUATTER, "/usr/bin/python3", "-m", "http.server",
+             "--bind", "127.0.0.1", str(SQUATTED_PORT))
+    for _ in range(100):  # listening before the apply starts
+        if lab.host(HOST, "ss", "-Hltn", f"sport = :{SQUATTED_PORT}").stdout.strip():
+            break
+        time.sleep(0.1)
+    code, data, err, out = _apply(lab, settle_dir, SQUATTED, SQUATTED_PORT)
+    assert code == 1, err + json.dumps(data, indent=1)
+    assert _settled(out) == [], out.read_text()
+    (host,) = [h for h in data["hosts"] if h["host"] == HOST]
+    assert host["status"] == "failed" and host["unit_failure"]["unit"] == unit
+    assert unit in host["error"] and "Address already in use" in " ".join(
+        host["unit_failure"]["journal"]), host["unit_failure"]

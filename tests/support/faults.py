@@ -3,7 +3,7 @@
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
                                    [--pause-after-temp S] [--kill-after-phase PHASE]
                                    [--kill-after-change N] [--count-in-flight FILE]
-                                   -- <provision arguments>
+                                   [--batch-output FILE] -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
@@ -13,7 +13,8 @@ cut the operator off mid-apply, and to kill a run while a temp file exists. The
 journal is written with a phase, or right after the Nth provider change returned and
 before the journal records it. `--count-in-flight FILE` is instrumentation, not a fault: it
 counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
-count to FILE as JSON.
+count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends the stdout
+of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def sshd_with_extra(step: Any, lines: list[str]) -> Any:
 def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp: float) -> None:
     from provision.hosts import confirm as confirm_mod
     from provision.tasks import script
+    from provision.tasks.registry import STEPS
     from provision.tasks.sshd import SshdStep
-    from provision.tasks.step import STEPS
 
     if sshd_extra:
         STEPS["sshd"] = lambda inv, host: sshd_with_extra(SshdStep.build(inv, host), sshd_extra)
@@ -127,6 +128,21 @@ def count_in_flight() -> InFlight:
     return counter
 
 
+def tee_batch_output(path: Path) -> None:
+    """Append each plain batch's stdout (its progress lines) to `path` as it is parsed."""
+    from provision.tasks import script
+
+    real_parse = script.parse_progress
+    lock = threading.Lock()
+
+    def parse_and_keep(stdout: str) -> tuple[int, bool]:
+        with lock, path.open("a", encoding="utf-8") as f:
+            f.write(stdout)
+        return real_parse(stdout)
+
+    script.parse_progress = parse_and_keep
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
@@ -139,7 +155,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kill-after-phase", default="")
     p.add_argument("--kill-after-change", type=int, default=0)
     p.add_argument("--count-in-flight", type=Path, default=None)
+    p.add_argument("--batch-output", type=Path, default=None)
     opts = p.parse_args(argv[:split])
+    if opts.batch_output is not None:
+        tee_batch_output(opts.batch_output)
     install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
     if opts.kill_after_phase or opts.kill_after_change:
         kill_migrations(opts.kill_after_phase, opts.kill_after_change)

@@ -16,6 +16,7 @@ from tests.support.probe_records import answer, file_rec, unit_block, user_rec
 
 JUPYTER = "provision-jupyter.service"
 TB = "provision-tensorboard.service"
+PORTS = {JUPYTER: (8888,), TB: (6006,)}  # the catalog's: what the settle check waits on
 
 
 def step() -> ServicesStep:
@@ -49,7 +50,7 @@ def test_config_change_restarts_only_that_service_without_daemon_reload() -> Non
     recs[i] = file_rec("/etc/provision/jupyter/jupyter/jupyter_server_config.py", "old\n")
     acts = step().diff(parse(answer(*recs)))
     assert [type(a).__name__ for a in acts] == ["WriteFile", "RestartUnit"]
-    assert acts[1] == RestartUnit(JUPYTER, "unit or config changed")
+    assert acts[1] == RestartUnit(JUPYTER, "unit or config changed", PORTS[JUPYTER])
 
 
 def test_unit_change_reloads_then_restarts_that_service() -> None:
@@ -57,22 +58,22 @@ def test_unit_change_reloads_then_restarts_that_service() -> None:
     i = next(i for i, r in enumerate(recs) if TB in r and r.startswith("file"))
     recs[i] = file_rec(f"/etc/systemd/system/{TB}", "[Service]\nExecStart=/bin/false\n")
     acts = step().diff(parse(answer(*recs)))
-    assert acts[1:] == [DaemonReload(), RestartUnit(TB, "unit or config changed")]
+    assert acts[1:] == [DaemonReload(), RestartUnit(TB, "unit or config changed", PORTS[TB])]
 
 
 def test_stopped_and_disabled_service_is_started_and_enabled() -> None:
     recs = converged()
     recs = [r for r in recs if not (isinstance(r, list) and TB in r[0])]
     recs.append(unit_block(TB, active="failed", enabled="disabled"))  # type: ignore[arg-type]
-    assert step().diff(parse(answer(*recs))) == [EnableUnit(TB), DaemonReload(), StartUnit(TB)]
+    assert step().diff(parse(answer(*recs))) == [EnableUnit(TB), DaemonReload(), StartUnit(TB, PORTS[TB])]
 
 
 def test_interrupted_run_is_finished() -> None:
     """Files already in place but newer than the process, or not reloaded: restart."""
     acts = step().diff(parse(answer(*converged(since=1700000000, mtime=1700000050))))
-    assert acts == [RestartUnit(JUPYTER, "files newer than the running process"),
-                    RestartUnit(TB, "files newer than the running process")]
+    assert acts == [RestartUnit(JUPYTER, "files newer than the running process", PORTS[JUPYTER]),
+                    RestartUnit(TB, "files newer than the running process", PORTS[TB])]
     acts = step().diff(parse(answer(*converged(reload="yes"))))
-    assert acts[0] == DaemonReload() and RestartUnit(JUPYTER, "unit file changed on disk") in acts
+    assert acts[0] == DaemonReload() and RestartUnit(JUPYTER, "unit file changed on disk", PORTS[JUPYTER]) in acts
 
 

@@ -33,7 +33,10 @@ def _naming(rel: str, text: str) -> list[str]:
     """Where `text` (the file `rel`) names a provider other than its own: a string literal
     equal to a provider's name (a branch on it, or a second table), or an import of a
     provider's module (a call past the seam)."""
-    own = {mod.replace(".", "/") + ".py": name for name, mod in providers.PROVIDERS.items()}
+    # a provider's own files: its module, and modules beside it named after it
+    # (rfc2136_client.py: the dnspython client its module imports only when used)
+    own = {mod.replace(".", "/") + suffix: name for name, mod in providers.PROVIDERS.items()
+           for suffix in (".py", "_client.py")}
     modules = {mod: name for name, mod in providers.PROVIDERS.items()}
     found = []
     for node in ast.walk(ast.parse(text)):
@@ -61,6 +64,8 @@ def test_the_provider_check_finds_a_branch_and_an_import() -> None:
     assert _naming("provision/dns/zone.py", "from .rfc2136 import Settings\n")
     assert _naming("provision/dns/zone.py", "from . import route53\n")
     assert not _naming("provision/dns/powerdns.py", "KIND = 'powerdns'\n")
+    assert not _naming("provision/dns/rfc2136_client.py", "from .rfc2136 import read_tsig_key\n")
+    assert _naming("provision/dns/rfc2136_client.py", "from .route53 import Settings\n")
     assert not _naming("provision/dns/zone.py", "from .records import rrset\n")
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from provision.dns.records import ChangeSet, rrset
-from provision.dns.rfc2136 import Rfc2136Provider, read_tsig_key
+from provision.dns.rfc2136 import read_tsig_key
+from provision.dns.rfc2136_client import Rfc2136Provider
 from provision.errors import UsageError
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="

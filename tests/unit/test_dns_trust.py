@@ -268,7 +268,7 @@ def test_route53_paging_in_a_circle_ends() -> None:
 
 
 def test_rfc2136_refuses_to_build_an_update_from_unwritable_data(tmp_path: Path) -> None:
-    from provision.dns.rfc2136 import Rfc2136Provider
+    from provision.dns.rfc2136_client import Rfc2136Provider
 
     key = tmp_path / "k.key"
     key.write_text("hmac-sha256:k:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=")

@@ -135,9 +135,10 @@ def test_a_template_change_restarts_every_members_server(inv: Inventory) -> None
     i = next(i for i, r in enumerate(recs) if isinstance(r, str) and "jupyter@.service" in r)
     recs[i] = file_rec("/etc/systemd/system/provision-jupyter@.service", "old\n")
     acts = step.diff(parse(answer(*recs)))
+    port = {s.member: s.port for s in step.host.services if s.member}  # each member's own
     assert [a for a in acts if isinstance(a, RestartUnit)] == [
-        RestartUnit("provision-jupyter@alice.service", "template unit changed"),
-        RestartUnit("provision-jupyter@bob.service", "template unit changed")]
+        RestartUnit("provision-jupyter@alice.service", "template unit changed", (port["alice"],)),
+        RestartUnit("provision-jupyter@bob.service", "template unit changed", (port["bob"],))]
 
 
 def test_only_running_or_enabled_instances_of_our_templates_are_retired(inv: Inventory) -> None:

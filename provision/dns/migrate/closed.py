@@ -29,10 +29,10 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from dataclasses import dataclass
 
 from provision.dns.names import CLOSED_PREFIX, marker_owner, split_marker
 from provision.dns.records import RRset, rrset
+from provision.record import record
 
 from .marker import OPERATOR, iso, parse_iso
 
@@ -54,7 +54,7 @@ class ClosedError(ValueError):
     """A marker that says ``phase=closed`` but is not one provision could have written."""
 
 
-@dataclass(frozen=True)
+@record
 class Closed:
     name: str                        # absolute, lowercase, trailing dot
     type: str

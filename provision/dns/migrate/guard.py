@@ -31,7 +31,6 @@ whose ``from`` values the inventory still declares.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from provision.dns.rdata import MIGRATE_TYPES
@@ -44,6 +43,7 @@ from provision.dns.records import (
     relative,
 )
 from provision.exposure import Finding
+from provision.record import record
 
 from . import closed as C
 from .journal import Journal
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 DEFAULT_CUTOVER_ABOVE_TTL = 300
 
 
-@dataclass(frozen=True)
+@record
 class Cutover:
     name: str                   # absolute
     type: str
@@ -67,7 +67,7 @@ class Cutover:
     old_type: str = ""          # a type change (A -> CNAME): the type in the zone now
 
 
-@dataclass(frozen=True)
+@record
 class Review:
     hold: dict[tuple[str, str], str]        # left alone: (name, type) -> why
     cutovers: tuple[Cutover, ...] = ()      # held for `dns migrate` (not with no_migrate)

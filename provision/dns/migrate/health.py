@@ -11,12 +11,13 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from provision.record import record
 
-@dataclass(frozen=True)
+
+@record
 class Check:
     kind: Literal["tcp", "http", "https"]
     port: int
@@ -51,7 +52,7 @@ def parse(spec: str) -> Check:
     raise ValueError(f"--health {spec}: expected tcp:PORT or http://HOST:PORT/PATH")
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     check: str
     value: str

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from typing import Any, Literal
 
 from provision.dns.names import RESERVED_LABELS, file_stem
+from provision.record import record
 
 VERSION = 1
 
@@ -33,7 +34,7 @@ class JournalError(ValueError):
     """A journal file that cannot be read back (the message names what is wrong)."""
 
 
-@dataclass(frozen=True)
+@record
 class Snapshot:
     """A record (and its migration marker) exactly as read from the provider."""
 
@@ -43,7 +44,7 @@ class Snapshot:
     marker_ttl: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Journal:
     name: str                           # absolute, lowercase, trailing dot
     type: str                           # A | AAAA | CNAME

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 from provision.dns.names import marker_owner, split_marker
 from provision.dns.records import MIGRATION_LABEL, RRset, rrset
+from provision.record import record
 
 LABEL = MIGRATION_LABEL
 TYPE = "TXT"
@@ -32,7 +32,7 @@ MarkerPhase = Literal["lowered", "switched"]
 OPERATOR = re.compile(r"^[A-Za-z0-9._-]{1,32}@[A-Za-z0-9.-]{1,63}$")  # user@host
 
 
-@dataclass(frozen=True)
+@record
 class Marker:
     phase: MarkerPhase
     type: str

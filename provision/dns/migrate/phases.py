@@ -20,12 +20,13 @@ server and resolver answers (`propagation.Answer`s) — and asks this module:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
 from provision.exposure import Finding
+from provision.record import record
 
 from . import closed as C
 from .journal import Journal, Snapshot
@@ -34,7 +35,7 @@ from .marker import Marker, MarkerPhase, marker_rrset, parse
 StateName = Literal["original", "lowered", "switched", "finalized"]
 
 
-@dataclass(frozen=True)
+@record
 class ZoneView:
     """The migrating record and its marker as the provider has them now."""
 
@@ -74,7 +75,7 @@ class ZoneView:
                       (", an unreadable marker" if self.marker_rr is not None else ", no marker"))
 
 
-@dataclass(frozen=True)
+@record
 class State:
     """A state of the zone: the record's values and TTL, and the marker's phase."""
 
@@ -111,7 +112,7 @@ _INTENT: dict[str, tuple[StateName, StateName]] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Reconciled:
     journal: Journal | None          # the migration as it stands (None: none is open)
     changed: bool = False            # the journal file must be rewritten
@@ -254,7 +255,7 @@ def change_to(j: Journal, view: ZoneView, target: StateName, now: float, *, by: 
 
 # --- timing -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class Gate:
     ok: bool
     wait: float          # seconds until the old TTL has run out everywhere (0 when past)
@@ -295,7 +296,7 @@ def served(answers: Sequence[Answer], values: tuple[str, ...], ttl: int) -> tupl
     return not out, out
 
 
-@dataclass(frozen=True)
+@record
 class Stale:
     server: str
     values: tuple[str, ...]
@@ -303,7 +304,7 @@ class Stale:
     status: str
 
 
-@dataclass(frozen=True)
+@record
 class Verification:
     ok: bool
     authoritative_ok: bool

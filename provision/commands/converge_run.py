@@ -1,0 +1,273 @@
+"""The run of `provision plan` and `provision apply` once the hosts are connecting
+(`provision.commands.converge` checks the command's input and starts that): probe and
+diff every host, ask, apply in waves, and print the plan and the recap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import getpass
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
+from typing import TypeVar
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from provision.errors import Exit
+from provision.hosts.confirm import execute_guarded
+from provision.hosts.converge import (
+    Contention,
+    HostRun,
+    Memory,
+    close,
+    execute_in_order,
+    in_parallel,
+    prepare,
+)
+from provision.hosts.lock import Report, Spec, event_text, new_token, operator_id
+from provision.hosts.reach import in_background
+from provision.inventory.model import Host
+from provision.playbook import waves
+from provision.ssh.connect import Chain, Gateways
+from provision.tasks.actions import (
+    AptSources,
+    EnsureUser,
+    Mkdir,
+    RemoveFile,
+    RemoveTemps,
+    WriteFile,
+)
+from provision.tasks.commit import CommitConfirmed
+from provision.tasks.step import Planned
+from provision.text import printable as p
+
+from .common import EXIT_FAILED, EXIT_OK, console, echo, emit_json
+from .converge import Run
+from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
+                "failed": "bold red", "unreachable": "bold red"}
+
+
+T = TypeVar("T")
+Tick = Callable[[HostRun], None] | None  # progress callback: one host finished
+
+
+def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pending: bool,
+                 gateways: Gateways, early: dict[str, Future[Chain]],
+                 closing: list[Future[None]], spec: Spec | None = None) -> list[HostRun]:
+    """Connect and probe every host, `forks` at a time, through the run's shared bastion
+    hops. A host's connection is closed as soon as it is probed unless it has changes that
+    `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
+    channels through a bastion. A host whose connection was started already (`early`,
+    taken out of it here) uses that one. When every host has a worker of its own, a
+    connection is closed in the background (its transport takes ~0.1 s to stop) while the
+    run goes on, and `closing` collects those for the caller to wait for. With a lock
+    `spec` (apply) each probe takes the host lock; what it waits for is said on stderr as
+    it happens."""
+    inv, pb, selected = job.inv, job.pb, job.selected
+    contention = None if spec is None else Contention(spec.token, _say_lock_event)
+    started = time.monotonic()
+
+    def one(round_spec: Spec | None, h: Host) -> HostRun:
+        run = prepare(inv, h, pb, accept_new, gateways, round_spec,
+                      None if contention is None else contention.on_event,
+                      opened=early.pop(h.name, None))
+        if contention is not None:
+            contention.prepared(run)
+        if keep_pending and run.status == "pending":
+            return run
+        if len(todo) <= forks:  # no worker moves on to another host meanwhile
+            closing.append(in_background(functools.partial(close, run)))
+        else:
+            close(run)
+        return run
+
+    todo, done = list(selected), dict[str, HostRun]()
+    round_spec = spec
+    while todo:
+        runs = _with_progress("gathering facts", todo, quiet,
+                              functools.partial(in_parallel, functools.partial(one, round_spec),
+                                                todo, forks))
+        redo: set[str] = set() if contention is None else contention.take_redo()
+        if redo:
+            wait(closing)  # a host's own close first, not two at once
+        for run in runs:
+            if run.host.name in redo:
+                close(run)  # let go already; probed again from fresh facts
+            else:
+                done[run.host.name] = run
+        todo = [h for h in selected if h.name in redo]
+        if spec is not None:  # the wait is bounded over all rounds, not per round
+            left = max(0, spec.timeout - int(time.monotonic() - started))
+            round_spec = dataclasses.replace(spec, timeout=left)
+    return [done[h.name] for h in selected]
+
+
+def _say_lock_event(host: Host, kind: str, report: Report) -> None:
+    text = event_text(report, kind, time.time())
+    if text:
+        echo(f"{host.name}: {text}", err=True)
+
+
+def _lock_spec(timeout: int) -> Spec:
+    """Who this run is, for the host lock: `$USER@hostname` of this machine, the command."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name in the environment or the passwd database
+        user = "unknown"
+    return Spec(operator_id(user, socket.gethostname()), "apply",
+                new_token(time.time(), secrets.token_hex(6)), timeout)
+
+
+def _with_progress(what: str, items: Sequence[T], quiet: bool,
+                   work: Callable[[Tick], list[HostRun]]) -> list[HostRun]:
+    if quiet or not sys.stderr.isatty():
+        return work(None)
+    total, done = len(items), [0]
+    with console(stderr=True).status(f"{what}: 0/{total} hosts") as status:
+        def tick(run: HostRun) -> None:
+            done[0] += 1
+            status.update(f"{what}: {done[0]}/{total} hosts (last: {run.host.name} {run.status})")
+        return work(tick)
+
+
+# --- output ----------------------------------------------------------------------------
+
+def _file_diff(old: str | None, new: str, path: str) -> tuple[str, ...]:
+    return tuple(difflib.unified_diff((old or "").splitlines(keepends=True),
+                                      new.splitlines(keepends=True),
+                                      fromfile="/dev/null" if old is None else f"a{path}",
+                                      tofile=f"b{path}"))
+
+
+def _change(step: str, a: Planned) -> Change:
+    """One planned action as a line of the shared plan output."""
+    diff: tuple[str, ...] = ()
+    op: Op = "~"
+    if isinstance(a, WriteFile):
+        diff, op = _file_diff(a.old, a.content, a.path), "+" if a.old is None else "~"
+    elif isinstance(a, CommitConfirmed | AptSources):
+        diff = tuple(x for w in a.writes for x in _file_diff(w.old, w.content, w.path))
+    elif isinstance(a, RemoveFile):
+        op = "-"
+        if a.old is not None:
+            diff = tuple(difflib.unified_diff(a.old.splitlines(keepends=True), [],
+                                              fromfile=f"a{a.path}", tofile="/dev/null"))
+    elif isinstance(a, RemoveTemps):
+        op = "-"
+    elif (isinstance(a, EnsureUser) and a.create) or isinstance(a, Mkdir):
+        op = "+"
+    return Change(op, f"[{step}] {a.describe()}", diff=diff, kind=type(a).__name__)
+
+
+def sections(runs: list[HostRun]) -> list[Section]:
+    return [Section(r.host.name, tuple(_change(step, a) for step, a in r.actions),
+                    error=r.error if r.status in ("failed", "unreachable") else "",
+                    status=r.status if r.status in ("failed", "unreachable") else "",
+                    # a guarded step that will not run says why (its guard is the reason)
+                    notes=tuple(f"[{d.step}] skipped: {d.why}"
+                                for d in r.decisions if not d.run))
+            for r in runs]
+
+
+def _print_plan(runs: list[HostRun]) -> None:
+    print_plan(sections(runs))
+
+
+def _print_recap(runs: list[HostRun], title: str) -> None:
+    # the playbook's name and a run's error or note (a host's output) came from outside
+    t = Table(title=p(title), title_justify="left")
+    for col in ("host", "status", "changed", "remote execs", "seconds", "reason"):
+        t.add_column(col, justify="right" if col in ("changed", "remote execs", "seconds") else "left")
+    for r in runs:
+        t.add_row(p(r.host.name), Text(p(r.status), style=STATUS_STYLE.get(r.status, "")),
+                  str(r.done if r.status != "pending" else r.changes), str(r.remote_execs),
+                  f"{r.seconds:.2f}", p(r.error or r.note))
+    console().print(t)
+
+
+def _json(runs: list[HostRun], command: str, job: Run, shard: str | None,
+          memory: Memory) -> None:
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    emit_json({"command": command, "playbook": job.pb.name, "summary": counts, "shard": shard,
+               "control": memory.finish().to_json(),
+               "tasks_imported": [i.to_json() for i in job.imported],
+               "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
+
+
+def _failed(runs: list[HostRun]) -> bool:
+    return any(r.status in ("failed", "unreachable") for r in runs)
+
+
+# --- the two commands' runs ---------------------------------------------------------------
+
+def plan(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str | None,
+         detailed_exitcode: bool, gateways: Gateways, early: dict[str, Future[Chain]]) -> None:
+    """Probe and diff every selected host; print the plan (or --json); Exit with its status."""
+    memory = Memory.now(len(job.selected), forks)
+    closing: list[Future[None]] = []
+    runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=False,
+                        gateways=gateways, early=early, closing=closing)
+    if as_json:
+        _json(runs, "plan", job, shard_text, memory)
+    else:
+        _print_plan(runs)
+        _print_recap(runs, f"plan: {job.pb.name}")
+    wait(closing)  # before the bastion hops they ride on are closed
+    raise Exit(exit_status(sections(runs), detailed_exitcode))
+
+
+def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str | None,
+          yes: bool, confirm_timeout: int | None, lock_timeout: int, gateways: Gateways,
+          early: dict[str, Future[Chain]]) -> None:
+    """Plan every selected host under its lock, ask (unless `yes`), apply in waves
+    (bastions before their hosts), print the recap (or --json); Exit with its status."""
+    memory = Memory.now(len(job.selected), forks)
+    timeout = confirm_timeout or job.inv.confirm_timeout
+    runs: list[HostRun] = []
+    closing: list[Future[None]] = []
+    try:
+        runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=True,
+                            gateways=gateways, early=early, closing=closing,
+                            spec=_lock_spec(lock_timeout))
+        pending = [r for r in runs if r.status == "pending"]
+        if pending and not as_json:
+            _print_plan(runs)
+        if pending and not yes and not click.confirm(
+                f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
+                default=False, err=True):
+            click.echo("apply cancelled; nothing changed", err=True)
+            raise Exit(EXIT_FAILED)
+        if pending:
+            def guarded(run: HostRun) -> HostRun:
+                return execute_guarded(job.inv, run, accept_new, timeout)
+
+            def execute(run: HostRun) -> HostRun:
+                return execute_in_order(run, guarded)  # Python tasks first, in order
+
+            done: dict[str, HostRun] = {}
+            for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
+                applied = _with_progress("applying", wave, as_json,
+                                         functools.partial(in_parallel, execute, wave, forks))
+                done.update((run.host.name, run) for run in applied)
+            runs = [done[run.host.name] for run in runs]
+    finally:
+        wait(closing)  # the no-op hosts' closes, before the rest (each run closed once at a time)
+        for run in runs:
+            close(run)
+    if as_json:
+        _json(runs, "apply", job, shard_text, memory)
+    else:
+        _print_recap(runs, f"apply: {job.pb.name}")
+    raise Exit(EXIT_FAILED if _failed(runs) else EXIT_OK)
