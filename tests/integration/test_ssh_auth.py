@@ -95,10 +95,10 @@ class Recorder(paramiko.ServerInterface):
         return paramiko.OPEN_SUCCEEDED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
-        def answer() -> None:
+        def answer() -> None:  # EOF, not close: a close may overtake the reply to the exec
             channel.sendall(b"ran: " + command + b"\n")
             channel.send_exit_status(0)
-            channel.close()
+            channel.shutdown_write()
 
         threading.Thread(target=answer, daemon=True).start()
         return True
