@@ -87,6 +87,7 @@ def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, a
     cap = DEFAULT_CAP if cap is None else cap
     width = max(len(h.name) for h in selected)
     printer = _Printer(width) if stream and not as_json else None
+
     def report(results: list[Result], interrupted: bool) -> None:
         if as_json:
             emit_json({"command": line, "sudo": sudo, "interrupted": interrupted,
