@@ -41,9 +41,9 @@ from provision.tasks.step import Planned, Refused, Step
 
 from . import lock as L
 from . import pytasks
-from .gather import HeldLock, connecting, probe_locked, probe_peek
+from .gather import HeldLock, probe_locked, probe_peek
 from .pytasks import TaskFailed
-from .reach import Unreachable, reason
+from .reach import Unreachable, connecting, reason
 
 LockEvents = Callable[[Host, str, L.Report], None]
 

@@ -25,7 +25,6 @@ from provision.ssh.connect import Chain, Gateways
 from provision.ssh.session import Remote, RemoteTimeout
 
 from . import lock
-from .reach import connecting as connecting  # where provision.hosts.converge finds it
 from .reach import in_background as in_background  # where provision.commands.audit finds it
 from .reach import open_chain, reason
 
