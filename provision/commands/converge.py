@@ -13,8 +13,9 @@ imports that take place while the key exchanges and logins are under way.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar
@@ -128,6 +129,21 @@ def _drop(early: dict[str, Future[Chain]]) -> None:
         fut.add_done_callback(close)
 
 
+@contextlib.contextmanager
+def _connecting(job: Run, forks: int, accept_new: bool
+                ) -> Iterator[tuple[Gateways, dict[str, Future[Chain]]]]:
+    """The run's shared bastion hops, with the first hosts' connections under way and the
+    playbook's steps imported meanwhile; on the way out, the connections no worker took
+    up are closed, then the hops (after the hosts' chains, which ride on them)."""
+    with Gateways() as gateways:
+        early = _connect_first(job, forks, accept_new, gateways)
+        try:
+            preload(job.pb.steps)
+            yield gateways, early
+        finally:
+            _drop(early)
+
+
 @click.command("plan")
 @_common
 @click.option("--detailed-exitcode", is_flag=True,
@@ -138,16 +154,11 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
     job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
-    with Gateways() as gateways:
-        early = _connect_first(job, forks, accept_new, gateways)
-        try:
-            preload(job.pb.steps)
-            from . import converge_run
+    with _connecting(job, forks, accept_new) as (gateways, early):
+        from . import converge_run
 
-            converge_run.plan(job, forks, accept_new, as_json, shard_text, detailed_exitcode,
-                              gateways, early)
-        finally:
-            _drop(early)
+        converge_run.plan(job, forks, accept_new, as_json, shard_text, detailed_exitcode,
+                          gateways, early)
 
 
 @click.command("apply")
@@ -171,13 +182,8 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                          "review `provision plan`, then run apply with --yes")
     job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
     forks = forks or machine_forks()
-    with Gateways() as gateways:  # closed after the hosts' chains, which ride on it
-        early = _connect_first(job, forks, accept_new, gateways)
-        try:
-            preload(job.pb.steps)
-            from . import converge_run
+    with _connecting(job, forks, accept_new) as (gateways, early):
+        from . import converge_run
 
-            converge_run.apply(job, forks, accept_new, as_json, shard_text, yes,
-                               confirm_timeout, lock_timeout, gateways, early)
-        finally:
-            _drop(early)
+        converge_run.apply(job, forks, accept_new, as_json, shard_text, yes,
+                           confirm_timeout, lock_timeout, gateways, early)

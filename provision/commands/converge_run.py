@@ -14,7 +14,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from typing import TypeVar
 
 import click
@@ -33,7 +33,7 @@ from provision.hosts.converge import (
     prepare,
 )
 from provision.hosts.lock import Report, Spec, event_text, new_token, operator_id
-from provision.hosts.reach import in_background
+from provision.hosts.reach import Closing
 from provision.inventory.model import Host
 from provision.playbook import waves
 from provision.ssh.connect import Chain, Gateways
@@ -63,14 +63,14 @@ Tick = Callable[[HostRun], None] | None  # progress callback: one host finished
 
 def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pending: bool,
                  gateways: Gateways, early: dict[str, Future[Chain]],
-                 closing: list[Future[None]], spec: Spec | None = None) -> list[HostRun]:
+                 closing: Closing, spec: Spec | None = None) -> list[HostRun]:
     """Connect and probe every host, `forks` at a time, through the run's shared bastion
     hops. A host's connection is closed as soon as it is probed unless it has changes that
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
     channels through a bastion. A host whose connection was started already (`early`,
     taken out of it here) uses that one. When every host has a worker of its own, a
-    connection is closed in the background (its transport takes ~0.1 s to stop) while the
-    run goes on, and `closing` collects those for the caller to wait for. With a lock
+    connection is closed in the background while the run goes on (`closing`, which the
+    caller waits for). With a lock
     `spec` (apply) each probe takes the host lock; what it waits for is said on stderr as
     it happens."""
     inv, pb, selected = job.inv, job.pb, job.selected
@@ -85,10 +85,7 @@ def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pendi
             contention.prepared(run)
         if keep_pending and run.status == "pending":
             return run
-        if len(todo) <= forks:  # no worker moves on to another host meanwhile
-            closing.append(in_background(functools.partial(close, run)))
-        else:
-            close(run)
+        closing.close(functools.partial(close, run), background=len(todo) <= forks)
         return run
 
     todo, done = list(selected), dict[str, HostRun]()
@@ -99,7 +96,7 @@ def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pendi
                                                 todo, forks))
         redo: set[str] = set() if contention is None else contention.take_redo()
         if redo:
-            wait(closing)  # a host's own close first, not two at once
+            closing.wait()  # a host's own close first, not two at once
         for run in runs:
             if run.host.name in redo:
                 close(run)  # let go already; probed again from fresh facts
@@ -216,7 +213,7 @@ def plan(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str 
          detailed_exitcode: bool, gateways: Gateways, early: dict[str, Future[Chain]]) -> None:
     """Probe and diff every selected host; print the plan (or --json); Exit with its status."""
     memory = Memory.now(len(job.selected), forks)
-    closing: list[Future[None]] = []
+    closing = Closing()
     runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=False,
                         gateways=gateways, early=early, closing=closing)
     if as_json:
@@ -224,7 +221,7 @@ def plan(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str 
     else:
         _print_plan(runs)
         _print_recap(runs, f"plan: {job.pb.name}")
-    wait(closing)  # before the bastion hops they ride on are closed
+    closing.wait()  # before the bastion hops they ride on are closed
     raise Exit(exit_status(sections(runs), detailed_exitcode))
 
 
@@ -236,7 +233,7 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
     memory = Memory.now(len(job.selected), forks)
     timeout = confirm_timeout or job.inv.confirm_timeout
     runs: list[HostRun] = []
-    closing: list[Future[None]] = []
+    closing = Closing()
     try:
         runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=True,
                             gateways=gateways, early=early, closing=closing,
@@ -263,7 +260,7 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
                 done.update((run.host.name, run) for run in applied)
             runs = [done[run.host.name] for run in runs]
     finally:
-        wait(closing)  # the no-op hosts' closes, before the rest (each run closed once at a time)
+        closing.wait()  # the no-op hosts' closes, before the rest (each run closed once at a time)
         for run in runs:
             close(run)
     if as_json:

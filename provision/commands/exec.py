@@ -22,7 +22,7 @@ from rich.text import Text
 
 from provision.commands.common import console, echo, emit_json, inventory_option, json_option, load
 from provision.errors import Exit, UsageError
-from provision.hosts.reach import Unreachable, in_background, open_chain, reason
+from provision.hosts.reach import Closing, Unreachable, open_chain, reason
 from provision.selection import select
 
 # paramiko (through these) is imported here, before any thread: its first import is not thread-safe
@@ -124,11 +124,11 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
     stop = threading.Event()
     interrupted = False
     workers = max(1, min(forks or machine_forks(), len(selected)))
-    # closed in the background only when no worker moves on to another host meanwhile
-    closing: list[Future[None]] | None = [] if len(selected) <= workers else None
+    closing = Closing()
+    background = len(selected) <= workers  # no worker moves on to another host meanwhile
     with Gateways() as gateways, ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_one, inv, h, login, line, sudo, cap, timeout, accept_new,
-                               gateways, stop, printer, closing) for h in selected]
+                               gateways, stop, printer, closing, background) for h in selected]
         previous = _on_signals(stop)
         try:
             _wait(futures, stop)
@@ -141,7 +141,7 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
                 signal.signal(sig, handler)
         results = [f.result() for f in futures]
         report(results, interrupted)
-        wait(closing or ())
+        closing.wait()
         return results, interrupted
 
 
@@ -167,7 +167,7 @@ def _wait(futures: list[Future[Result]], stop: threading.Event | None) -> None:
 
 def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: int,
          timeout: float | None, accept_new: bool, gateways: Gateways, stop: threading.Event,
-         printer: _Printer | None, closing: list[Future[None]] | None) -> Result:
+         printer: _Printer | None, closing: Closing, background: bool) -> Result:
     t0 = time.monotonic()
     if stop.is_set():
         return Result(host.name, "interrupted", None, 0.0, error="interrupted before connecting")
@@ -184,10 +184,7 @@ def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: i
         return Result(host.name, "unreachable", None, time.monotonic() - t0,
                       error=f"connection lost: {reason(e)}")
     finally:
-        if closing is None:
-            chain.close()
-        else:
-            closing.append(in_background(chain.close))
+        closing.close(chain.close, background)
     error = ran.kill_error or ("timed out" if ran.timed_out else
                                "interrupted" if ran.interrupted else "")
     return Result(host.name, status_of(ran.exit_status, ran.timed_out, ran.interrupted),

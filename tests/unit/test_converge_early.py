@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from typing import Any
 
@@ -47,3 +48,22 @@ def test_chains_left_over_are_closed_now_or_when_they_open() -> None:
     later.set_result(b)  # still connecting when the run stopped: closed once it opens
     assert b.closed == 1
     failed.set_exception(OSError("refused"))  # nothing to close, nothing raised
+
+
+def test_closing_waits_for_background_closes_and_does_the_others_at_once() -> None:
+    from provision.hosts.reach import Closing
+
+    order: list[str] = []
+    gate = threading.Event()
+
+    def slow() -> None:
+        gate.wait(5)
+        order.append("background")
+
+    closing = Closing()
+    closing.close(slow, background=True)
+    closing.close(lambda: order.append("now"), background=False)
+    assert order == ["now"]  # the foreground one did not wait for the background one
+    gate.set()
+    closing.wait()
+    assert order == ["now", "background"]
