@@ -37,6 +37,7 @@ from provision.tasks.actions import (
     EnsureGroup,
     EnsureUser,
     InstallPackages,
+    LoadNewUnits,
     Mkdir,
     RemoveFile,
     RemoveTemps,
@@ -217,6 +218,11 @@ def snippet(action: Action) -> str:
         return apt_script.sources(a)
     if isinstance(a, DaemonReload):
         return "systemctl daemon-reload"
+    if isinstance(a, LoadNewUnits):
+        # `systemctl show` asks the manager for the unit, which loads it from disk
+        return (f"for provision_u in {' '.join(quote(u) for u in a.units)}; do\n"
+                '  [ "$(systemctl show -p LoadState --value -- "$provision_u" 2>/dev/null)" = loaded ]'
+                " || { systemctl daemon-reload; break; }\ndone")
     if isinstance(a, EnableUnit):
         return f"systemctl enable -q --no-reload {quote(a.unit)}"
     if isinstance(a, StartUnit):

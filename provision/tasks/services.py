@@ -24,6 +24,7 @@ from .actions import (
     DaemonReload,
     EnableUnit,
     EnsureGroup,
+    LoadNewUnits,
     Mkdir,
     RestartUnit,
     RetireUnit,
@@ -43,6 +44,13 @@ def _artifacts(inv: Inventory, host: Host) -> tuple[Any, ...]:
 
 def _directories(host: Host) -> tuple[tuple[str, str], ...]:
     return host_directories(host)
+
+
+def _new_to_systemd(unit: str, facts: Facts) -> bool:
+    """systemd holds no definition of this unit (not even a stale one): it reads the file
+    when first asked. A template's instances are left to the daemon-reload."""
+    fact = facts.units.get(unit)
+    return "@" not in unit and fact is not None and fact.load_state == "not-found"
 
 
 @record
@@ -77,7 +85,7 @@ class ServicesStep:
         check_members(self.host, facts)  # Refused: nothing is applied
         writes: list[Action] = []
         changed: set[str] = set()
-        unit_written = False
+        units_written: list[str] = []
         newest: dict[str, int] = {}
         for a in self.artifacts:
             fact = facts.file(a.path)
@@ -85,7 +93,8 @@ class ServicesStep:
             acts = diff_file(fact, WriteFile(a.path, a.content, a.mode, a.owner, a.group))
             if any(isinstance(x, WriteFile) for x in acts):
                 changed.add(a.service)
-                unit_written |= a.kind == "unit"
+                if a.kind == "unit":
+                    units_written.append(a.service)
             writes += acts
         dirs: list[Action] = []
         for path, owner in self.directories:
@@ -124,8 +133,16 @@ class ServicesStep:
                                 for u in retired_instances(self.host, facts)]
         # One daemon-reload per batch, after the enables (`enable --no-reload`): each plain
         # `systemctl enable` reloads the manager itself, and a reload (generators, every unit
-        # file) was the costliest part of a cold bootstrap on a host with two services.
-        reload: list[Action] = [DaemonReload()] if unit_written or stale_reload or enables else []
+        # file) was the costliest part of a cold bootstrap on a host with two services. When
+        # systemd has loaded none of the units written or enabled (a fresh host), it loads
+        # them on first use and no reload is needed at all.
+        touched = list(dict.fromkeys([*units_written, *(e.unit for e in enables
+                                                        if isinstance(e, EnableUnit))]))
+        reload: list[Action] = []
+        if stale_reload or not all(_new_to_systemd(u, facts) for u in touched):
+            reload = [DaemonReload()]
+        elif touched:
+            reload = [LoadNewUnits(tuple(touched))]
         return [*writes, *groups, *dirs, *enables, *reload, *retire, *units]
 
     def notes(self, facts: Facts) -> list[str]:
