@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import sys
 
 import click
 
@@ -93,5 +92,13 @@ def main() -> None:
     """Declarative GPU-server fleets: hardened hosts, DNS cutovers, one-command tunnels."""
 
 
-def run() -> None:  # pragma: no cover - console script convenience
-    sys.exit(main())
+def run() -> None:
+    """The console script: `main`, then an exit without the interpreter's teardown
+    (`provision.quick_exit`). An uncaught exception still ends the usual way."""
+    from provision.quick_exit import exit_now
+
+    try:
+        main()
+    except SystemExit as e:  # click's standalone mode always ends in one
+        exit_now(e.code)
+    exit_now(0)
