@@ -14,8 +14,8 @@ bare Channel gets wrong as a socket:
   WINDOW_ADJUST built just before a CLOSE can leave after it. sshd then finds a data packet
   for a channel it has freed and drops the whole connection ("data packet referred to
   nonexistent channel"): with a bastion transport shared by 32 hosts, one host finishing
-  cut off the others. Close waits for the calls in flight (the Transport polls with a
-  0.1 s timeout) and refuses new ones before it closes the channel. A close that the far
+  cut off the others. Close wakes a blocked read, waits for the calls in flight and
+  refuses new ones before it closes the channel. A close that the far
   side starts is answered by paramiko's own transport thread and stays exposed: a host
   that drops our session mid-send can still cost the shared hop, which `Gateways` then
   reopens for the hosts that come after.
@@ -81,6 +81,10 @@ class ChannelSocket:
             if self._closing:
                 return
             self._closing = True
+            # A recv blocked on the channel (the next hop's transport thread, until its
+            # 0.1 s poll) returns at once: what is queued, else b"" (the hop's EOF). An
+            # empty read sends no window adjust; one that got data may, and is waited for.
+            self.chan.in_buffer.close()
             self._cv.wait_for(lambda: self._busy == 0, timeout=CLOSE_DRAIN)
         self.chan.close()
 

@@ -99,6 +99,7 @@ class SlowChannel:
         self.events: list[str] = []
         self.release = threading.Event()
         self.closed = False
+        self.in_buffer = paramiko.buffered_pipe.BufferedPipe()
 
     def send(self, data: bytes) -> int:
         self.events.append("send begins")
@@ -140,3 +141,22 @@ def test_close_waits_for_a_send_in_flight_and_refuses_later_ones() -> None:
     assert chan.events == ["send begins", "send ends", "close"]
     sock.close()  # a second close is a no-op
     assert chan.events.count("close") == 1
+
+
+def test_close_wakes_a_blocked_read_at_once() -> None:
+    """The next hop's transport thread sits in recv until its poll times out (0.1 s in
+    paramiko; 30 s here): close must not wait that out, and the read ends as EOF."""
+    chan, _ = channel_with(b"")
+    sock = ChannelSocket(chan)
+    sock.settimeout(30)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(sock.recv(4)))
+    reader.start()
+    time.sleep(0.05)  # the read is waiting on the channel
+    assert reader.is_alive()
+    closer = threading.Thread(target=sock.close)
+    closer.start()
+    closer.join(5)
+    reader.join(5)
+    assert not closer.is_alive() and not reader.is_alive()
+    assert got == [b""] and sock._closed
