@@ -13,6 +13,7 @@ import os
 import click
 
 from provision.errors import ProvisionError
+from provision.quick_exit import exit_now
 from provision.text import printable_lines
 
 # pydantic scans every installed distribution's entry points for plugins when it builds
@@ -95,8 +96,6 @@ def main() -> None:
 def run() -> None:
     """The console script: `main`, then an exit without the interpreter's teardown
     (`provision.quick_exit`). An uncaught exception still ends the usual way."""
-    from provision.quick_exit import exit_now
-
     try:
         main()
     except SystemExit as e:  # click's standalone mode always ends in one

@@ -23,13 +23,15 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
 from provision.record import record
 from provision.task import CHECK
-from provision.tasks.pytask import Loaded, RunTask, TaskSpec
+
+if TYPE_CHECKING:
+    from provision.tasks.pytask import Loaded, RunTask, TaskSpec
 
 MAX_TASK_FILE = 1024 * 1024
 OUTPUT_LINES = 3  # lines of a failing command's output in the recap
@@ -183,11 +185,14 @@ def load(tasks: Iterable[TaskSpec], root: Path, allowed: Iterable[Path] = ()
     thread (two threads' first imports of a package can meet half-initialised modules)."""
     allowed = tuple(allowed)
     tasks = tuple(tasks)
-    if tasks:
-        from . import task_fabric  # noqa: F401  # fabric (~0.15 s): only for Python tasks
     for a in allowed:
         if not Path(a).exists():
             raise TaskError(f"--tasks {a}: no such file or directory")
+    if not tasks:
+        return {}, []
+    from provision.tasks.pytask import Loaded
+
+    from . import task_fabric  # noqa: F401  # fabric (~0.15 s): only for Python tasks
     modules: dict[Path, types.ModuleType] = {}
     imported: list[Imported] = []
     code: dict[str, Loaded] = {}

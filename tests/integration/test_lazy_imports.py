@@ -74,6 +74,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "bad inventory's exit 2 come before that",
     ("provision/cloud/aws.py", "botocore.config"): "boto3: as above",
     ("provision/cloud/aws.py", "botocore.exceptions"): "boto3: as above",
+    ("provision/hosts/pytasks.py", "provision.tasks.pytask"):
+        "the task step and the facts it reads (~20 ms before a plan's first connection): "
+        "only a playbook with Python tasks needs them",
     ("provision/hosts/pytasks.py", "."):
         "fabric and invoke (~0.15 s), for the `fabric.Connection` a Python task gets "
         "(`task_fabric`): only a playbook with Python tasks needs them; `load` imports it "
