@@ -20,6 +20,7 @@ from provision.inventory import load_inventory
 from provision.ssh import connect as C
 from provision.ssh.auth import DEFAULT_KEYS, AgentKeys, KeyFile, key_offer
 from provision.ssh.errors import AuthError, HostKeyError
+from provision.ssh import link as L
 from provision.ssh.link import KeyStrategy
 from provision.ssh.login import Hop, Login, hops
 from provision.ssh.retry import transient
@@ -374,6 +375,8 @@ def test_the_first_hops_socket_has_nagle_off(
                 first = chain.conn.transport.sock
             assert isinstance(first, socket.socket)
             assert first.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            if L.QUICKACK is not None:  # and our ACKs go at once (test_quickack.py)
+                assert isinstance(first, L.QuickAckSocket)
             if chain is not None:
                 chain.close()
     finally:
