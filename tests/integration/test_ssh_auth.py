@@ -18,9 +18,9 @@ import pytest
 from provision import fleet
 from provision.inventory import load_inventory
 from provision.ssh import connect as C
+from provision.ssh import link as L
 from provision.ssh.auth import DEFAULT_KEYS, AgentKeys, KeyFile, key_offer
 from provision.ssh.errors import AuthError, HostKeyError
-from provision.ssh import link as L
 from provision.ssh.link import KeyStrategy
 from provision.ssh.login import Hop, Login, hops
 from provision.ssh.retry import transient
