@@ -38,7 +38,14 @@ if [ "$gpus" -lt "$MAX" ]; then
   "$PROV" lab up --gpus "$MAX" >/dev/null
   STARTED_LAB=1
 fi
-cleanup() { if [ "$STARTED_LAB" = 1 ]; then "$PROV" lab down >/dev/null || true; fi; }
+# A lab this script did not bring up is left as reset_hosts leaves it: without the stand-in
+# service on port 8888, where the lab inventory's Jupyter (bench/floor.sh applies it) would
+# otherwise fail to bind and restart every 5 s at a full core, skewing every later figure.
+cleanup() {
+  if [ "$STARTED_LAB" = 1 ]; then "$PROV" lab down >/dev/null || true
+  elif [ "${#LEADER[@]}" -gt 0 ]; then reset_hosts "$MAX" || true; fi
+}
+declare -A LEADER=()
 trap cleanup EXIT
 
 read -r NS LABINV < <("$PY" - <<'PYEOF'
@@ -61,7 +68,6 @@ for h in doc["hosts"].values():
 doc.pop("roles", None); doc.pop("dns", None)
 open(sys.argv[2], "w").write(yaml.safe_dump(doc, sort_keys=False))
 PYEOF
-declare -A LEADER
 for i in $(seq "$MAX"); do
   LEADER[$i]=$("$PY" -c "import os,sys; from provision.lab.shell import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "gpu$i")
 done
