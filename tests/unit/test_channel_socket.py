@@ -152,8 +152,10 @@ def test_close_wakes_a_blocked_read_at_once() -> None:
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(sock.recv(4)))
     reader.start()
-    time.sleep(0.05)  # the read is waiting on the channel
-    assert reader.is_alive()
+    deadline = time.monotonic() + 10
+    while not sock._busy and time.monotonic() < deadline:  # the read is on the channel
+        time.sleep(0.001)
+    assert sock._busy == 1 and reader.is_alive()
     closer = threading.Thread(target=sock.close)
     closer.start()
     closer.join(5)
