@@ -120,7 +120,7 @@ def _run_all(inv: Inventory, selected: tuple[Host, ...], login: Login, line: str
              printer: _Printer | None,
              report: Callable[[list[Result], bool], None]) -> tuple[list[Result], bool]:
     """Run the command on every host; `report` the results while the hosts' connections
-    close (each transport takes ~0.1 s to stop), before the bastion hops they ride on."""
+    close (`Closing`), before the bastion hops they ride on."""
     stop = threading.Event()
     interrupted = False
     workers = max(1, min(forks or machine_forks(), len(selected)))
