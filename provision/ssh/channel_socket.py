@@ -19,18 +19,25 @@ bare Channel gets wrong as a socket:
   side starts is answered by paramiko's own transport thread and stays exposed: a host
   that drops our session mid-send can still cost the shared hop, which `Gateways` then
   reopens for the hosts that come after.
+- **A close the far side has not let go of.** Channel.close sends CLOSE and returns; sshd
+  on the bastion shuts its socket to the next host when it handles that message, and only
+  then answers with a CLOSE of its own. Until the answer the bastion still carries the
+  host's connection: a fork slot freed before it let a bastion under load hold one more
+  host's TCP connection than `--forks` allows. Close waits (bounded) for the answer.
 """
 
 from __future__ import annotations
 
 import errno
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 READ_ALL = 1 << 26  # more than any channel window we open: one recv takes all that is queued
 CLOSE_DRAIN = 2.0  # seconds close waits for calls in flight (each ends within its timeout)
+RELEASE_WAIT = 1.0  # seconds close waits for the far side's CLOSE (one round trip, usually)
 
 
 class ChannelSocket:
@@ -42,6 +49,7 @@ class ChannelSocket:
         self._cv = threading.Condition()
         self._busy = 0
         self._closing = False
+        self._released = False  # the close is done: the far side answered (or was waited for)
 
     @contextmanager
     def _in_flight(self) -> Iterator[None]:
@@ -77,8 +85,12 @@ class ChannelSocket:
         self.chan.settimeout(timeout)
 
     def close(self) -> None:
+        """Close the channel once the calls in flight end, and return when the far side
+        has let go of it; a second close (the next hop's transport thread and its owner
+        both close) returns no earlier than the first."""
         with self._cv:
             if self._closing:
+                self._cv.wait_for(lambda: self._released, timeout=CLOSE_DRAIN + RELEASE_WAIT)
                 return
             self._closing = True
             # A recv blocked on the channel (the next hop's transport thread, until its
@@ -86,7 +98,25 @@ class ChannelSocket:
             # empty read sends no window adjust; one that got data may, and is waited for.
             self.chan.in_buffer.close()
             self._cv.wait_for(lambda: self._busy == 0, timeout=CLOSE_DRAIN)
-        self.chan.close()
+        try:
+            self.chan.close()
+            self._wait_released()
+        finally:
+            with self._cv:
+                self._released = True
+                self._cv.notify_all()
+
+    def _wait_released(self) -> None:
+        # paramiko unlinks a channel from its transport when the far side's CLOSE arrives
+        # (Channel._handle_close) and signals nothing then, so this polls the transport's
+        # channel map; a channel without a transport (or a transport gone) has nothing to wait
+        transport = getattr(self.chan, "transport", None)
+        if transport is None or transport is threading.current_thread():  # it reads the answer
+            return
+        chanid, deadline = self.chan.chanid, time.monotonic() + RELEASE_WAIT
+        while (transport.is_active() and transport._channels.get(chanid) is self.chan
+               and time.monotonic() < deadline):
+            time.sleep(0.0005)
 
     @property
     def _closed(self) -> bool:  # Transport.stop_thread looks at its socket's private flag

@@ -17,7 +17,7 @@ import time
 import paramiko
 import pytest
 
-from provision.ssh.channel_socket import ChannelSocket
+from provision.ssh.channel_socket import RELEASE_WAIT, ChannelSocket
 from provision.tunnel.paramiko_backend import WINDOW
 
 
@@ -162,3 +162,77 @@ def test_close_wakes_a_blocked_read_at_once() -> None:
     reader.join(5)
     assert not closer.is_alive() and not reader.is_alive()
     assert got == [b""] and sock._closed
+
+
+class AnsweringTransport(threading.Thread):
+    """The parts of a paramiko Transport that close looks at: its channel map, from which
+    the far side's CLOSE (read on this thread) unlinks the channel `answer_after` seconds
+    after ours was sent, or never (None)."""
+
+    def __init__(self, answer_after: float | None) -> None:
+        super().__init__(daemon=True)
+        self._channels = paramiko.transport.ChannelMap()
+        self.answer_after = answer_after
+        self.closed_at = threading.Event()
+        self.answered_at = 0.0
+
+    def is_active(self) -> bool:
+        return True
+
+    def run(self) -> None:
+        self.closed_at.wait(5)
+        if self.answer_after is not None:
+            time.sleep(self.answer_after)
+            self.answered_at = time.monotonic()
+            self._channels.delete(1)
+
+
+class AnsweredChannel(SlowChannel):
+    def __init__(self, transport: AnsweringTransport) -> None:
+        super().__init__()
+        self.transport, self.chanid = transport, 1
+        transport._channels.put(1, self)
+
+    def close(self) -> None:
+        super().close()
+        self.transport.closed_at.set()
+
+
+def test_close_returns_once_the_far_side_has_let_go() -> None:
+    """sshd on a bastion shuts its connection to the next host when it handles our CLOSE and
+    answers after: a close that returned before the answer freed a fork slot while the
+    bastion still carried the host (`--forks 2` seen as 3 connections there)."""
+    transport = AnsweringTransport(answer_after=0.2)
+    transport.start()
+    sock = ChannelSocket(AnsweredChannel(transport))
+    sock.close()
+    returned = time.monotonic()
+    assert transport.answered_at and returned >= transport.answered_at
+    assert transport._channels.get(1) is None
+
+
+def test_close_gives_up_on_a_far_side_that_never_answers() -> None:
+    transport = AnsweringTransport(answer_after=None)
+    transport.start()
+    chan = AnsweredChannel(transport)
+    sock = ChannelSocket(chan)
+    started = time.monotonic()
+    sock.close()
+    waited = time.monotonic() - started
+    assert chan.events == ["close"] and RELEASE_WAIT <= waited < RELEASE_WAIT + 1
+
+
+def test_a_second_close_returns_no_earlier_than_the_first() -> None:
+    """The next hop's transport thread and its owner both close the socket; the owner's
+    close (which frees the fork slot) came second and returned at once, while the first
+    still waited for the bastion's answer."""
+    transport = AnsweringTransport(answer_after=0.2)
+    transport.start()
+    sock = ChannelSocket(AnsweredChannel(transport))
+    first = threading.Thread(target=sock.close)
+    first.start()
+    transport.closed_at.wait(5)
+    sock.close()
+    returned = time.monotonic()
+    first.join(5)
+    assert transport.answered_at and returned >= transport.answered_at
