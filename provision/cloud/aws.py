@@ -235,9 +235,9 @@ def _chunks(values: Sequence[str]) -> Iterator[list[str]]:
         yield list(values[i:i + FILTER_VALUES_MAX])
 
 
-def create_groups(ec2: Any, plans: Sequence[GroupPlan]) -> dict[str, str]:
-    """Create the groups the plan creates, tagged managed-by: provision. Returns name -> id."""
-    created: dict[str, str] = {}
+def create_groups(ec2: Any, plans: Sequence[GroupPlan], created: dict[str, str]) -> None:
+    """Create the groups the plan creates, tagged managed-by: provision, recording each in
+    `created` (name -> id) as AWS answers, so a failure midway still says which exist."""
     for p in plans:
         if not p.create:
             continue
@@ -248,7 +248,14 @@ def create_groups(ec2: Any, plans: Sequence[GroupPlan]) -> dict[str, str]:
                                     "Tags": [{"Key": TAG_KEY, "Value": TAG_VALUE},
                                              {"Key": "Name", "Value": p.name}]}])
         created[p.name] = resp["GroupId"]
-    return created
+
+
+def delete_created(ec2: Any, name: str, group_id: str) -> str:
+    """Delete a group this run created moments ago (empty, attached to nothing, referenced
+    by nothing of ours yet): the rollback when the apply stops before its rules."""
+    with aws_errors(f"deleting security group {name}, created by this apply"):
+        ec2.delete_security_group(GroupId=group_id)
+    return f"{name}: deleted {group_id} again"
 
 
 def execute(ec2: Any, plan: GroupPlan) -> list[str]:

@@ -172,14 +172,8 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
             raise OperationError("not applied")
     creating = [p for p in plan.groups if p.create]
     if creating:
-        for name, gid in shell.create_groups(ec2, creating).items():
-            echo(f"{name}: created {gid}")  # the group id is AWS's answer
-        plan = _plan(inv, ec2)  # group ids now known: references and attachments resolve
-        _refuse(plan, force)
-    failed = [p for p in plan.groups if p.error or p.create]
-    if failed or plan.failed:
-        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed)
-                             or "the plan changed while applying; run sg plan again")
+        plan = _create_then_replan(inv, ec2, creating, force)
+    _fail_unless_whole(plan)
     for p in plan.groups:
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
@@ -191,6 +185,41 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
     for d in plan.deletions:
         echo(shell.delete(ec2, d.group))
     echo("Applied.")
+
+
+def _fail_unless_whole(plan: SgPlan) -> None:
+    failed = [p for p in plan.groups if p.error or p.create]
+    if failed or plan.failed:
+        raise OperationError("; ".join(f"{p.name}: {p.error or 'was not created'}" for p in failed)
+                             or "the plan changed while applying; run sg plan again")
+
+
+def _create_then_replan(inv: Inventory, ec2: Any, creating: Sequence[GroupPlan],
+                        force: bool) -> SgPlan:
+    """Create the new groups, then plan again (their ids now known: references and
+    attachments resolve). When that stops the apply (a creation AWS refuses midway, a
+    re-plan that fails or is refused, Ctrl-C) before any rule or attachment is sent, the
+    groups it created are deleted again: nothing is left half-applied."""
+    created: dict[str, str] = {}
+    try:
+        shell.create_groups(ec2, creating, created)
+        for name, gid in created.items():
+            echo(f"{name}: created {gid}")  # the group id is AWS's answer
+        plan = _plan(inv, ec2)
+        _refuse(plan, force)
+        _fail_unless_whole(plan)
+        return plan
+    except BaseException:
+        _delete_again(ec2, created)
+        raise
+
+
+def _delete_again(ec2: Any, created: dict[str, str]) -> None:
+    for name, gid in created.items():
+        try:
+            echo(f"rolled back: {shell.delete_created(ec2, name, gid)}")
+        except OperationError as e:
+            echo(f"rollback failed: {e.message}; delete {gid} by hand")
 
 
 # what a new login runs: the answer `provision.hosts.confirm.confirm` counts as "got through"
