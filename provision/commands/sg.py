@@ -172,8 +172,9 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
             raise OperationError("not applied")
     creating = [p for p in plan.groups if p.create]
     if creating:
-        plan = _create_then_replan(inv, ec2, creating, force)
-    _fail_unless_whole(plan)
+        plan = _create_then_replan(inv, ec2, creating, force)  # checked whole there
+    else:
+        _fail_unless_whole(plan)
     for p in plan.groups:
         if p.revoke or p.authorize or p.redescribe:
             for line in shell.execute(ec2, p):
