@@ -22,8 +22,9 @@ bare Channel gets wrong as a socket:
 - **A close the far side has not let go of.** Channel.close sends CLOSE and returns; sshd
   on the bastion shuts its socket to the next host when it handles that message, and only
   then answers with a CLOSE of its own. Until the answer the bastion still carries the
-  host's connection: a fork slot freed before it let a bastion under load hold one more
-  host's TCP connection than `--forks` allows. Close waits (bounded) for the answer.
+  host's connection: a fork slot freed before it let the bastion hold one more host's TCP
+  connection than `--forks` allows, for about a round trip. Close waits (bounded) for the
+  answer.
 """
 
 from __future__ import annotations

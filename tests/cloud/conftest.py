@@ -28,3 +28,12 @@ def aws_env(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
         else:
             monkeypatch.setenv(key, value)
     return moto_url
+
+
+@pytest.fixture
+def vpc(aws_env: str) -> str:
+    """A fresh VPC in the moto server's us-east-1."""
+    import boto3
+
+    return str(boto3.client("ec2", region_name="us-east-1").create_vpc(
+        CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"])

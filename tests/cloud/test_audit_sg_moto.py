@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import boto3
 import pytest
 
 from provision.commands.audit import _security_groups
@@ -13,10 +12,10 @@ from provision.exposure import live as LV
 from provision.facts import parse
 from provision.inventory import load_inventory
 
-from .test_sg_moto import apply, ec2, groups_by_name, inventory, vpc  # noqa: F401 (fixture)
+from .test_sg_moto import apply, ec2, groups_by_name, hook_ec2, inventory
 
 
-def test_live_groups_are_read_and_joined(vpc: str, tmp_path: Path,  # noqa: F811
+def test_live_groups_are_read_and_joined(vpc: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     path = inventory(tmp_path, vpc)
     assert apply(path).exit_code == 0
@@ -25,14 +24,7 @@ def test_live_groups_are_read_and_joined(vpc: str, tmp_path: Path,  # noqa: F811
     ec2().authorize_security_group_ingress(GroupId=gid, IpPermissions=[{
         "IpProtocol": "tcp", "FromPort": 8888, "ToPort": 8888, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}])
     calls: list[str] = []
-    real_client = boto3.session.Session.client
-
-    def counting(self, *a, **kw):  # type: ignore[no-untyped-def]
-        c = real_client(self, *a, **kw)
-        c.meta.events.register("before-call.ec2.*", lambda model, **_: calls.append(model.name))
-        return c
-
-    monkeypatch.setattr(boto3.session.Session, "client", counting)
+    hook_ec2(monkeypatch, "before-call.ec2.*", lambda model, **_: calls.append(model.name))
     inv = load_inventory(str(path))
     sg = _security_groups(inv, (*inv.bastions, *inv.hosts), True, None)
     assert sg.source == "aws"

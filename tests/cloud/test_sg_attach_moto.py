@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from .test_sg_moto import apply, base_groups, ec2, groups_by_name, inventory, plan, sg
+from .test_sg_moto import apply, base_groups, ec2, groups_by_name, hook_ec2, inventory, plan, sg
 
 
 @pytest.fixture
@@ -208,14 +208,7 @@ def test_a_dependency_violation_at_apply_names_the_holder(net: tuple[str, str], 
         raise ClientError({"Error": {"Code": "DependencyViolation",
                                      "Message": f"resource {old} has a dependent object"}}, "DeleteSecurityGroup")
 
-    real_client = boto3.session.Session.client
-
-    def client(self: Any, *a: Any, **kw: Any) -> Any:
-        c = real_client(self, *a, **kw)
-        c.meta.events.register("before-call.ec2.DeleteSecurityGroup", race)
-        return c
-
-    monkeypatch.setattr(boto3.session.Session, "client", client)
+    hook_ec2(monkeypatch, "before-call.ec2.DeleteSecurityGroup", race)
     result = apply(inventory(tmp_path, vpc, groups), "--force")
     assert result.exit_code == 1, result.output
     out = " ".join(result.output.split())
@@ -285,14 +278,7 @@ def test_ssh_not_confirmed_reverts_rules_and_attachment_even_if_one_revert_fails
             raise ClientError({"Error": {"Code": "InternalError", "Message": "try later"}},
                               "AuthorizeSecurityGroupIngress")
 
-    real_client = boto3.session.Session.client
-
-    def client(self: Any, *a: Any, **kw: Any) -> Any:
-        c = real_client(self, *a, **kw)
-        c.meta.events.register("before-call.ec2.AuthorizeSecurityGroupIngress", refuse_the_rule_revert)
-        return c
-
-    monkeypatch.setattr(boto3.session.Session, "client", client)
+    hook_ec2(monkeypatch, "before-call.ec2.AuthorizeSecurityGroupIngress", refuse_the_rule_revert)
     result = apply(inv)
     out = " ".join(result.output.split())
     assert result.exit_code == 1, out

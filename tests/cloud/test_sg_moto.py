@@ -21,9 +21,18 @@ def ec2() -> Any:
     return boto3.client("ec2", region_name="us-east-1")
 
 
-@pytest.fixture
-def vpc(aws_env: str) -> str:
-    return str(ec2().create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"])
+def hook_ec2(monkeypatch: pytest.MonkeyPatch, event: str, handler: Any) -> None:
+    """Register `handler` for a botocore `event` (e.g. "before-call.ec2.CreateSecurityGroup")
+    on every client made while the test runs, provision's included: how these tests
+    inject an AWS refusal or someone else's change at one exact call."""
+    real_client = boto3.session.Session.client
+
+    def client(self: Any, *a: Any, **kw: Any) -> Any:
+        c = real_client(self, *a, **kw)
+        c.meta.events.register(event, handler)
+        return c
+
+    monkeypatch.setattr(boto3.session.Session, "client", client)
 
 
 def inventory(tmp_path: Path, vpc: str, groups: dict[str, Any] | None = None, **extra: Any) -> Path:

@@ -8,26 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
-from .test_sg_moto import apply, base_groups, ec2, groups_by_name, inventory, rules_of
-
-
-@pytest.fixture
-def vpc(aws_env: str) -> str:
-    return str(ec2().create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"])
-
-
-def _hooked(monkeypatch: pytest.MonkeyPatch, event: str, handler: Any) -> None:
-    real_client = boto3.session.Session.client
-
-    def client(self: Any, *a: Any, **kw: Any) -> Any:
-        c = real_client(self, *a, **kw)
-        c.meta.events.register(event, handler)
-        return c
-
-    monkeypatch.setattr(boto3.session.Session, "client", client)
+from .test_sg_moto import apply, base_groups, ec2, groups_by_name, hook_ec2, inventory, rules_of
 
 
 def test_a_creation_refused_midway_deletes_the_groups_created_before_it(
@@ -43,7 +26,7 @@ def test_a_creation_refused_midway_deletes_the_groups_created_before_it(
                                          "Message": "The maximum number of security groups has been reached"}},
                               "CreateSecurityGroup")
 
-    _hooked(monkeypatch, "provide-client-params.ec2.CreateSecurityGroup", limit)
+    hook_ec2(monkeypatch, "provide-client-params.ec2.CreateSecurityGroup", limit)
     result = apply(inventory(tmp_path, vpc))
     assert result.exit_code == 1, result.output
     first = calls[0]
@@ -69,7 +52,7 @@ def test_a_refused_replan_deletes_the_new_group_and_sends_no_rule(
             "IpProtocol": "tcp", "FromPort": 8000, "ToPort": 8000,
             "IpRanges": [{"CidrIp": f"192.0.2.{i}/32"} for i in range(12)]}])
 
-    _hooked(monkeypatch, "after-call.ec2.CreateSecurityGroup", meanwhile)
+    hook_ec2(monkeypatch, "after-call.ec2.CreateSecurityGroup", meanwhile)
     groups["monitoring"] = {"vpc": vpc, "ingress": [{"port": 9100, "from": ["10.0.0.0/16"]}]}
     result = apply(inventory(tmp_path, vpc, groups))
     assert result.exit_code == 1, result.output
