@@ -152,14 +152,19 @@ def test_killed_in_the_confirmation_window_the_next_waits_for_the_rollback(
     assert code == 0 and host_result(data)["changes"] == 0
 
 
-def hold(lab: Lab, since: int, token: str) -> None:
-    """Someone else's apply holds gpu1's lock: a process with the flock, and its record."""
+def hold(lab: Lab, since: int, token: str, host: str = HOST) -> None:
+    """Someone else's apply holds the host's lock: a process with the flock, and its record,
+    written once the flock is taken, as a real holder does. Written before, it could land
+    between a just-ended run's release reading the record (its own) and removing it, and
+    be the one removed ("a run that left no record")."""
     rec = "\t".join(["provision-lock", "1", "alice@laptop", "apply", str(since), token, "1",
                      "held", "-"])
-    lab.host(HOST, "sh", "-c", f"mkdir -p {L.LOCK_DIR} && printf '%s\\n' '{rec}' > {L.HOLDER}")
-    lab.host(HOST, "systemd-run", f"--unit={HELD_UNIT}", "flock", L.LOCK, "sleep", "600")
-    for _ in range(100):  # until the flock is really taken
-        if lab.host(HOST, "flock", "-n", L.LOCK, "true", check=False).returncode != 0:
+    lab.host(host, "mkdir", "-p", L.LOCK_DIR)
+    lab.host(host, "systemd-run", f"--unit={HELD_UNIT}", "flock", L.LOCK, "sh", "-c",
+             f"printf '%s\\n' '{rec}' > {L.HOLDER} && exec sleep 600")
+    for _ in range(100):  # until the flock is really taken and the record written under it
+        if (lab.host(host, "flock", "-n", L.LOCK, "true", check=False).returncode != 0
+                and lab.host(host, "cat", L.HOLDER, check=False).stdout.strip() == rec):
             return
         time.sleep(0.1)
     raise AssertionError("the stand-in holder never took the lock")
@@ -255,11 +260,7 @@ def test_a_run_waiting_for_an_older_one_lets_its_other_hosts_go(
     # both hosts as b: A (a) has changes on both, B (c) on gpu1
     assert subprocess.run([*head, "-i", str(services["b"]), "gpu1", "gpu2"], capture_output=True,
                           timeout=120).returncode == 0
-    since = int(lab.host("gpu2", "date", "+%s").stdout)
-    rec = "\t".join(["provision-lock", "1", "alice@laptop", "apply", str(since),
-                     "00000000000100000000", "1", "held", "-"])
-    lab.host("gpu2", "sh", "-c", f"mkdir -p {L.LOCK_DIR} && printf '%s\\n' '{rec}' > {L.HOLDER}")
-    lab.host("gpu2", "systemd-run", f"--unit={HELD_UNIT}", "flock", L.LOCK, "sleep", "600")
+    hold(lab, int(lab.host("gpu2", "date", "+%s").stdout), "00000000000100000000", "gpu2")
     a = subprocess.Popen([*head, "-i", str(services["a"]), "--lock-timeout", "120", "gpu1", "gpu2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
