@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +49,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return f"{LAB}#2" if nodeid.split("::")[0] in LAB_SECOND else f"{LAB}#1"
 
     return LabOnOneWorker(config, log)
+
+
+@pytest.fixture
+def root_dir() -> Iterator[Path]:
+    """A directory on a path only root can change: the batch acts by name nowhere else
+    (templates/territory.sh), and /tmp, where tmp_path lives, is everybody's."""
+    if os.geteuid() != 0:
+        pytest.skip("the batch runs as root on a host: a path only root can change needs root")
+    base = Path("/run/provision-tests")
+    base.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(base, 0o755)
+    d = Path(tempfile.mkdtemp(dir=base))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

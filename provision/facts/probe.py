@@ -10,6 +10,7 @@ runs. Its answer starts with `probe<TAB>1`, ends with `end`, and holds one recor
 from __future__ import annotations
 
 import functools
+import shlex
 from importlib.resources import files
 from typing import Any
 
@@ -27,6 +28,14 @@ def _fragment(name: str) -> str:
     return (files("provision._templates") / "facts" / f"{name}.sh").read_text("utf-8")
 
 
+@functools.cache
+def _paths() -> str:
+    """Who may read what (templates/territory.sh), and the path readers, whose text is also
+    handed to an account's own sh for the paths in its directories (lib.sh `fact_at`)."""
+    territory = (files("provision._templates") / "territory.sh").read_text("utf-8")
+    return f"{territory}\nFACT_PATHS={shlex.quote(_fragment('paths'))}\neval \"$FACT_PATHS\""
+
+
 def probe_script(request: Request | None = None) -> str:
     """The script for `request` (None: every known fact). Run as `sh -s -- ARGS`."""
     wanted = {s.name for s in SPECS} if request is None else request.spec_names()
@@ -40,6 +49,7 @@ def probe_script(request: Request | None = None) -> str:
         "LC_ALL=C; export LC_ALL",
         "T=$(printf '\\t')",
         f"printf '{HEADER.replace(chr(9), chr(92) + 't')}\\n'",
+        _paths(),
         _fragment("lib"),
         *(_fragment(s.name) for s in specs),
         *(f'fact_{s.name} "$@"' for s in specs),

@@ -16,12 +16,14 @@ def sha256(text: str) -> str:
 
 
 def diff_file(fact: FileFact, want: WriteFile) -> list[Action]:
-    """Write when absent or different; otherwise fix mode/owner/group when they drifted."""
+    """Write when absent or different; otherwise fix mode/group when they drifted. A file
+    with the wrong owner is written anew: in a member's directory the write is made as the
+    member (templates/territory.sh), who cannot chown, but whose new file is theirs."""
     if fact.kind != "file":
         return [replace(want, old=None)]
-    if fact.sha256 != sha256(want.content):
+    if fact.sha256 != sha256(want.content) or fact.owner != want.owner:
         return [replace(want, old=fact.content if fact.content is not None else "")]
-    if (fact.mode, fact.owner, fact.group) != (want.mode, want.owner, want.group):
+    if (fact.mode, fact.group) != (want.mode, want.group):
         return [SetAttrs(want.path, want.mode, want.owner, want.group)]
     return []
 

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import base64
 import functools
-import posixpath
 from importlib.resources import files
 from shlex import quote
 
-from provision.facts import TEMP_PREFIX
 from provision.facts.users import CREATED_BY
 from provision.record import record
 from provision.tasks import apt_script, python_env_script
@@ -50,25 +48,19 @@ from provision.tasks.actions import (
 )
 from provision.tasks.python_env_script import BuildPythonEnv
 from provision.tasks.shell import RunCommand
-from provision.tasks.users import NOLOGIN
+from provision.tasks.users import HOME_MODE, NOLOGIN
 
 EOF_MARK = "PROVISION_CONTENT_EOF"
 
-# Before any write, chown or chmod as root: no component of the path may be a symlink that
-# someone other than root owns. A team member who swaps their ~/.ssh (or a data directory's
-# parent) for a link to /etc/sudoers.d must not get root to write or chown there.
+# Before root acts by name on a path: the path must be root's alone (templates/territory.sh):
+# a team member who swaps their ~/.ssh (or a data directory's parent) for a link to
+# /etc/sudoers.d must not get root to write or chown there.
 SAFE_PATH = r"""provision_safe_path() {
-  c=''
-  set -f; oldifs=$IFS; IFS=/
-  for part in ${1#/}; do
-    c="$c/$part"
-    if [ -L "$c" ] && [ "$(stat -c %u -- "$c")" != 0 ]; then
-      IFS=$oldifs; set +f
-      echo "refusing $1: $c is a symlink owned by uid $(stat -c %u -- "$c"), not root" >&2
-      return 1
-    fi
-  done
-  IFS=$oldifs; set +f
+  case $(provision_whose "$1") in
+    root\ *) return 0 ;;
+    '') return 1 ;;
+    *) echo "refusing $1: it lies in another account's directory" >&2; return 1 ;;
+  esac
 }"""
 
 
@@ -165,8 +157,12 @@ provision_settled() {
 
 
 @functools.cache
+def _lib(*path: str) -> str:
+    return (files("provision._templates").joinpath(*path)).read_text("utf-8")
+
+
 def _run_lib() -> str:
-    return (files("provision._templates") / "steps" / "run.sh").read_text("utf-8")
+    return _lib("steps", "run.sh")
 
 
 def _b64(content: str) -> str:
@@ -177,36 +173,25 @@ def snippet(action: Action) -> str:
     """Shell lines for one action."""
     a = action
     if isinstance(a, WriteFile):
-        d = posixpath.dirname(a.path)
-        lines = [
-            f"provision_safe_path {quote(a.path)}",
-            f"mkdir -p {quote(d)}",
-            f"t=$(mktemp {quote(d + '/' + TEMP_PREFIX)}XXXXXXXXXX)",
-            f"base64 -d > \"$t\" <<'{EOF_MARK}'",
-            _b64(a.content) + EOF_MARK,
-            f"chown {quote(a.owner + ':' + a.group)} \"$t\"",
-            f"chmod {a.mode:04o} \"$t\"",
-        ]
-        if a.validate == "visudo":
-            lines.append(f"visudo -qcf \"$t\" || {{ rm -f \"$t\"; echo {quote('visudo rejected ' + a.path)}; exit 1; }}")
-        lines.append(f"mv -fT \"$t\" {quote(a.path)}")
-        return "\n".join(lines)
+        args = [a.path, a.owner, a.group, f"{a.mode:04o}", *([a.validate] if a.validate else [])]
+        return (f"provision_write {' '.join(quote(x) for x in args)} <<'{EOF_MARK}'\n"
+                f"{_b64(a.content)}{EOF_MARK}")
     if isinstance(a, SetAttrs):
-        p = quote(a.path)
-        return (f"provision_safe_path {p}\nchown -h {quote(a.owner + ':' + a.group)} {p}\n"
-                f"chmod {a.mode:04o} {p}")
+        return "provision_attrs " + " ".join(quote(x) for x in
+                                             (a.path, a.owner, a.group, f"{a.mode:04o}"))
     if isinstance(a, RemoveFile):
-        return f"provision_safe_path {quote(a.path)}\nrm -f {quote(a.path)}"
+        return f"provision_remove {quote(a.path)}"
     if isinstance(a, RemoveTemps):
-        return "rm -f " + " ".join(quote(p) for p in a.paths)
+        return "provision_remove " + " ".join(quote(p) for p in a.paths)
     if isinstance(a, Mkdir):
-        p = quote(a.path)
-        return (f"provision_safe_path {p}\nmkdir -p {p}\nprovision_safe_path {p}\n"
-                f"chown -h {quote(a.owner + ':' + a.group)} {p}\nchmod {a.mode:04o} {p}")
+        return "provision_mkdir " + " ".join(quote(x) for x in
+                                             (a.path, a.owner, a.group, f"{a.mode:04o}"))
     if isinstance(a, EnsureUser):
         if a.create:
+            # a home nobody else can read (useradd follows login.defs: 0755 on Debian)
             return (f"useradd -m -U -c {quote(CREATED_BY)} -d {quote(a.home)} -s {quote(a.shell)} "
-                    f"{quote(a.name)}")
+                    f"{quote(a.name)}\nprovision_attrs {quote(a.home)} {quote(a.name)} "
+                    f"{quote(a.name)} {HOME_MODE:04o}")
         return f"usermod -s {quote(a.shell)} -e '' {quote(a.name)}"
     if isinstance(a, RetireUser):
         return f"usermod -e 1 -s {NOLOGIN} {quote(a.name)}"
@@ -268,6 +253,8 @@ def build(actions: list[Action]) -> str:
         "provision_apply() {",
         "set -eu",
         "umask 022",
+        _lib("territory.sh"),
+        _lib("steps", "files.sh"),
         SAFE_PATH,
         UNITS,
         SETTLE,

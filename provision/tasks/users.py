@@ -1,5 +1,7 @@
 """Team accounts: user, home, shell, sudo drop-in, exact authorized_keys. Pure diff.
 
+A member's home is made 0700, and a home others may read is closed to them.
+
 Someone removed from the team keeps their account and home (their data), but their
 authorized_keys is emptied (our marker stays, so we still recognise it), their sudoers
 drop-in is removed, and the account is expired with shell /usr/sbin/nologin.
@@ -13,13 +15,14 @@ from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.render.env import render as render_template
 
-from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, WriteFile
+from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, SetAttrs, WriteFile
 from .files import diff_file
 from .refused import Refused
 
 SUDOERS_DIR = "/etc/sudoers.d"
 SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"
 NOLOGIN = "/usr/sbin/nologin"
+HOME_MODE = 0o700  # a new member's home: nobody else on the host reads their notebooks
 
 
 def sudoers_path(user: str) -> str:
@@ -67,6 +70,11 @@ class UsersStep:
                 home, group = u.home, u.group
                 if u.shell != p.shell or u.expired:
                     actions.append(EnsureUser(p.name, home, p.shell, create=False))
+                h = facts.dir(home)
+                if h.kind == "dir" and h.owner == p.name and h.mode & 0o007:
+                    # a home every account on the host may read: closed to them (the
+                    # group's bits are the member's own choice)
+                    actions.append(SetAttrs(home, h.mode & 0o7770, p.name, h.group))
             ssh = f"{home}/.ssh"
             d = facts.dir(ssh)
             if u is None or (d.kind, d.mode, d.owner, d.group) != ("dir", 0o700, p.name, group):

@@ -3,8 +3,7 @@ fact_files() {
   for a in "$@"; do
     v=${a#??}
     case $a in
-      F:*) file_fact "$v"; tmp_scan "${v%/*}" ;;
-      D:*) dir_fact "$v"; tmp_scan "$v" ;;
+      F:*|D:*) fact_at "$a" ;;
       L:*) for f in "$v"*; do if [ -e "$f" ]; then file_fact "$f"; fi; done ;;
     esac
   done

@@ -16,8 +16,9 @@ from provision.facts import Request, parse, probe_script
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils")
-def test_probe_script_runs_locally_and_parses(tmp_path: Path) -> None:
+def test_probe_script_runs_locally_and_parses(root_dir: Path) -> None:
     """The real probe, run by a real sh here: its answer parses (systemd parts may be empty)."""
+    tmp_path = root_dir
     target = tmp_path / "managed.conf"
     target.write_text("hello\n")
     (tmp_path / ".provision-tmp.XYZ").write_text("half")
@@ -50,7 +51,8 @@ def test_users_groups_match_what_id_says() -> None:
         assert (f.users[n].group, list(f.users[n].groups)) == (gn, gs), n
 
 
-def test_a_small_file_sends_its_bytes_and_we_take_the_digest(tmp_path: Path) -> None:
+def test_a_small_file_sends_its_bytes_and_we_take_the_digest(root_dir: Path) -> None:
+    tmp_path = root_dir
     small, big = tmp_path / "small", tmp_path / "big"
     small.write_bytes(b"caf\xc3\xa9 \xff\n")  # not UTF-8 throughout: digest of the bytes
     big.write_bytes(b"x" * 70000)

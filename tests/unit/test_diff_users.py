@@ -5,6 +5,7 @@ tests/steps/users."""
 from __future__ import annotations
 
 from provision.facts import parse
+from provision.tasks.actions import WriteFile
 from provision.tasks.users import UsersStep, authorized_keys
 from tests.support.converge_cases import inventory
 from tests.support.probe_records import answer, file_rec, user_rec
@@ -39,12 +40,19 @@ def test_retired_user_stays_retired_without_changes() -> None:
     assert [a for a in step().diff(parse(text)) if "carol" in a.describe()] == []
 
 
-def test_wrong_owner_only_fixes_attributes() -> None:
+def test_wrong_owner_rewrites_the_file_and_a_wrong_mode_only_fixes_attributes() -> None:
+    """In alice's directory the write is made as alice, who cannot chown: a file of root's
+    there is replaced by one of hers (same content), not chowned by root by name."""
     inv, _ = inventory()
     alice = inv.team[0]
+    keys = authorized_keys("alice", alice.keys)
     text = answer(user_rec("alice"), "dir\t/home/alice/.ssh\t700\talice\talice",
-                  file_rec("/home/alice/.ssh/authorized_keys", authorized_keys("alice", alice.keys),
-                           "644", "root", "root"))
+                  file_rec("/home/alice/.ssh/authorized_keys", keys, "644", "root", "root"))
+    acts = [a for a in step().diff(parse(text)) if "alice/.ssh/authorized_keys" in a.describe()]
+    assert [a.describe() for a in acts] == ["update /home/alice/.ssh/authorized_keys (0600 alice:alice)"]
+    assert isinstance(acts[0], WriteFile) and acts[0].content == acts[0].old == keys
+    text = answer(user_rec("alice"), "dir\t/home/alice/.ssh\t700\talice\talice",
+                  file_rec("/home/alice/.ssh/authorized_keys", keys, "644", "alice", "alice"))
     acts = [a for a in step().diff(parse(text)) if "alice/.ssh/authorized_keys" in a.describe()]
     assert [a.describe() for a in acts] == ["set /home/alice/.ssh/authorized_keys to 0600 alice:alice"]
 
