@@ -157,6 +157,31 @@ class Armed:
         return self.id.split("-", 1)[0]
 
 
+@record
+class Flocker:
+    """A process holding the lock file's flock, read from /proc/locks on the host: what is
+    said when the holder wrote no record (pid, uid, account, command name; host output)."""
+
+    pid: int
+    uid: int | None
+    account: str
+    command: str
+
+    def describe(self) -> str:
+        uid = "uid ?" if self.uid is None else f"uid {self.uid}"
+        account = "" if self.account == "-" else f" {self.account}"
+        return printable(f"pid {self.pid} ({uid}{account}: {self.command})")
+
+
+def _flocker(fields: list[str]) -> Flocker | None:
+    if len(fields) != 4 or not _INT.match(fields[0]) or not (
+            fields[1] == "-" or _INT.match(fields[1])):
+        return None
+    account = fields[2] if fields[2] == "-" or _NAME.match(fields[2]) else "?"
+    return Flocker(int(fields[0]), None if fields[1] == "-" else int(fields[1]), account,
+                   fields[3][:64] or "-")
+
+
 Unreadable = Literal["unreadable"]
 UNREADABLE: Unreadable = "unreadable"
 HolderSeen = Holder | Unreadable | None  # None: no record at all
@@ -179,6 +204,7 @@ class Report:
     timeout: str = ""  # held | execs | armed: what the wait ran out on
     timeout_holder: HolderSeen = None
     error: str = ""
+    flockers: list[Flocker] = field(default_factory=list)  # who holds the flock, with no record
     malformed: int = 0  # lines that were not a lock record we know (never trusted)
     lines: int = 0
 
@@ -194,7 +220,9 @@ class Report:
                 "waited_for": h(self.busy), "held_by": h(self.held), "took_over": h(self.stale),
                 "rollbacks_waited": [a.id for a in self.armed],
                 "orphaned_rollbacks": [a.id for a in self.orphans],
-                "timeout": self.timeout or None, "error": self.error or None}
+                "timeout": self.timeout or None, "error": self.error or None,
+                "flock_held_by": [{"pid": f.pid, "uid": f.uid, "account": f.account,
+                                   "command": f.command} for f in self.flockers]}
 
 
 def _seen(rest: str) -> HolderSeen:
@@ -248,6 +276,8 @@ def feed(report: Report, line: str) -> str | None:
     elif kind == "timeout" and rest and rest[0] in ("held", "execs", "armed"):
         report.timeout = rest[0]
         report.timeout_holder = _seen("\t".join(rest[1:])) if rest[1:] != ["-"] else None
+    elif kind == "flock" and (fl := _flocker(rest)) is not None and len(report.flockers) < 8:
+        report.flockers.append(fl)
     elif kind == "error" and len(rest) == 1 and rest[0]:
         report.error = rest[0][:200]
     else:
@@ -294,8 +324,11 @@ def clock(epoch: float, now: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", t)
 
 
-def who(h: HolderSeen, now: float) -> str:
-    """`apply by alice@laptop since 12:01:05`."""
+def who(h: HolderSeen, now: float, flockers: list[Flocker] | None = None) -> str:
+    """`apply by alice@laptop since 12:01:05`; with no record, the processes holding the
+    lock file's flock when the host named them."""
+    if h is None and flockers:
+        return "a process that left no record: " + ", ".join(f.describe() for f in flockers)
     if h is None:
         return "a run that left no record"
     if not isinstance(h, Holder):
@@ -312,7 +345,7 @@ def took_over(h: HolderSeen, now: float) -> str:
 def event_text(report: Report, event: str, now: float) -> str | None:
     """The line to print (after `host: `) when `event` arrives, or None."""
     if event == "busy":
-        return f"waiting for {who(report.busy, now)}"
+        return f"waiting for {who(report.busy, now, report.flockers)}"
     if event == "stale":
         return took_over(report.stale, now)
     if event == "execs":
@@ -337,7 +370,7 @@ def failure(report: Report, timeout: int, now: float) -> str | None:
     if report.error:
         return f"host lock: {printable(report.error)}"
     if report.timeout == "held":
-        return (f"host lock held by {who(report.timeout_holder or report.busy, now)}; "
+        return (f"host lock held by {who(report.timeout_holder or report.busy, now, report.flockers)}; "
                 f"gave up after {timeout} s (--lock-timeout)")
     if report.timeout == "execs":
         return (f"commands of the previous holder still run on the host after {timeout} s "
@@ -355,9 +388,9 @@ def note(report: Report, now: float, plan: bool) -> str:
     """The recap's note: what the lock did (apply) or what holds the host (plan)."""
     parts: list[str] = []
     if plan:
-        if report.held is not None:
-            parts.append(f"{who(report.held, now)} holds the host: this plan may be out of date "
-                         "when it finishes")
+        if report.held is not None or report.flockers:
+            parts.append(f"{who(report.held, now, report.flockers)} holds the host: this plan "
+                         "may be out of date when it finishes")
         if report.stale is not None:
             h = report.stale
             why = f": {staleness(h, now)}" if isinstance(h, Holder) else ""

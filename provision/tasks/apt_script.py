@@ -82,7 +82,7 @@ provision_apt_update() {{
   # $1 lock timeout; then the URIs whose fetch must not fail
   provision_apt_wait "$1" || return 1
   shift
-  mkdir -p /var/lib/provision || return 1
+  mkdir -p /var/lib/provision && chmod 0700 /var/lib/provision || return 1
   if ! DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout="$PROVISION_APT_LEFT" > {LOG} 2>&1; then
     cat {LOG} >&2; provision_apt_error 'apt-get update failed'; return 1
   fi
@@ -97,7 +97,7 @@ provision_apt_install() {{
   # $1 lock timeout; then the packages
   provision_apt_wait "$1" || return 1
   shift
-  mkdir -p /var/lib/provision || return 1
+  mkdir -p /var/lib/provision && chmod 0700 /var/lib/provision || return 1
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout="$PROVISION_APT_LEFT" {APT_OPTS} -- "$@" > {LOG} 2>&1; then
     cat {LOG} >&2; provision_apt_error "apt-get install $*"; return 1
   fi

@@ -27,7 +27,7 @@ provision_pyenv_clean_env() {
 provision_pyenv_build() {
   n=$1; d=$2; py=$3; uv=$4; req=$5; rec=$6; shift 6
   log=/var/lib/provision/pyenv-$n.log
-  mkdir -p /var/lib/provision /var/cache/provision || return 1
+  mkdir -p /var/lib/provision /var/cache/provision && chmod 0700 /var/lib/provision /var/cache/provision || return 1
   rm -rf -- "$d"
   if [ -n "$uv" ]; then
     ( provision_pyenv_clean_env; "$uv" venv --quiet --python "$py" "$d" ) </dev/null >"$log" 2>&1 3>&- 8>&- 9>&-

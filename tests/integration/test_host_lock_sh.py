@@ -4,6 +4,7 @@ releases cleanly; a holder whose operator falls silent gives the lock up."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,17 @@ from tests.unit.test_host_lock import TOKEN_A, TOKEN_B, utc  # noqa: F401 (autou
 
 @pytest.fixture
 def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return moved(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def open_paths(root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The lock's paths where another account can reach them (tmp_path is under a 0700
+    directory of root's)."""
+    return moved(root_dir, monkeypatch)
+
+
+def moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     run = tmp_path / "run"
     monkeypatch.setattr(L, "LOCK_DIR", str(run))
     monkeypatch.setattr(L, "LOCK", str(run / "converge.lock"))
@@ -128,3 +140,95 @@ def test_a_holder_whose_operator_falls_silent_gives_the_lock_up(
     assert h is not None and h.state == "silent" and h.ended is not None
     assert p.stdin is not None
     p.stdin.close()
+
+
+def test_the_lock_and_its_record_are_roots_alone(paths: Path) -> None:
+    import os
+    import stat
+
+    run = paths / "run"
+    run.mkdir(mode=0o755)
+    os.chmod(run, 0o755)
+    a = start(L.Spec("alice@laptop", "apply", TOKEN_A, 5))
+    until_end(a)
+    try:
+        assert stat.S_IMODE(run.stat().st_mode) == 0o700 and run.stat().st_uid == 0
+        for name in ("converge.lock", "converge.holder", "converge.work"):
+            st = (run / name).stat()
+            assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o600), name
+    finally:
+        assert a.stdin is not None
+        a.stdin.write("q")
+        a.stdin.close()
+        a.wait(timeout=10)
+
+
+def test_a_member_who_opened_the_lock_while_it_was_open_to_all_holds_nothing(
+        open_paths: Path) -> None:
+    """Before the lock was root's alone, any account could open it and hold its flock for
+    ever. The next apply replaces that lock file: the old descriptor locks nothing."""
+    import os
+
+    run = open_paths / "run"
+    run.mkdir(mode=0o755)
+    os.chmod(run, 0o755)
+    (run / "converge.lock").write_text("")
+    os.chmod(run / "converge.lock", 0o644)
+    squatter = subprocess.Popen(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "flock", "-s",
+         str(run / "converge.lock"), "sleep", "60"])
+    try:
+        for _ in range(100):
+            if "FLOCK" in Path("/proc/locks").read_text() and subprocess.run(
+                    ["flock", "-n", "-x", str(run / "converge.lock"), "true"]).returncode != 0:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the squatter never held the lock")
+        a = start(L.Spec("alice@laptop", "apply", TOKEN_A, 3))
+        report = L.parse(L.split("\n".join(until_end(a)))[0])
+        assert report.acquired and not report.contended, report
+        assert a.stdin is not None
+        a.stdin.write("q")
+        a.stdin.close()
+        a.wait(timeout=10)
+        # and nobody but root opens the new one
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "flock", "-n", "-s", str(run / "converge.lock"), "true"],
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "Permission denied" in r.stderr, r.stderr
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_a_holder_without_a_record_is_named_from_proc_locks(paths: Path) -> None:
+    run = paths / "run"
+    run.mkdir(mode=0o700)
+    (run / "converge.lock").write_text("")
+    holder = subprocess.Popen(["flock", "-x", str(run / "converge.lock"), "sleep", "60"])
+    try:
+        for _ in range(100):
+            if subprocess.run(["flock", "-n", "-x", str(run / "converge.lock"), "true"]).returncode:
+                break
+            time.sleep(0.05)
+        a = start(L.Spec("alice@laptop", "apply", TOKEN_A, 2))
+        assert a.stdout is not None
+        out = a.stdout.read()
+        a.wait(timeout=30)
+        report = L.parse(L.split(out)[0])
+        assert report.timeout == "held", out
+        pids = {f.pid for f in report.flockers}
+        assert pids & {holder.pid, *child_pids(holder.pid)}, (out, holder.pid)
+        f = report.flockers[0]
+        assert (f.uid, f.account) == (0, "root") and f.command in ("flock", "sleep")
+        assert L.failure(report, 2, time.time()).startswith(
+            f"host lock held by a process that left no record: pid {f.pid} (uid 0 root: ")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def child_pids(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]

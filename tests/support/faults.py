@@ -54,13 +54,15 @@ def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp
 
         confirm_mod.confirm = late_confirm  # type: ignore[assignment]
     if pause_after_temp:
-        real_snippet = script.snippet
+        real_build = script.build
 
-        def slow_snippet(action: Any) -> str:
-            text = real_snippet(action)
-            return text.replace('\nmv -fT "$t"', f'\nsleep {pause_after_temp:g}\nmv -fT "$t"')
+        def slow_build(actions: Any) -> str:
+            # the renames of templates/steps/files.sh: by root, and as a member in their home
+            pause = f"sleep {pause_after_temp:g}; "
+            return (real_build(actions).replace('mv -fT -- "$fw_t"', pause + 'mv -fT -- "$fw_t"')
+                    .replace('mv -fT -- "$t" "$2"', pause + 'mv -fT -- "$t" "$2"'))
 
-        script.snippet = slow_snippet  # type: ignore[assignment]
+        script.build = slow_build  # type: ignore[assignment]
 
 
 def kill_migrations(after_phase: str, after_change: int) -> None:

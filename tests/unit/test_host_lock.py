@@ -303,3 +303,17 @@ def test_the_heartbeat_reaches_every_held_lock_until_released() -> None:
     held.release()
     held.release()  # once only
     assert ch.sent[-1] == b"q" and ch.sent.count(b"q") == 1 and ch.closed
+
+
+def test_a_holder_that_left_no_record_is_named_from_proc_locks_safely() -> None:
+    r = L.parse(["lock\tflock\t4242\t1001\tbob\tflock", "lock\tflock\t77\t-\t-\t\x1b]52;c;x\x07",
+                 "lock\tflock\tnot-a-pid\t0\troot\tx", "lock\tflock\t1\t0\troot", "lock\tbusy\t"])
+    assert [f.pid for f in r.flockers] == [4242, 77] and r.malformed == 2
+    assert L.event_text(r, "busy", SINCE) == (
+        "waiting for a process that left no record: pid 4242 (uid 1001 bob: flock), "
+        "pid 77 (uid ?: \\x1b]52;c;x\\x07)")
+    assert L.note(L.parse(["lock\tflock\t9\t0\troot\tsleep", "lock\theld\t"]), SINCE, plan=True) == (
+        "a process that left no record: pid 9 (uid 0 root: sleep) holds the host: this plan may "
+        "be out of date when it finishes")
+    # an account name that is not one is not printed as one
+    assert L.parse(["lock\tflock\t5\t7\tb\u202eob\tx"]).flockers[0].account == "?"
