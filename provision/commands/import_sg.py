@@ -15,6 +15,7 @@ import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -73,7 +74,7 @@ def import_sg_cmd(inventory_path: str | None, region: str | None, vpcs: tuple[st
 _SHOWN = 20  # lines of a refusal
 
 
-def _refuse(what: str, lines: Sequence[str]) -> None:
+def _refuse(what: str, lines: Sequence[str]) -> NoReturn:
     shown = [f"  {printable(line)}" for line in lines[:_SHOWN]]  # one line each, whatever AWS said
     if len(lines) > _SHOWN:
         shown.append(f"  ... and {len(lines) - _SHOWN} more")
