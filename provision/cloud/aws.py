@@ -24,7 +24,7 @@ nothing (`provision check` never imports it; `provision sg` imports it lazily).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from provision.errors import OperationError
@@ -98,7 +98,7 @@ def fetch(ec2: Any, declared: Sequence[SecurityGroup], managed_in: Sequence[str]
                                             Filters=[{"Name": f"tag:{TAG_KEY}", "Values": [TAG_VALUE]},
                                                      {"Name": "vpc-id", "Values": chunk}])
                            if g["GroupId"] not in seen]
-        return live_groups(raw_groups, _rules(ec2, sorted({g["GroupId"] for g in raw_groups})))
+        return _live(raw_groups, _rules(ec2, sorted({g["GroupId"] for g in raw_groups})))
 
 
 def _rules(ec2: Any, group_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -146,7 +146,15 @@ def fetch_for_import(ec2: Any, vpcs: Sequence[str], groups: Sequence[str]) -> li
             if not new:
                 break
             rules += _rules(ec2, new)
-    return live_groups(raw.values(), rules)
+    return _live(raw.values(), rules)
+
+
+def _live(groups: Iterable[dict[str, Any]], rules: Iterable[dict[str, Any]]) -> list[LiveGroup]:
+    """`live_groups`, refusing (exit 1) an answer it cannot read (a CIDR that is not one)."""
+    try:
+        return live_groups(groups, rules)
+    except ValueError as e:
+        raise OperationError(f"AWS answered a security group rule that cannot be read: {e}") from None
 
 
 def _owner(raw: dict[str, dict[str, Any]]) -> str | None:
@@ -182,7 +190,7 @@ def fetch_holders(ec2: Any, group_ids: Sequence[str]) -> tuple[list[LiveInterfac
                 for g in pages(ec2.describe_security_groups, "SecurityGroups",
                                Filters=[{"Name": name, "Values": chunk}]):
                     raw[g["GroupId"]] = g
-        groups = live_groups(raw.values(), _rules(ec2, sorted(raw)))
+        groups = _live(raw.values(), _rules(ec2, sorted(raw)))
     return interfaces, groups
 
 
@@ -213,7 +221,7 @@ def delete(ec2: Any, group: LiveGroup) -> str:
     import botocore.exceptions
 
     with aws_errors(f"reading security group {group.name} before deleting it"):
-        again = live_groups(ec2.describe_security_groups(GroupIds=[group.id])["SecurityGroups"], ())
+        again = _live(ec2.describe_security_groups(GroupIds=[group.id])["SecurityGroups"], ())
     if not again or not again[0].managed or again[0].vpc != group.vpc:
         raise OperationError(f"AWS: {group.name} ({group.id}) is no longer tagged "
                              f"{TAG_KEY}: {TAG_VALUE} in {group.vpc} since the plan: not deleted")

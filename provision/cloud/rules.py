@@ -142,7 +142,16 @@ def _key(egress: bool, protocol: Any, from_port: Any, to_port: Any, peer: str) -
 
 def described_rule(rule: Mapping[str, Any], pair_descriptions: Mapping[tuple[Any, ...], str] | None = None
                    ) -> LiveRule:
-    """One entry of describe_security_group_rules as a LiveRule."""
+    """One entry of describe_security_group_rules as a LiveRule. Raises ValueError, naming
+    the rule, for a CIDR or port that is not one."""
+    try:
+        return _described_rule(rule, pair_descriptions)
+    except ValueError as e:
+        raise ValueError(f"rule {rule.get('SecurityGroupRuleId')} of group {rule.get('GroupId')}: {e}") from None
+
+
+def _described_rule(rule: Mapping[str, Any], pair_descriptions: Mapping[tuple[Any, ...], str] | None
+                    ) -> LiveRule:
     if rule.get("CidrIpv4"):
         peer = canonical_cidr(rule["CidrIpv4"])
     elif rule.get("CidrIpv6"):

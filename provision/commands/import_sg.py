@@ -1,22 +1,31 @@
 """`provision import sg`: the account's security groups as inventory YAML.
 
 Reads AWS (describe calls only) through `provision.cloud.aws`, turns the groups into
-inventory YAML with the pure `provision.cloud.adopt`, and writes it to stdout or a file.
-Warnings (rules the inventory cannot express) go to stderr.
+inventory YAML with the pure `provision.cloud.adopt`, reads that YAML back with the
+inventory loader and compares it with what AWS answered (`provision.cloud.readback`),
+and only then writes it to stdout or a file (replaced atomically). What cannot be
+written, or does not read back, refuses the import (exit 1), naming the group and the
+rule; nothing is written. Warnings (rules left out, kept as drift) go to stderr.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import click
-import yaml
 
 from provision.cloud import aws as shell
-from provision.cloud.adopt import adopt
-from provision.errors import UsageError
+from provision.cloud.adopt import adopt, render
+from provision.cloud.readback import read_back
+from provision.errors import OperationError, UsageError
 from provision.inventory.model import Aws
+from provision.state import atomic_write
+from provision.text import printable
 
 from .common import echo, load
 
@@ -45,12 +54,49 @@ def import_sg_cmd(inventory_path: str | None, region: str | None, vpcs: tuple[st
     if not re.match(r"^[a-z]{2}(-[a-z]+)+-\d$", region):  # the inventory's aws.region
         raise UsageError(f"--region {region!r} is not an AWS region name (e.g. us-east-1)")
     ec2 = shell.client(Aws(region, endpoint, ()), profile)
-    adopted = adopt(shell.fetch_for_import(ec2, vpcs, groups), region)
+    live = shell.fetch_for_import(ec2, vpcs, groups)
+    adopted = adopt(live, region)
+    if adopted.refused:
+        _refuse("what AWS holds cannot be written as inventory", adopted.refused)
+    text = render(adopted)
+    wrong = read_back(text, output or "<stdout>", live, adopted)
+    if wrong:
+        _refuse("the YAML, read back as an inventory, is not what AWS holds", wrong)
     for w in adopted.warnings:
         echo(f"warning: {w}", err=True)
-    text = yaml.safe_dump(adopted.doc, sort_keys=False, allow_unicode=False)
     if output:
-        Path(output).write_text(text)
+        _write(Path(output), text)
         echo(f"wrote {len(adopted.doc['aws']['security_groups'])} group(s) to {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+_SHOWN = 20  # lines of a refusal
+
+
+def _refuse(what: str, lines: Sequence[str]) -> NoReturn:
+    shown = [f"  {printable(line)}" for line in lines[:_SHOWN]]  # one line each, whatever AWS said
+    if len(lines) > _SHOWN:
+        shown.append(f"  ... and {len(lines) - _SHOWN} more")
+    raise OperationError(f"import sg: {what}; nothing written:\n" + "\n".join(shown))
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace the file atomically (a refusal or a crash leaves the old one), keeping its
+    mode; through a symlink to its target; a device or FIFO (/dev/stdout) is written to."""
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat() if target.exists() else None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with target.open("w", encoding="ascii") as f:
+                f.write(text)
+            return
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        atomic_write(target, text, mode)
+    except OSError as e:
+        raise OperationError(f"cannot write {path}: {e.strerror or e}") from None

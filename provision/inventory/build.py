@@ -662,6 +662,10 @@ class _Resolver:
         ids: dict[str, str] = {}
         for gname, g in a.security_groups.items():
             gpath: FieldPath = ("aws", "security_groups", gname)
+            if is_cidr(gname):  # a rule's source `10.0.0.5` is the address, never this group
+                self.fail(gpath, f"a security group name must not read as an address or CIDR "
+                          f"('{gname}' as a rule's source is {ipaddress.ip_network(gname)}); "
+                          f"name it e.g. 'group-{gname}'")
             if g.id is not None:
                 if g.id in ids:
                     self.fail((*gpath, "id"), f"group id {g.id} is also declared as '{ids[g.id]}'")

@@ -81,3 +81,67 @@ def test_import_bad_input(aws_env: str) -> None:
 def test_import_kinds_are_listed() -> None:
     result = CliRunner().invoke(main, ["import", "--help"])
     assert result.exit_code == 0 and "sg" in result.output
+
+
+def test_import_reads_back_what_aws_holds(aws_env: str, vpc: str, tmp_path: Path) -> None:
+    """Issue 34, class 5: a group named like an address, referenced by another group's
+    rule, was written as that name, which the inventory reads as the CIDR: `sg plan` then
+    proposed admitting 203.0.113.7/32. A description ending in a newline was written as
+    it was, and the file did not load."""
+    c = ec2()
+    web = c.create_security_group(GroupName="web", Description="web", VpcId=vpc)["GroupId"]
+    ip = c.create_security_group(GroupName="203.0.113.7", Description="x", VpcId=vpc)["GroupId"]
+    c.authorize_security_group_ingress(GroupId=web, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "UserIdGroupPairs": [{"GroupId": ip}]},
+        {"IpProtocol": "tcp", "FromPort": 80, "ToPort": 80,
+         "IpRanges": [{"CidrIp": "10.0.0.0/8", "Description": "http\n"}]},
+    ])
+    out = tmp_path / "adopted.yml"
+    result = run("--region", "us-east-1", "--group", "web", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    groups = yaml.safe_load(out.read_text())["aws"]["security_groups"]
+    assert groups["group-203.0.113.7"]["id"] == ip
+    assert {"port": 22, "from": ["group-203.0.113.7"]} in groups["web"]["ingress"]
+    assert "skipped ingress tcp 80 from 10.0.0.0/8  # http\\n" in result.output
+    again = plan(out)
+    assert again.exit_code == 0, again.output
+    assert "No changes." in again.output and "203.0.113.7/32" not in again.output
+    assert "drift: ingress tcp 80 from 10.0.0.0/8" in again.output
+
+
+def test_import_refuses_what_cannot_be_written_and_keeps_the_file(aws_env: str, tmp_path: Path) -> None:
+    """What would read back otherwise than AWS holds it refuses the import (exit 1), names
+    the group and the rule, and leaves the previous file as it was."""
+    c = ec2()
+    out = tmp_path / "adopted.yml"
+    out.write_text("# the previous file\n")
+
+    def fresh_vpc() -> str:
+        return str(c.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"])
+
+    # a managed group's egress to a prefix list: the adopted inventory would revoke it
+    v1 = fresh_vpc()
+    app = c.create_security_group(GroupName="app", Description="app", VpcId=v1, TagSpecifications=[
+        {"ResourceType": "security-group", "Tags": [{"Key": "managed-by", "Value": "provision"}]}])["GroupId"]
+    c.authorize_security_group_egress(GroupId=app, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "PrefixListIds": [{"PrefixListId": "pl-0123abcd"}]}])
+    # two rules that are one to the inventory (10.0.0.1/8 is 10.0.0.0/8)
+    v2 = fresh_vpc()
+    db = c.create_security_group(GroupName="db", Description="db", VpcId=v2)["GroupId"]
+    c.authorize_security_group_ingress(GroupId=db, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 5432, "ToPort": 5432, "IpRanges": [{"CidrIp": "10.0.0.1/8", "Description": "a"}]}])
+    c.authorize_security_group_ingress(GroupId=db, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 5432, "ToPort": 5432, "IpRanges": [{"CidrIp": "10.0.0.0/8", "Description": "b"}]}])
+    # a group description the inventory cannot hold
+    v3 = fresh_vpc()
+    uni = c.create_security_group(GroupName="uni", Description="caf\u00e9", VpcId=v3)["GroupId"]
+
+    for v, expect in ((v1, f"group app ({app}): egress tcp 443 to pl-0123abcd (sgr-"),
+                      (v2, f"group db ({db}): ingress tcp 5432 from 10.0.0.0/8  # "),
+                      (v3, f"group uni ({uni}): its description 'caf\u00e9' has characters")):
+        result = run("--region", "us-east-1", "--vpc", v, "-o", str(out))
+        assert result.exit_code == 1, result.output
+        assert "nothing written" in result.output and expect in result.output, result.output
+        assert "read as one rule" in result.output or v != v2
+        assert out.read_text() == "# the previous file\n"
+        assert [p.name for p in tmp_path.iterdir()] == ["adopted.yml"]

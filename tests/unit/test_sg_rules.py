@@ -25,6 +25,7 @@ from provision.cloud.rules import (
     rule_request,
     rule_text,
 )
+from provision.errors import OperationError
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 
@@ -215,3 +216,21 @@ def test_api_shapes() -> None:
 ])
 def test_rule_text(key: RuleKey, text: str) -> None:
     assert rule_text(key, {BASTION: "bastion-sg"}) == text
+
+
+def test_an_answer_that_is_not_a_rule_is_refused_naming_it(inv: Inventory) -> None:
+    """`sg plan` on an answer whose CIDR is not one (an endpoint that is not AWS): exit 1
+    naming the rule and the group, not a ValueError traceback."""
+    class Stub:
+        def describe_security_groups(self, **kw: Any) -> Any:
+            return load("groups.json")
+
+        def describe_security_group_rules(self, **kw: Any) -> Any:
+            rules = load("rules.json")["SecurityGroupRules"]
+            rules[0] = {**rules[0], "CidrIpv4": "10.0.0.0/33"}
+            return {"SecurityGroupRules": rules}
+
+    assert inv.aws is not None
+    with pytest.raises(OperationError, match=r"AWS answered a security group rule that cannot be read: "
+                       r"rule sgr-000000000000000a1 of group sg-0a00000000000000a: '10\.0\.0\.0/33'"):
+        shell.fetch(Stub(), inv.aws.security_groups)
