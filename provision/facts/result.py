@@ -91,6 +91,11 @@ class Facts:
         return self.get(U.SPEC).groups
 
     @property
+    def group_ids(self) -> dict[str, tuple[int, str | None]]:
+        """Groups asked for that exist: their gid and the account whose own group each is."""
+        return self.get(U.SPEC).group_ids
+
+    @property
     def managed_users(self) -> tuple[str, ...]:
         return self.get(U.SPEC).managed
 

@@ -40,6 +40,7 @@ class Users:
     absent: frozenset[str] = frozenset()
     managed: tuple[str, ...] = ()  # accounts whose authorized_keys carries our marker
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # R: group -> members
+    group_ids: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # R: group -> (gid, the account whose primary group it is)
 
 
 def parse(records: Sequence[Rec]) -> Users:
@@ -47,6 +48,7 @@ def parse(records: Sequence[Rec]) -> Users:
     absent: set[str] = set()
     managed: list[str] = []
     groups: dict[str, tuple[str, ...]] = {}
+    group_ids: dict[str, tuple[int, str | None]] = {}
     for r in records:
         f = r.fields
         if r.kind == "user":
@@ -59,9 +61,11 @@ def parse(records: Sequence[Rec]) -> Users:
             absent.add(f[0])
         elif r.kind == "managed":
             managed.append(f[0])
-        elif r.kind == "group" and len(f) == 2:
+        elif r.kind == "group" and len(f) in (2, 4):
             groups[f[0]] = tuple(m for m in f[1].split(",") if m)
-    return Users(users, frozenset(absent), tuple(dict.fromkeys(managed)), groups)
+            if len(f) == 4:
+                group_ids[f[0]] = (as_int(f[2], r, "gid"), None if f[3] == "-" else f[3])
+    return Users(users, frozenset(absent), tuple(dict.fromkeys(managed)), groups, group_ids)
 
 
 SPEC = FactSpec("users", ("user", "nouser", "managed", "group", "nogroup"), parse)

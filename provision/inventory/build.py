@@ -513,6 +513,10 @@ class _Resolver:
         if group is not None and group in self.doc.team:
             self.fail((*path, "group"), f"'{group}' is a team member's name (each member has "
                       "a group of that name already); pick another group name")
+        elif group is not None and (group in PRIVILEGED_GROUPS or group in RESERVED_ACCOUNTS):
+            self.fail((*path, "group"), f"'{group}' is a group of the system (every team member "
+                      "is added to a team directory's group, and this one grants more than the "
+                      "directory); name a group of the team's own, e.g. 'ml'")
         venv, env = self._service_venv(path, name, s, command)
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
@@ -991,6 +995,18 @@ RESERVED_ACCOUNTS = frozenset({
     "messagebus", "syslog", "bind", "unbound", "polkitd", "dnsmasq", "ntp", "postfix",
     "postgres", "mysql", "docker", "admin", "ubuntu", "debian", "ec2-user", "centos", "operator",
     "halt", "shutdown", "tss", "uuidd", "tcpdump", "landscape", "lxd", "pollinate", "usbmux",
+})
+
+
+# Groups that grant more than a directory (root, logs, devices, containers, sudo) or are a
+# system's: never a team directory's group, which every team member is added to. The host
+# refuses any other system group (gid below 1000) and any account's own group too.
+PRIVILEGED_GROUPS = frozenset({
+    "root", "sudo", "wheel", "adm", "admin", "staff", "shadow", "disk", "kmem", "tty", "docker",
+    "lxd", "libvirt", "kvm", "systemd-journal", "systemd-network", "video", "render", "audio",
+    "input", "dialout", "cdrom", "floppy", "tape", "plugdev", "netdev", "lpadmin", "sambashare",
+    "ssh", "ssl-cert", "utmp", "operator", "users", "nogroup", "crontab", "mail", "www-data",
+    "bluetooth", "scanner", "i2c", "gpio", "podman", "incus", "incus-admin", "_ssh",
 })
 
 

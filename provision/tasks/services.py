@@ -33,8 +33,11 @@ from .actions import (
 )
 from .files import diff_file
 from .member_servers import check_members, gpu_warnings, retired_instances
+from .refused import Refused
 
 KINDS = ("unit", "jupyter-config")
+SYSTEM_GID_END = 1000  # Debian: gids below are the system's (sudo, adm, docker, disk, shadow, ...)
+NOGROUP_GID = 65534
 
 
 def _artifacts(inv: Inventory, host: Host) -> tuple[Any, ...]:
@@ -150,10 +153,21 @@ class ServicesStep:
         return gpu_warnings(self.host, facts)
 
     def _groups(self, facts: Facts) -> list[Action]:
-        """Each team directory's group: there, holding the team and nobody who left."""
+        """Each team directory's group: there, holding the team and nobody who left. An
+        existing group that is a system group or an account's own group is refused: every
+        member would be added to it (sudo, docker, disk, or alice's private group)."""
         team = [p.name for p in self.inv.team]
         out: list[Action] = []
         for group in dict.fromkeys(g for _, _, g in team_directories(self.host)):
+            gid, own = facts.group_ids.get(group, (None, None))
+            if gid is not None and (gid < SYSTEM_GID_END or gid == NOGROUP_GID):
+                raise Refused(f"services: refusing group '{group}' for a team directory: it is a "
+                              f"system group on this host (gid {gid}), and every team member "
+                              "would be added to it; name a group of the team's own")
+            if own is not None:
+                raise Refused(f"services: refusing group '{group}' for a team directory: it is "
+                              f"{own}'s own group on this host (their primary group), and every "
+                              "team member would be added to it; name a group of the team's own")
             have = facts.groups.get(group)
             add = tuple(m for m in team if have is None or m not in have)
             gone = tuple(m for m in (have or ()) if m in facts.managed_users and m not in team)

@@ -36,7 +36,11 @@ PROBE_EOF
     case $a in
       U:*) user_fact "${a#U:}"; seen="$seen ${a#U:} " ;;
       R:*) if g=$(getent group "${a#R:}"); then
-             printf 'group\t%s\t%s\n' "${a#R:}" "${g##*:}"
+             # its gid, and the account whose own group it is (if any): a team directory's
+             # group must be neither a system group nor somebody's private group
+             gid=${g#*:}; gid=${gid#*:}; gid=${gid%%:*}
+             own=$(getent passwd | awk -F: -v g="$gid" '$4 == g { print $1; exit }')
+             printf 'group\t%s\t%s\t%s\t%s\n' "${a#R:}" "${g##*:}" "$gid" "${own:--}"
            else
              printf 'nogroup\t%s\n' "${a#R:}"
            fi ;;
