@@ -11,6 +11,7 @@ from .spec import FactsError, FactSpec, Rec, as_int
 
 MARKER = "# Managed by provision"  # first line of every authorized_keys we write
 CREATED_BY = "provision"  # the GECOS field of accounts we create
+SERVICE_COMMENT = "provision service"  # ... and of a service's own account (svc-NAME)
 
 
 @record

@@ -26,7 +26,15 @@ from provision.dns.rdata import declared as declared_value
 
 from . import from_hosts as gen
 from . import model as m
-from .catalog import CATALOG, DEFAULT_BIND, DEFAULT_ENVS, DEFAULT_LOGDIR
+from .catalog import (
+    ACCOUNT_MAX,
+    CATALOG,
+    DEFAULT_BIND,
+    DEFAULT_ENVS,
+    DEFAULT_LOGDIR,
+    SERVICE_ACCOUNT_PREFIX,
+    service_account,
+)
 from .errors import InventoryError, Problem
 from .fields import check_ip, is_cidr, is_ip
 from .member_ports import DEFAULT_RANGE, allocate
@@ -253,21 +261,26 @@ class _Resolver:
             apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
 
+    def _logins(self) -> set[str]:
+        """Every account the operator logs in as (passwordless sudo on the hosts)."""
+        d = self.doc
+        return ({d.defaults.user} | {h.user for h in d.hosts.values() if h.user}
+                | {b.user for b in d.bastions.values() if b.user})
+
     def _reserved_team_names(self) -> None:
         """Team accounts get their keys replaced and their shell set: never a system account
         or a login user (the operator's own keys would be overwritten)."""
-        d = self.doc
-        logins = ({d.defaults.user} | {h.user for h in d.hosts.values() if h.user}
-                  | {b.user for b in d.bastions.values() if b.user})
-        for name in d.team:
+        logins = self._logins()
+        for name in self.doc.team:
             if name in logins:
                 self.fail(("team", name), f"'{name}' is a login user of this inventory; a team "
                           "member of that name would get its authorized_keys replaced (pick "
                           "another name for the person)")
-            elif name in RESERVED_ACCOUNTS or name.startswith(("systemd-", "_")):
+            elif name in RESERVED_ACCOUNTS or name.startswith(("systemd-", "_", SERVICE_ACCOUNT_PREFIX)):
                 self.fail(("team", name), f"'{name}' is a system account name; team members "
                           "need their own accounts (reserved: root, daemon, bin, sys, nobody, "
-                          "sshd, www-data, systemd-*, _* ...)")
+                          f"sshd, www-data, systemd-*, _*, {SERVICE_ACCOUNT_PREFIX}* (services' "
+                          "own accounts) ...)")
 
     # jump chains ----------------------------------------------------------------
     def _chain(self, path: FieldPath, node: HostDoc | BastionDoc) -> tuple[str, ...]:
@@ -379,6 +392,7 @@ class _Resolver:
         else:
             resolved = tuple(x for sname, (sp, sd) in services.items()
                              for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
+        self._accounts_apart(path, resolved)
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
@@ -386,6 +400,15 @@ class _Resolver:
                       apt_sources=self._apt_sources(path, roles, h),
                       security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
                       python_envs=self._host_envs(roles, h, resolved))
+
+    def _accounts_apart(self, path: FieldPath, services: tuple[m.Service, ...]) -> None:
+        """Two services of one host never share an own account (`My.Board` and `my-board`
+        would both be svc-my-board): each keeps what it writes from the other."""
+        seen: dict[str, str] = {}
+        for s in services:
+            if s.own_account and seen.setdefault(s.user, s.name) != s.name:
+                self.fail((*path, "services", s.name), f"services '{seen[s.user]}' and '{s.name}' "
+                          f"would both run as {s.user}; rename one or give it a 'user'")
 
     # python envs ----------------------------------------------------------------
     def _env_table(self) -> dict[str, tuple[FieldPath, PythonEnv]]:
@@ -494,7 +517,14 @@ class _Resolver:
         if name == "firewall":
             self.fail(path, "the service name 'firewall' is reserved (provision-firewall.service "
                       "loads the host firewall)")
-        user = s.user or self.doc.defaults.user
+        user = s.user or service_account(name)
+        if s.user is not None and s.user in self._logins():
+            self.fail((*path, "user"), f"'{s.user}' is a login user of this inventory (it has "
+                      "passwordless sudo: whoever reaches the service would be root); leave "
+                      f"'user' out and it runs as its own account, {service_account(name)}")
+        elif s.user is None and len(user) > ACCOUNT_MAX:
+            self.fail(path, f"the service's own account would be '{user}', longer than "
+                      f"{ACCOUNT_MAX} characters; give it a shorter name or a 'user'")
         for field, value in (("logdir", logdir), ("notebook_dir", s.notebook_dir)):
             parts = (value or "").split("/")
             if value and parts[1] == "home" and parts[2] != user:
@@ -519,10 +549,11 @@ class _Resolver:
                       "directory); name a group of the team's own, e.g. 'ml'")
         venv, env = self._service_venv(path, name, s, command)
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
-                         command=command, user=s.user or self.doc.defaults.user, logdir=logdir,
+                         command=command, user=user, logdir=logdir,
                          notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
                          scheme=entry.scheme if entry else "http", env=env,
-                         memory_max=s.memory_max, group=group)
+                         memory_max=s.memory_max, group=group, own_account=s.user is None,
+                         private_tmp=s.private_tmp is not False)
 
     def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
         """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
@@ -587,6 +618,7 @@ class _Resolver:
                 self.fail((*where, mem, "gpus"), "a GPU is listed twice")
             out.append(replace(
                 base, name=f"{base.name}@{mem}", member=mem, template=base.name, user=mem,
+                own_account=False,
                 port=ports[mem], local_port=base.port, notebook_dir=None,
                 gpus=None if o.gpus is None else tuple(o.gpus),
                 memory_max=o.memory_max or s.memory_max))

@@ -37,3 +37,21 @@ DEFAULT_LOGDIR = "/srv/runs"
 MEMBER_TOKEN_FILE = "~/.local/share/provision/jupyter-token"
 # The python envs the catalog's defaults name, when the inventory does not declare them.
 DEFAULT_ENVS: dict[str, tuple[str, ...]] = {"jupyterlab": ("jupyterlab",), "tensorboard": ("tensorboard",)}
+
+# A service runs as an account of its own (never the operator's login user, who has
+# passwordless sudo): `svc-NAME`, a system account provision creates, home under
+# SERVICE_HOMES (0700). docs/trust-model.md#the-people-on-the-host
+SERVICE_ACCOUNT_PREFIX = "svc-"
+SERVICE_HOMES = "/var/lib/provision-services"
+ACCOUNT_MAX = 32  # useradd's limit on Debian
+
+
+def service_account(name: str) -> str:
+    """The account a service runs as when the inventory names none: `svc-` and the name in
+    the characters account names allow (lower case, digits, '-')."""
+    return SERVICE_ACCOUNT_PREFIX + "".join(c if c.isalnum() or c == "-" else "-"
+                                            for c in name.lower())
+
+
+def service_home(account: str) -> str:
+    return f"{SERVICE_HOMES}/{account}"

@@ -48,6 +48,8 @@ class Service:
     group: str | None = None  # the group that writes `logdir` (2770, setgid)
     local_port: int | None = None  # the tunnel's local port when not the remote one
     env: str | None = None  # the python env (python_envs) `venv` is, when it is one
+    own_account: bool = False  # `user` is the service's own account, made by provision (svc-NAME)
+    private_tmp: bool = True  # systemd PrivateTmp=: a /tmp of its own
 
     @property
     def unit_name(self) -> str:

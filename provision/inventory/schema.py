@@ -148,7 +148,13 @@ class ServiceDoc(Strict):
     bind: IP | None = None
     expose: Expose | None = None
     command: Command | None = None
-    user: User | None = None
+    user: User | None = Field(
+        None, description="the account it runs as; default its own, svc-NAME, a system account "
+                          "provision creates (never a login user of the inventory: they have "
+                          "passwordless sudo)")
+    private_tmp: StrictBool | None = Field(
+        None, description="a /tmp of its own (systemd PrivateTmp=; default true): a file another "
+                          "account plants in the shared /tmp cannot redirect what it writes there")
     logdir: DataDir | None = None
     notebook_dir: DataDir | None = None
     venv: Venv | None = Field(

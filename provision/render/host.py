@@ -172,6 +172,20 @@ def exec_start(host: Host, service: Service) -> str:
     return _PLACEHOLDER.sub(fill, service.command)
 
 
+_TMPS = ("/tmp", "/var/tmp")
+
+
+def _under_tmp(path: str | None) -> bool:
+    return path is not None and any(path == t or path.startswith(t + "/") for t in _TMPS)
+
+
+def tmp_binds(service: Service) -> tuple[str, ...]:
+    """The service's venv when it lies under /tmp or /var/tmp (a checkout cloned there): with
+    a /tmp of its own (PrivateTmp) it would vanish (203/EXEC), so it is bound into it,
+    read-only. Data directories are never there (the inventory's data roots)."""
+    return tuple(p.rstrip("/") for p in (service.venv,) if p and _under_tmp(p))
+
+
 def dropin_path(service: Service) -> str:
     """A member's server's drop-in: its command, GPUs and memory limit."""
     return f"{UNIT_DIR}/{service.unit_name}.d/50-provision.conf"
@@ -182,7 +196,7 @@ def _member_service(host: Host, service: Service) -> list[Artifact]:
     config = _render("jupyter_server_config.py.j2", host=host.name, service=service,
                      notebook_dir=None, token_file=MEMBER_TOKEN_FILE)
     dropin = _render("service-instance.conf.j2", host=host.name, service=service,
-                     exec_start=exec_start(host, service))
+                     exec_start=exec_start(host, service), bind_ro=tmp_binds(service))
     return [Artifact(jupyter_config_path(service), config, "jupyter-config",
                      service=service.unit_name),
             Artifact(dropin_path(service), dropin, "unit", service=service.unit_name)]
@@ -194,7 +208,7 @@ def _templates(host: Host) -> list[Artifact]:
     for s in host.services:
         if s.template_unit and s.template_unit not in out:
             unit = _render("service-template.unit.j2", host=host.name, name=s.template,
-                           restart=s.restart)
+                           restart=s.restart, private_tmp=s.private_tmp)
             out[s.template_unit] = Artifact(f"{UNIT_DIR}/{s.template_unit}", unit, "unit",
                                             service=s.template_unit)
     return list(out.values())
@@ -213,7 +227,7 @@ def _service(host: Host, service: Service) -> list[Artifact]:
         out.append(Artifact(jupyter_config_path(service), config, "jupyter-config",
                             service=service.unit_name))
     unit = _render("service.unit.j2", host=host.name, service=service,
-                   exec_start=exec_start(host, service),
+                   exec_start=exec_start(host, service), bind_ro=tmp_binds(service),
                    working_directory=service.notebook_dir or "~",
                    environment=[("PYTHONUNBUFFERED", "1")])
     out.append(Artifact(f"{UNIT_DIR}/{service.unit_name}", unit, "unit", service=service.unit_name))

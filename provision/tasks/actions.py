@@ -69,14 +69,18 @@ class Mkdir:
 
 @record
 class EnsureUser:
-    """Create the account, or fix its shell and lift a retirement (account expiry)."""
+    """Create the account, or fix its shell and lift a retirement (account expiry). A
+    service's own account (`service`) is a system account that logs in nowhere."""
 
     name: str
     home: str
     shell: str
     create: bool
+    service: str | None = None  # the service whose own account it is
 
     def describe(self) -> str:
+        if self.create and self.service:
+            return f"create account {self.name} for service {self.service} (home {self.home})"
         if self.create:
             return f"create user {self.name} (home {self.home}, shell {self.shell})"
         return f"update user {self.name} (shell {self.shell}, account active)"

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import posixpath
 from importlib.resources import files
 from shlex import quote
 
-from provision.facts.users import CREATED_BY
+from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
 from provision.tasks import apt_script, python_env_script
 from provision.tasks.actions import (
@@ -187,6 +188,12 @@ def snippet(action: Action) -> str:
         return "provision_mkdir " + " ".join(quote(x) for x in
                                              (a.path, a.owner, a.group, f"{a.mode:04o}"))
     if isinstance(a, EnsureUser):
+        if a.create and a.service:
+            return (f"mkdir -p {quote(posixpath.dirname(a.home))}\n"
+                    f"useradd -r -m -U -c {quote(SERVICE_COMMENT)} -d {quote(a.home)} "
+                    f"-s {NOLOGIN} {quote(a.name)}\n"
+                    f"provision_attrs {quote(a.home)} {quote(a.name)} {quote(a.name)} "
+                    f"{HOME_MODE:04o}")
         if a.create:
             # a home nobody else can read (useradd follows login.defs: 0755 on Debian)
             return (f"useradd -m -U -c {quote(CREATED_BY)} -d {quote(a.home)} -s {quote(a.shell)} "

@@ -15,6 +15,8 @@ from dataclasses import field
 from typing import Any
 
 from provision.facts import Facts, Request
+from provision.facts.users import SERVICE_COMMENT
+from provision.inventory.catalog import service_home
 from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.render import host_directories, render_host, team_directories
@@ -24,6 +26,7 @@ from .actions import (
     DaemonReload,
     EnableUnit,
     EnsureGroup,
+    EnsureUser,
     LoadNewUnits,
     Mkdir,
     RestartUnit,
@@ -34,6 +37,7 @@ from .actions import (
 from .files import diff_file
 from .member_servers import check_members, gpu_warnings, retired_instances
 from .refused import Refused
+from .users import NOLOGIN
 
 KINDS = ("unit", "jupyter-config")
 SYSTEM_GID_END = 1000  # Debian: gids below are the system's (sudo, adm, docker, disk, shadow, ...)
@@ -76,9 +80,10 @@ class ServicesStep:
         patterns = tuple(dict.fromkeys(f"{t.removesuffix('@.service')}@*.service"
                                        for s in self.host.services
                                        if (t := s.template_unit)))
+        own = tuple(s.user for s in self.host.services if s.own_account)
         return Request(files=tuple(a.path for a in self.artifacts),
                        dirs=(*(p for p, _ in self.directories), *(p for p, _, _ in team_dirs)),
-                       users=tuple(dict.fromkeys((*(u for _, u in self.directories),
+                       users=tuple(dict.fromkeys((*own, *(u for _, u in self.directories),
                                                   *(o for _, o, _ in team_dirs),
                                                   *members, *team))),
                        units=(*(s.unit_name for s in self.host.services), *patterns),
@@ -86,6 +91,7 @@ class ServicesStep:
 
     def diff(self, facts: Facts) -> list[Action]:
         check_members(self.host, facts)  # Refused: nothing is applied
+        accounts = self._accounts(facts)
         writes: list[Action] = []
         changed: set[str] = set()
         units_written: list[str] = []
@@ -146,7 +152,25 @@ class ServicesStep:
             reload = [DaemonReload()]
         elif touched:
             reload = [LoadNewUnits(tuple(touched))]
-        return [*writes, *groups, *dirs, *enables, *reload, *retire, *units]
+        return [*accounts, *writes, *groups, *dirs, *enables, *reload, *retire, *units]
+
+    def _accounts(self, facts: Facts) -> list[Action]:
+        """Each service's own account (svc-NAME): created as a system account that logs in
+        nowhere, with a home of its own (0700). One that exists and is not ours (another
+        service's of the host, a person's) is refused: the service would run as them."""
+        out: list[Action] = []
+        for s in self.host.services:
+            if not s.own_account or any(isinstance(a, EnsureUser) and a.name == s.user for a in out):
+                continue
+            u = facts.users.get(s.user)
+            if u is None:
+                out.append(EnsureUser(s.user, service_home(s.user), NOLOGIN, create=True,
+                                      service=s.name))
+            elif u.comment != SERVICE_COMMENT:
+                raise Refused(f"services: refusing to run {s.name} as {s.user}: the account "
+                              f"exists on this host (uid {u.uid}) and is not one provision made "
+                              f"for a service; give the service a 'user', or remove the account")
+        return out
 
     def notes(self, facts: Facts) -> list[str]:
         """What the plan could not check (the recap's note)."""

@@ -167,7 +167,7 @@ def test_bob_opens_his_server_through_his_own_tunnel(lab: Lab, team: dict[str, A
 
 def test_team_board_directory_is_the_groups(lab: Lab, team: dict[str, Any]) -> None:
     st = lab.host(HOST, "stat", "-c", "%a %U %G", RUNS).stdout.split()
-    assert st == ["2770", "admin", "ml"]
+    assert st == ["2770", "svc-team-board", "ml"]  # the service's own account
     members = lab.host(HOST, "getent", "group", "ml").stdout.strip().rsplit(":", 1)[1]
     assert set(members.split(",")) >= {"alice", "bob", "carol"}
     lab.host(HOST, "runuser", "-u", "bob", "--", "mkdir", f"{RUNS}/bob-run")

@@ -28,7 +28,11 @@ def converged(since: int = 1700000100, mtime: int = 1700000000, **unit_kw: str) 
     s = step()
     recs: list[str] = [file_rec(a.path, a.content, f"{a.mode:o}", a.owner, a.group, mtime)
                        for a in s.artifacts]
-    recs += ["dir\t/srv/runs\t755\troot\troot", user_rec("root", 0, "/root", group="root")]
+    recs += ["dir\t/srv/runs\t755\tsvc-tensorboard\tsvc-tensorboard"]
+    # each service's own account, made by provision for it
+    recs += [user_rec(f"svc-{n}", 990 + i, f"/var/lib/provision-services/svc-{n}",
+                      "/usr/sbin/nologin", comment="provision service")
+             for i, n in enumerate(("jupyter", "tensorboard"))]
     for unit in (JUPYTER, TB):
         recs += [unit_block(unit, since=since, **unit_kw)]  # type: ignore[list-item]
     return recs  # type: ignore[return-value]

@@ -118,8 +118,10 @@ def _converged(inv: Inventory, *extra: str | list[str]) -> tuple[ServicesStep, l
     step = ServicesStep.build(inv, inv.node("gpu1"))
     recs: list[str | list[str]] = [file_rec(a.path, a.content, f"{a.mode:o}", a.owner, a.group)
                                    for a in step.artifacts]
-    recs += ["dir\t/srv/runs\t2770\tadmin\tml", "group\tml\talice,bob",
-             user_rec("admin", 1000), user_rec("alice", 1001), user_rec("bob", 1002)]
+    recs += ["dir\t/srv/runs\t2770\tsvc-tensorboard\tml", "group\tml\talice,bob",
+             user_rec("svc-tensorboard", 990, "/var/lib/provision-services/svc-tensorboard",
+                      "/usr/sbin/nologin", comment="provision service"),
+             user_rec("alice", 1001), user_rec("bob", 1002)]
     recs += [unit_block(u) for u in ("provision-jupyter@alice.service",
                                      "provision-jupyter@bob.service", "provision-tensorboard.service")]
     return step, [*recs, *extra]

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from provision.cli import main
@@ -378,12 +379,30 @@ def test_ssh_config_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert r.exit_code == 2
 
 
-def test_service_units_share_tmp_with_the_host(inv: Inventory) -> None:
-    """No PrivateTmp: a venv or data under /tmp must stay visible to the service (a clone
-    under /tmp once made every lab unit fail with 203/EXEC)."""
+def test_service_units_have_a_tmp_of_their_own(inv: Inventory) -> None:
+    """PrivateTmp: a symlink another account plants in /tmp cannot redirect what a service
+    writes there (issue 34); `private_tmp: false` gives the shared one back."""
     units = [a for h in inv.hosts for a in render_host(inv, h)
              if a.kind == "unit" and a.path.endswith(tuple(s.unit_name for s in h.services))]
     assert len(units) == sum(len(h.services) for h in inv.hosts)
     for unit in units:
-        assert "\nPrivateTmp=" not in unit.content, unit.path
+        assert "\nPrivateTmp=yes\n" in unit.content, unit.path
         assert "NoNewPrivileges=yes" in unit.content
+
+
+def test_a_service_whose_files_are_under_tmp_gets_them_bound_into_its_own(tmp_path: Path) -> None:
+    """A venv in a checkout under /tmp (a clone there once made every lab unit fail with
+    203/EXEC) stays visible: bound read-only into the private /tmp."""
+    doc = yaml.safe_load(FIXTURE.read_text())
+    doc["hosts"]["gpu1"]["services"] = {
+        "tensorboard": {"logdir": "/srv/runs", "venv": "/tmp/clone/.venv"},
+        "shared": {"port": 9000, "command": "/bin/true", "private_tmp": False}}
+    path = tmp_path / "inv.yml"
+    path.write_text(yaml.safe_dump(doc))
+    inv2 = load_inventory(path)
+    units = {a.path.rsplit("/", 1)[1]: a.content for a in render_host(inv2, inv2.node("gpu1"))
+             if a.kind == "unit"}
+    tb = units["provision-tensorboard.service"]
+    assert "\nPrivateTmp=yes\nBindReadOnlyPaths=/tmp/clone/.venv\nNoNewPrivileges" in tb
+    assert "PrivateTmp" not in units["provision-shared.service"]
+    assert "# The shared /tmp (private_tmp: false in the inventory)." in units["provision-shared.service"]
