@@ -18,6 +18,7 @@ class UnitFact:
     need_daemon_reload: bool
     active_since: int | None  # unix seconds, when systemd can say
     listen: tuple[str, ...] = ()  # a socket unit's Listen= entries, e.g. "[::]:22 (Stream)"
+    sub_state: str = ""  # `auto-restart`: it failed and systemd will try again
 
     @property
     def enabled(self) -> bool:
@@ -25,7 +26,10 @@ class UnitFact:
 
     @property
     def active(self) -> bool:
-        return self.active_state in ("active", "activating", "reloading")
+        """Running or on its way; a unit waiting to be restarted after a failure is not (it
+        is `activating` to systemd, and fails again and again when its port is taken)."""
+        return (self.active_state in ("active", "activating", "reloading")
+                and self.sub_state != "auto-restart")
 
 
 def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
@@ -47,7 +51,7 @@ def parse(records: Sequence[Rec]) -> dict[str, UnitFact]:
                 block["Id"], block.get("LoadState", ""), block.get("UnitFileState", ""),
                 block.get("ActiveState", ""), block.get("NeedDaemonReload") == "yes",
                 number(since[1:]) if since.startswith("@") else None,
-                tuple(listen))
+                tuple(listen), block.get("SubState", ""))
         block, listen = {}, []
     return out
 

@@ -6,8 +6,8 @@ fact_units() {
   # no globbing here: a pattern (provision-jupyter@*.service) is systemctl's to match
   set -f
   # shellcheck disable=SC2086
-  { systemctl show --timestamp=unix -p Id,LoadState,UnitFileState,ActiveState,NeedDaemonReload,ActiveEnterTimestamp,Listen -- $units 2>/dev/null \
-    || systemctl show -p Id,LoadState,UnitFileState,ActiveState,NeedDaemonReload -- $units; } |
+  { systemctl show --timestamp=unix -p Id,LoadState,UnitFileState,ActiveState,SubState,NeedDaemonReload,ActiveEnterTimestamp,Listen -- $units 2>/dev/null \
+    || systemctl show -p Id,LoadState,UnitFileState,ActiveState,SubState,NeedDaemonReload -- $units; } |
     while IFS= read -r l; do printf 'unit\t%s\n' "$l"; done
   set +f
   printf 'unit\t\n'
