@@ -75,6 +75,10 @@ SAFE_PATH = r"""provision_safe_path() {
 # a unit without ports, or without `ss` on the host, gets the pause and the check. Each unit
 # is reported on fd 3: `@settled UNIT early|late`.
 UNIT_SETTLE_SECONDS = 1
+# A unit with ports is given this long to listen on them itself before the plain check: a
+# server that cannot bind (another account holds its port) fails within it, and says why,
+# instead of after the batch reported it started.
+UNIT_LISTEN_SECONDS = 20
 SETTLE_POLL_SECONDS = 0.05
 JOURNAL_LINES = 10
 UNITS = rf"""provision_unit_why() {{
@@ -92,7 +96,7 @@ SETTLE = r"""provision_ms() {
   echo $(( $(date +%s%N) / 1000000 ))
 }
 provision_owned() {
-  printf '%s\n' "$provision_ss" | U="/$1" P=",$2," awk '
+  provision_out=$(printf '%s\n' "$provision_ss" | U="/$1" P=",$2," awk '
     function mine(pid,   f, line, yes, u) {
       f = "/proc/" pid "/cgroup"; u = ENVIRON["U"]; yes = 0
       while ((getline line < f) > 0)
@@ -106,7 +110,8 @@ provision_owned() {
       s = $0; pids = 0
       while (match(s, /pid=[0-9]+/)) {
         pids++
-        if (!mine(substr(s, RSTART + 4, RLENGTH - 4))) bad = 1
+        pid = substr(s, RSTART + 4, RLENGTH - 4)
+        if (!mine(pid)) { bad = 1; print "foreign", port, pid }
         s = substr(s, RSTART + RLENGTH)
       }
       if (!pids) bad = 1
@@ -115,11 +120,37 @@ provision_owned() {
     END {
       n = split(ENVIRON["P"], want, ",")
       for (i = 1; i <= n; i++) if (want[i] != "" && !(want[i] in seen)) bad = 1
-      exit bad
-    }'
+      print bad ? "bad" : "ok"
+    }')
+  # a port of the unit held by a process outside it: the unit's server cannot bind there
+  # (another account squats it); said in $provision_squat, status 2
+  provision_squat=''
+  while read -r provision_k provision_port provision_pid; do
+    [ "$provision_k" = foreign ] || continue
+    provision_puid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$provision_pid/status" 2>/dev/null)
+    provision_who=$(getent passwd "$provision_puid" 2>/dev/null); provision_who=${provision_who%%:*}
+    provision_comm=$(head -c 32 "/proc/$provision_pid/comm" 2>/dev/null | tr -d '\t\n')
+    provision_squat="${provision_squat}port $provision_port is held by pid $provision_pid (uid ${provision_puid:-?}${provision_who:+ $provision_who}: ${provision_comm:-?}), not by $1; "
+  done <<PROVISION_EOF
+$provision_out
+PROVISION_EOF
+  [ -z "$provision_squat" ] || return 2
+  [ "${provision_out##*
+}" = ok ]
+}
+provision_starting() {
+  # the unit runs or is on its way up (not failed, not waiting to be restarted)
+  provision_st=$(systemctl show -p ActiveState -p SubState -- "$1" 2>/dev/null | tr '\n' ' ')
+  case " $provision_st" in
+    *" SubState=auto-restart "*) return 1 ;;
+    *" ActiveState=active "*|*" ActiveState=activating "*|*" ActiveState=reloading "*) return 0 ;;
+  esac
+  return 1
 }
 provision_settled() {
-  provision_end=$(( $(provision_ms) + @SETTLE_MS@ ))
+  provision_now=$(provision_ms)
+  provision_end=$(( provision_now + @SETTLE_MS@ ))
+  provision_max=$(( provision_now + @LISTEN_MS@ ))
   provision_early=' '
   if command -v ss >/dev/null 2>&1; then
     while :; do
@@ -129,15 +160,26 @@ provision_settled() {
         case $provision_x in *=*) ;; *) continue;; esac
         provision_u=${provision_x%%=*}
         case $provision_early in *" $provision_u "*) continue;; esac
-        if provision_owned "$provision_u" "${provision_x#*=}" && systemctl -q is-active -- "$provision_u"; then
+        provision_rc=0
+        provision_owned "$provision_u" "${provision_x#*=}" || provision_rc=$?
+        if [ "$provision_rc" = 2 ]; then
+          echo "$provision_u cannot listen where it should: ${provision_squat% }" >&2
+          provision_unit_why "$provision_u"
+          return 1
+        fi
+        if [ "$provision_rc" = 0 ] && systemctl -q is-active -- "$provision_u"; then
           provision_early="$provision_early$provision_u "
           printf '@settled\t%s\tearly\n' "$provision_u" >&3
+        elif ! provision_starting "$provision_u"; then
+          # gone before it listened: its server could not bind, or died
+          provision_unit_why "$provision_u"
+          return 1
         else
           provision_wait=1
         fi
       done
       [ -n "$provision_wait" ] || break
-      [ "$(provision_ms)" -lt "$provision_end" ] || break
+      [ "$(provision_ms)" -lt "$provision_max" ] || break
       sleep @POLL@
     done
   fi
@@ -154,7 +196,13 @@ provision_settled() {
     if ! systemctl -q is-active -- "$provision_u"; then provision_unit_why "$provision_u"; return 1; fi
     printf '@settled\t%s\tlate\n' "$provision_u" >&3
   done
-}""".replace("@SETTLE_MS@", str(UNIT_SETTLE_SECONDS * 1000)).replace("@POLL@", f"{SETTLE_POLL_SECONDS:g}")
+}"""
+
+
+def settle_lib() -> str:
+    return (SETTLE.replace("@SETTLE_MS@", str(int(UNIT_SETTLE_SECONDS * 1000)))
+            .replace("@LISTEN_MS@", str(int(UNIT_LISTEN_SECONDS * 1000)))
+            .replace("@POLL@", f"{SETTLE_POLL_SECONDS:g}"))
 
 
 @functools.cache
@@ -264,7 +312,7 @@ def build(actions: list[Action]) -> str:
         _lib("steps", "files.sh"),
         SAFE_PATH,
         UNITS,
-        SETTLE,
+        settle_lib(),
         *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
                                   for a in actions) else []),
         *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
