@@ -45,12 +45,17 @@ def remote_command(command: str, sudo: bool, nonce: str) -> str:
     session shell becomes, keeping its pid, `env PROVISION_EXEC=NONCE sh`, which prints this
     run's marker with that pid (so the mark is in the group leader's environ before the
     marker can be read), then becomes the command: the login shell again (`$SHELL -c`, as
-    sshd ran it) or, asked to, `sudo -n -- env PROVISION_EXEC=NONCE sh -c`."""
+    sshd ran it) or, asked to, `sudo -n -- env PROVISION_EXEC=NONCE sh -c`. The login shell
+    itself reads only `exec`, plain words and single quotes."""
     _check_nonce(nonce)
-    # sudo resets the environment: the mark is given again, so root's processes carry it too
-    run = f"sudo -n -- env {MARK_ENV}={nonce} sh" if sudo else '"${SHELL:-/bin/sh}"'
-    return (f"exec env {MARK_ENV}={nonce} sh -c 'printf \"%s %s\\n\" \"$0\" \"$$\"; "
-            f"exec \"$@\"' {MARK_TAG}{nonce} {run} -c {shlex.quote(command)}")
+    mark = 'printf "%s %s\\n" "$0" "$$"'
+    if sudo:  # sudo resets the environment: the mark is given again, for root's processes
+        run = (f"'{mark}; exec \"$@\"' {MARK_TAG}{nonce} "
+               f"sudo -n -- env {MARK_ENV}={nonce} sh -c {shlex.quote(command)}")
+    else:
+        run = (f"'{mark}; exec \"${{SHELL:-/bin/sh}}\" -c \"$1\"' {MARK_TAG}{nonce} "
+               f"{shlex.quote(command)}")
+    return f"exec env {MARK_ENV}={nonce} sh -c {run}"
 
 
 # Run by `sh -c STOP_SCRIPT provision-stop PGID NONCE` on the host (as root under sudo).

@@ -30,7 +30,7 @@ TAG = f"provision-exec-{NONCE}"
 def test_the_remote_line_marks_the_group_then_runs_the_command_in_its_place() -> None:
     assert remote_command("uptime", sudo=False, nonce=NONCE) == (
         f"exec env PROVISION_EXEC={NONCE} sh -c 'printf \"%s %s\\n\" \"$0\" \"$$\"; "
-        f"exec \"$@\"' {TAG} \"${{SHELL:-/bin/sh}}\" -c uptime")
+        f"exec \"${{SHELL:-/bin/sh}}\" -c \"$1\"' {TAG} uptime")
     line = remote_command("echo 'a b' | wc -c", sudo=True, nonce=NONCE)
     assert line.endswith(f"{TAG} sudo -n -- env PROVISION_EXEC={NONCE} sh -c "
                          "'echo '\"'\"'a b'\"'\"' | wc -c'")
