@@ -69,3 +69,24 @@ def printable_lines(text: str) -> str:
     """Like `printable`, but newlines stay line breaks (messages of several lines)."""
     return "\n".join(printable(line) for line in text.split("\n"))
 
+
+
+class PrintableStream:
+    """`printable_lines` for text shown as it arrives in pieces (a host's output, chunk by
+    chunk): line breaks stay, a CR LF is one line break (a pty's lines), every other unsafe
+    character is escaped, a lone CR too (it would let later text overwrite the line). A CR
+    that ends a piece waits for the next one; `end` gives it at the end of the stream."""
+
+    def __init__(self) -> None:
+        self._cr = False
+
+    def feed(self, text: str) -> str:
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._cr = text[:-1], True
+        return printable_lines(text.replace("\r\n", "\n"))
+
+    def end(self) -> str:
+        held, self._cr = self._cr, False
+        return printable("\r") if held else ""

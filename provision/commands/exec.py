@@ -35,6 +35,7 @@ from provision.ssh.exec_plan import (
     exit_code,
     prefixed,
     status_of,
+    stop_note,
     summary,
 )
 from provision.ssh.limits import machine_forks
@@ -185,11 +186,12 @@ def _one(inv: Inventory, host: Host, login: Login, line: str, sudo: bool, cap: i
                       error=f"connection lost: {reason(e)}")
     finally:
         closing.close(chain.close, background)
-    error = ran.kill_error or ("timed out" if ran.timed_out else
-                               "interrupted" if ran.interrupted else "")
-    return Result(host.name, status_of(ran.exit_status, ran.timed_out, ran.interrupted),
+    why = "timed out" if ran.timed_out else "interrupted" if ran.interrupted else ""
+    return Result(host.name, status_of(ran.exit_status, ran.timed_out, ran.interrupted, ran.stop),
                   ran.exit_status, time.monotonic() - t0, ran.stdout.text(), ran.stderr.text(),
-                  ran.stdout.total, ran.stderr.total, ran.stdout.cut, ran.stderr.cut, error)
+                  ran.stdout.total, ran.stderr.total, ran.stdout.cut, ran.stderr.cut,
+                  stop_note(why, ran.stop) if why else "",
+                  None if ran.stop is None else ran.stop.outcome)
 
 
 def _print_grouped(results: list[Result], cap: int) -> None:

@@ -204,3 +204,20 @@ def test_the_console_guard_escapes_what_a_call_site_forgot(terminal: Any) -> Non
     raw = terminal()
     assert_clean(raw, *LITERAL)
     assert b"\x1b]" not in raw and b"\x07" not in raw and "\u202e".encode() not in raw
+
+
+def test_a_stream_in_pieces_is_escaped_as_a_whole() -> None:
+    """A host's output shown as it comes (the Fabric API's echo): cut anywhere, it reads as
+    `printable_lines` of the whole, but a pty's CR LF is one line break and a lone CR (which
+    lets later text overwrite the line) is escaped, also when the pieces split it."""
+    from provision.text import PrintableStream, printable_lines
+
+    text = f"one\r\n{HOSTILE}\r\nlast\r"
+    whole = printable_lines(text.replace("\r\n", "\n"))
+    assert whole.endswith("\nlast\\r") and "\r" not in whole.replace("\\r", "")
+    for cut in range(len(text) + 1):
+        s = PrintableStream()
+        assert s.feed(text[:cut]) + s.feed(text[cut:]) + s.end() == whole, cut
+    s = PrintableStream()
+    assert "".join(s.feed(c) for c in text) + s.end() == whole
+    assert_clean(whole.encode(), ESCAPED)
