@@ -33,6 +33,7 @@ from .catalog import (
     DEFAULT_ENVS,
     DEFAULT_LOGDIR,
     SERVICE_ACCOUNT_PREFIX,
+    member_socket,
     service_account,
 )
 from .errors import InventoryError, Problem
@@ -561,6 +562,9 @@ class _Resolver:
             if s.per_user_ports is not None:
                 self.fail((*path, "per_user_ports"), "'per_user_ports' is for per_user servers; "
                           "add per_user")
+            if s.per_user_socket is not None:
+                self.fail((*path, "per_user_socket"), "'per_user_socket' is for per_user "
+                          "servers; add per_user")
             return (base,)
         where: FieldPath = (*path, "per_user")
         if base.program != "jupyter":
@@ -619,6 +623,7 @@ class _Resolver:
             out.append(replace(
                 base, name=f"{base.name}@{mem}", member=mem, template=base.name, user=mem,
                 own_account=False,
+                socket=None if s.per_user_socket is False else member_socket(base.name, mem),
                 port=ports[mem], local_port=base.port, notebook_dir=None,
                 gpus=None if o.gpus is None else tuple(o.gpus),
                 memory_max=o.memory_max or s.memory_max))

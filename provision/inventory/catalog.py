@@ -32,6 +32,14 @@ CATALOG: dict[str, CatalogEntry] = {
 DEFAULT_BIND = "127.0.0.1"
 DEFAULT_LOGDIR = "/srv/runs"
 
+def member_socket(template: str, member: str) -> str:
+    """Where a member's own Jupyter listens: a Unix socket in a directory systemd makes for
+    their server alone (RuntimeDirectory=%p/%i: /run/provision-TEMPLATE/MEMBER, 0700, theirs),
+    so no other account can listen in its place, as any can on a loopback port. A fixed
+    path, unlike their home: OpenSSH's `-L PORT:/path` and LocalForward need it absolute."""
+    return f"/run/provision-{template}/{member}/jupyter.sock"
+
+
 # Where a member's own Jupyter keeps its token, in their home (0600, made there by the
 # server's config as the member; read by their tunnel over their own login).
 MEMBER_TOKEN_FILE = "~/.local/share/provision/jupyter-token"

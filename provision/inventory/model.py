@@ -49,6 +49,7 @@ class Service:
     local_port: int | None = None  # the tunnel's local port when not the remote one
     env: str | None = None  # the python env (python_envs) `venv` is, when it is one
     own_account: bool = False  # `user` is the service's own account, made by provision (svc-NAME)
+    socket: str | None = None  # a member's server: the Unix socket it listens on (else `port`)
     private_tmp: bool = True  # systemd PrivateTmp=: a /tmp of its own
 
     @property

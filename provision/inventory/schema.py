@@ -137,6 +137,11 @@ class ServiceDoc(Strict):
     per_user_ports: Annotated[list[Port], Field(min_length=2, max_length=2)] | None = Field(
         None, description="[low, high]: the host ports per-user servers get, each derived from "
                           "the member's name (default [20000, 29999])")
+    per_user_socket: StrictBool | None = Field(
+        None, description="per_user servers listen on a Unix socket in a directory of the "
+                          "member's own, forwarded over their own SSH login (default true); "
+                          "false: on a port of the host's loopback, which any account can take "
+                          "while the server is down (the tunnel then checks who listens)")
     memory_max: MemoryMax | None = Field(
         None, description="systemd MemoryMax= (e.g. 32G, 25%); for per_user, every member's "
                           "server (a member's own memory_max wins)")

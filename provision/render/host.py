@@ -93,6 +93,10 @@ def _pubkey_algorithms(inv: Inventory) -> tuple[str, ...]:
 
 
 def _sshd(inv: Inventory, host: Host) -> Artifact:
+    sockets = sorted(s.name for s in host.services if s.socket)
+    stream_local = "local" if sockets else "no"
+    stream_reason = ("members' own servers listen on Unix sockets: " + ", ".join(sockets)
+                     if sockets else "no member's server on a Unix socket")
     if host.is_bastion:
         forwarding, reason = "local", "a bastion serves ProxyJump (local forwarding only)"
     elif host.tunnel_services:
@@ -102,7 +106,7 @@ def _sshd(inv: Inventory, host: Host) -> Artifact:
         forwarding, reason = "no", "no tunnel services and not a bastion"
     content = _render(
         "sshd_config.conf.j2", host=host.name, allow_tcp_forwarding=forwarding,
-        forwarding_reason=reason, client_alive_interval=CLIENT_ALIVE_INTERVAL,
+        forwarding_reason=reason, allow_stream_local=stream_local, stream_local_reason=stream_reason, client_alive_interval=CLIENT_ALIVE_INTERVAL,
         client_alive_count_max=CLIENT_ALIVE_COUNT_MAX, kex=KEX, ciphers=CIPHERS, macs=MACS,
         host_key_algorithms=HOST_KEY_ALGORITHMS, pubkey_algorithms=_pubkey_algorithms(inv))
     return Artifact(SSHD_DROPIN, content, "sshd", service=SSHD_SERVICE)
@@ -208,7 +212,8 @@ def _templates(host: Host) -> list[Artifact]:
     for s in host.services:
         if s.template_unit and s.template_unit not in out:
             unit = _render("service-template.unit.j2", host=host.name, name=s.template,
-                           restart=s.restart, private_tmp=s.private_tmp)
+                           restart=s.restart, private_tmp=s.private_tmp,
+                           runtime_dir=s.socket is not None)
             out[s.template_unit] = Artifact(f"{UNIT_DIR}/{s.template_unit}", unit, "unit",
                                             service=s.template_unit)
     return list(out.values())

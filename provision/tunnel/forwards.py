@@ -22,6 +22,7 @@ class Forward:
     remote_host: str  # address on the target host the forward connects to
     remote_port: int
     scheme: str = "http"
+    remote_socket: str | None = None  # a Unix socket on the host instead of host:port
 
     @property
     def local(self) -> str:
@@ -29,6 +30,9 @@ class Forward:
 
     @property
     def remote(self) -> str:
+        """What the forward reaches on the host, as OpenSSH's -L and LocalForward take it."""
+        if self.remote_socket is not None:
+            return self.remote_socket
         host = f"[{self.remote_host}]" if ":" in self.remote_host else self.remote_host
         return f"{host}:{self.remote_port}"
 
@@ -46,9 +50,10 @@ def remote_target(service: Service) -> str:
 
 def forward_for(service: Service) -> Forward:
     """The forward for one service, on the same local port as the remote one (a member's
-    own server: the service's declared port, 8888 for Jupyter, whatever its host port)."""
+    own server: the service's declared port, 8888 for Jupyter, whatever its host port or
+    socket)."""
     return Forward(service.name, service.local_port or service.port, remote_target(service),
-                   service.port, service.scheme)
+                   service.port, service.scheme, service.socket)
 
 
 def local_forwards(host: Host, user: str | None = None) -> tuple[Forward, ...]:

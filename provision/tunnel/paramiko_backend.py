@@ -28,6 +28,7 @@ from provision.ssh.hostkeys import KnownHosts, known_hosts_path
 from provision.ssh.link import Link as HopLink
 from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
+from provision.ssh.streamlocal import open_streamlocal
 from provision.tunnel.backends import BackendSpec, Request
 from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
@@ -124,11 +125,18 @@ class Link:
         finally:
             ch.close()
 
-    def probe(self, host: str, port: int, timeout: float) -> bool:
-        """Is anything listening on host:port on the target? (a direct-tcpip open, like nc -z)"""
+    def open(self, fwd: Forward, origin: tuple[str, int], timeout: float) -> paramiko.Channel:
+        """A channel to what `fwd` reaches on the target: its host:port (direct-tcpip), or
+        its Unix socket (direct-streamlocal, a member's own server)."""
+        if fwd.remote_socket is not None:
+            return open_streamlocal(self.target, fwd.remote_socket, timeout)
+        return self.target.open_channel("direct-tcpip", (fwd.remote_host, fwd.remote_port),
+                                        origin, timeout=timeout)
+
+    def probe(self, fwd: Forward, timeout: float) -> bool:
+        """Is anything listening where `fwd` reaches on the target? (a channel open, like nc -z)"""
         try:
-            ch = self.target.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0),
-                                          timeout=timeout)
+            ch = self.open(fwd, ("127.0.0.1", 0), timeout)
         except paramiko.ChannelException:
             return False
         ch.close()
@@ -224,7 +232,7 @@ class ParamikoBackend:
         if link is None:
             return None
         try:
-            return link.probe(fwd.remote_host, fwd.remote_port, timeout)
+            return link.probe(fwd, timeout)
         except (paramiko.SSHException, OSError):
             return None
 
@@ -292,8 +300,7 @@ class ParamikoBackend:
             if link is None:
                 return
             try:
-                chan = link.target.open_channel("direct-tcpip", (fwd.remote_host, fwd.remote_port),
-                                                addr, timeout=10)
+                chan = link.open(fwd, addr, timeout=10)
             except paramiko.ChannelException:
                 self._report_once(fwd, nothing_listening(fwd, self.host))
                 return

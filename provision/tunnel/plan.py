@@ -165,7 +165,12 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
     parts = []
     for s in services:
         tag = shlex.quote(s.name)
-        if check_listening:
+        if check_listening and s.socket is not None:
+            # the member's socket, theirs (in a directory of theirs: nobody else's can be there)
+            sock = shlex.quote(s.socket)
+            parts.append(f"echo {PROBE_BEGIN} {tag} listen; "
+                         f"if [ -S {sock} ] && [ -O {sock} ]; then echo yes; else echo no; fi")
+        elif check_listening:
             target = remote_target(s)
             check = f"exec 3<>/dev/tcp/{target}/{s.port}"
             parts.append(f"echo {PROBE_BEGIN} {tag} listen; "
@@ -176,7 +181,8 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             # token travels in this channel only, never on a command line)
             parts.append(f"echo {PROBE_BEGIN} {tag} token; "
                          f"cat -- {MEMBER_TOKEN_FILE} 2>&1 </dev/null; echo")  # no newline in it
-            parts.append(f"echo {PROBE_BEGIN} {tag} owners; {port_owners_command(s.port)}")
+            if s.socket is None:  # a loopback port: who listens there decides
+                parts.append(f"echo {PROBE_BEGIN} {tag} owners; {port_owners_command(s.port)}")
         elif s.is_jupyter and s.member is None:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
@@ -197,13 +203,20 @@ def port_owners_command(port: int, tables: Sequence[str] = PROC_NET_TCP) -> str:
             "END { print \"\" }'")
 
 
-def foreign_owners(text: str) -> list[str] | None:
-    """The uids other than the member's own that listen on their server's port (`owners`
-    section: their uid, then the listeners'); None when the section says nothing usable."""
+def port_holders(text: str) -> tuple[str, list[str]] | None:
+    """(the member's uid, the uids listening on their server's port) from the `owners`
+    section; None when the section says nothing usable."""
     uids = text.split()
     if not uids or not all(u.isascii() and u.isdigit() for u in uids):
         return None
-    return sorted({u for u in uids[1:] if u != uids[0]})
+    return uids[0], sorted(set(uids[1:]))
+
+
+def foreign_owners(text: str) -> list[str] | None:
+    """The uids other than the member's own that listen on their server's port (`owners`
+    section: their uid, then the listeners'); None when the section says nothing usable."""
+    held = port_holders(text)
+    return None if held is None else [u for u in held[1] if u != held[0]]
 
 
 def parse_probe(output: str) -> dict[str, dict[str, str]]:
@@ -288,17 +301,27 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
     if "token" not in sections:
         return ServiceState(listening=listening, own=True, note="token unknown: not asked")
     text = sections["token"].strip()
-    # The port is known to all (a function of the name) and any account may listen on it
-    # while the member's server is down: the token goes only to a port nobody else holds.
-    others = foreign_owners(sections.get("owners", ""))
-    if _TOKEN.match(text) and others is None:
+    if _TOKEN.match(text) and service.socket is not None:
+        # their socket lies in a directory of theirs: no other account can listen there
+        return ServiceState(listening=listening, own=True, token=text)
+    # The port is known to all (a function of the name) and any account may take it while
+    # the member's server is down: the token goes only to a port the member's own server
+    # listens on, and nobody else's.
+    held = port_holders(sections.get("owners", ""))
+    if _TOKEN.match(text) and held is None:
         return ServiceState(listening=listening, own=True, note="token withheld: the host did "
                             f"not say who listens on port {service.port}")
+    others = [] if held is None else [u for u in held[1] if u != held[0]]
     if _TOKEN.match(text) and others:
         return ServiceState(listening=listening, own=True,
                             note=f"token withheld: port {service.port} on the host is held by "
                                  f"uid {', '.join(others)}, not {service.member} (another "
                                  "account listening in place of their server would be sent it)")
+    if _TOKEN.match(text) and held is not None and held[0] not in held[1]:
+        return ServiceState(listening=listening, own=True,
+                            note=f"token withheld: {service.member}'s server does not listen "
+                                 f"on port {service.port} (while it is down another account "
+                                 "could take the port and be sent the token)")
     if _TOKEN.match(text):
         return ServiceState(listening=listening, own=True, token=text)
     if "No such file" in text:
@@ -401,7 +424,8 @@ def openssh_tunnel_argv(ssh: str, config: str, target: Hop, jumps: Sequence[str]
     if control_path:
         argv += ["-o", "ControlMaster=yes", "-o", "ControlPersist=no"]
     for f in forwards:
-        argv += ["-L", f"{LOCAL_BIND}:{f.local_port}:{f.remote_host}:{f.remote_port}"]
+        to = f.remote_socket or f"{f.remote_host}:{f.remote_port}"
+        argv += ["-L", f"{LOCAL_BIND}:{f.local_port}:{to}"]
     return argv + openssh_target(target, jumps)
 
 

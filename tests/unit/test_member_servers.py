@@ -5,6 +5,8 @@ tests/steps/services/per-user-*.json; refused inventories: tests/fixtures/bad/6[
 
 from __future__ import annotations
 
+import dataclasses
+
 import random
 from pathlib import Path
 
@@ -89,6 +91,8 @@ def test_template_and_drop_ins_carry_no_token_and_no_specifier_from_data(inv: In
     arts = {a.path: a for a in render_host(inv, inv.node("gpu1"))}
     template = arts["/etc/systemd/system/provision-jupyter@.service"].content
     assert "User=%i" in template and "WorkingDirectory=~" in template and "ExecStart" not in template
+    # the socket's directory: made by systemd for the member's server alone
+    assert "\nRuntimeDirectory=%p/%i\nRuntimeDirectoryMode=0700\n" in template
     dropin = arts["/etc/systemd/system/provision-jupyter@alice.service.d/50-provision.conf"].content
     assert dropin.splitlines()[1:] == [
         "[Service]",
@@ -96,7 +100,10 @@ def test_template_and_drop_ins_carry_no_token_and_no_specifier_from_data(inv: In
         "--config=/etc/provision/jupyter/jupyter@alice/jupyter_server_config.py",
         "Environment=CUDA_VISIBLE_DEVICES=1", "MemoryMax=32G"]
     config = arts["/etc/provision/jupyter/jupyter@alice/jupyter_server_config.py"].content
-    assert "c.ServerApp.port = 20207" in config and "c.ServerApp.ip = '127.0.0.1'" in config
+    # on a Unix socket, not a loopback port any account could take while it is down
+    assert "c.ServerApp.sock = '/run/provision-jupyter/alice/jupyter.sock'" in config
+    assert "c.ServerApp.sock_mode = \"0600\"" in config and "c.ServerApp.port" not in config
+    assert "c.KernelManager.transport = \"ipc\"" in config
     assert "c.IdentityProvider.token = member_token()" in config
     assert "0o600" in config and "O_NOFOLLOW" in config
     compile(config, "jupyter_server_config.py", "exec")
@@ -108,7 +115,7 @@ def test_each_login_gets_only_their_own_forward(inv: Inventory) -> None:
         return [ln.strip() for ln in text.splitlines() if "LocalForward" in ln]
 
     assert forwards("alice") == ["LocalForward 127.0.0.1:6006 127.0.0.1:6006",
-                                 "LocalForward 127.0.0.1:8888 127.0.0.1:20207"]
+                                 "LocalForward 127.0.0.1:8888 /run/provision-jupyter/alice/jupyter.sock"]
     assert forwards(None) == ["LocalForward 127.0.0.1:6006 127.0.0.1:6006"]
 
 
@@ -209,11 +216,24 @@ def test_what_the_token_file_said(inv: Inventory, text: str, token: str | None, 
     ("1001 x\n", "token withheld: the host did not say who listens on port 28650"),
 ])
 def test_no_token_for_a_port_another_account_holds(inv: Inventory, owners: str, note: str) -> None:
-    bob = inv.node("gpu1").services[1]
+    """A member's server on a loopback port (per_user_socket: false)."""
+    bob = dataclasses.replace(inv.node("gpu1").services[1], socket=None)
     st = service_state(bob, {"listen": "yes\n", "token": "0123abcd" * 8, "owners": owners}, "bob")
     assert (st.token, st.note) == (None, note)
-    # nobody listening at all (the server is down) is no reason to withhold it
-    assert service_state(bob, {"token": "0123abcd" * 8, "owners": "1001\n"}, "bob").token
+    # nobody listening (the server is down): the port is anybody's to take, so no token
+    # either (issue 34: bob, holding alice's port unlistened, was handed her token)
+    st = service_state(bob, {"token": "0123abcd" * 8, "owners": "1001\n"}, "bob")
+    assert (st.token, st.note) == (None, "token withheld: bob's server does not listen on port "
+                                   "28650 (while it is down another account could take the port "
+                                   "and be sent the token)")
+    assert service_state(bob, {"token": "0123abcd" * 8, "owners": "1001 1001\n"}, "bob").token
+
+
+def test_a_members_socket_cannot_be_squatted_so_its_token_is_handed_out(inv: Inventory) -> None:
+    bob = inv.node("gpu1").services[1]
+    assert bob.socket == "/run/provision-jupyter/bob/jupyter.sock"
+    for sections in ({"token": "0123abcd" * 8}, {"token": "0123abcd" * 8, "listen": "no\n"}):
+        assert service_state(bob, sections, "bob").token == "0123abcd" * 8
 
 
 def test_check_proves_the_token_with_api_status() -> None:
