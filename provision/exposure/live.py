@@ -65,8 +65,11 @@ TIME_WAIT_SHARE = 0.25  # of the ephemeral port range
 def request(inv: Inventory) -> Request:
     """What the audit probe asks a host: the audit facts and every team member's keys."""
     logins = tuple(dict.fromkeys(n.user for n in (*inv.bastions, *inv.hosts)))
+    sockets = tuple(dict.fromkeys(f"{s.member}:{s.socket or s.port}" for h in inv.hosts
+                                  for s in h.services if s.member))
     return Request(users=tuple(p.name for p in inv.team), facts=AUDIT_FACTS,
-                   sshd_users=tuple(dict.fromkeys((*logins, *(p.name for p in inv.team)))))
+                   sshd_users=tuple(dict.fromkeys((*logins, *(p.name for p in inv.team)))),
+                   member_sockets=sockets)
 
 
 @record
@@ -251,11 +254,12 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
         drifts += d
         found += f
     listeners = facts.get(L.SPEC)
-    jupyter = facts.get(J.SPEC)
+    auth = facts.get(J.SPEC)
+    jupyter = auth.answers
     ports = _ports(inv, host, listeners, lives, sg_rules, facts)
     found += _listener_findings(inv, host, ports, listeners)
     found += _jupyter_findings(host, jupyter)
-    found += member_server_findings(host, jupyter)
+    found += member_server_findings(host, auth)
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     states = facts.get(TS.SPEC)
@@ -442,17 +446,29 @@ def _jupyter_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Fi
     return out
 
 
-def member_server_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Finding]:
-    """Each member's own Jupyter answers on its port, wants a token (403 without one; an
-    open one is `jupyter-no-token`), and runs as that member."""
+def member_server_findings(host: Host, auth: J.JupyterAuth) -> list[Finding]:
+    """Each member's own Jupyter answers on its socket (or port), wants a token (403 without
+    one; an open one is `jupyter-no-token`), and runs as that member; on a port, nobody else
+    listens there in its place."""
     out = []
-    by_port = {a.port: a for a in answers if a.address in ("127.0.0.1", "::1")}
+    by_port = {a.port: a for a in auth.answers if a.address in ("127.0.0.1", "::1")}
     for s in host.services:
         if s.member is None:
             continue
         subject = f"{host.name}/{s.name}"
-        a = by_port.get(s.port)
         field = f"hosts.{host.name}.services.{s.template}.per_user"
+        if s.socket is not None:
+            out += _member_socket_findings(s, auth.sockets.get(s.member), subject, field)
+            continue
+        for h in auth.holders:
+            if h.member == s.member and h.port == s.port and h.owner != s.member:
+                out.append(Finding("error", "member-port-held", subject,
+                                   f"127.0.0.1:{s.port}, {s.member}'s server port, is held by "
+                                   f"pid {h.pid} of {h.owner}: {s.member}'s browser (and "
+                                   "token) would reach it through her tunnel",
+                                   "stop that process; use per_user_socket (the default) so "
+                                   "no other account can take the server's place", field))
+        a = by_port.get(s.port)
         if a is None or a.status == 0:
             out.append(Finding("error", "member-server-down", subject,
                                f"{s.member}'s Jupyter ({s.unit_name}) does not answer on "
@@ -473,6 +489,30 @@ def member_server_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> li
                                f"stop it; `provision apply` starts {s.unit_name} as {s.member}",
                                field))
     return out
+
+
+def _member_socket_findings(s: Service, a: J.SocketAnswer | None, subject: str,
+                     field: str) -> list[Finding]:
+    """A member's server on its Unix socket, as the member found it."""
+    where = f"{s.member}'s Jupyter ({s.unit_name}) on {s.socket}"
+    if a is None or a.state in ("absent", "nouser") or a.status == 0:
+        why = "has no socket" if a is not None and a.state == "absent" else "does not answer"
+        return [Finding("error", "member-server-down", subject, f"{where} {why}",
+                        f"see `journalctl -u {s.unit_name}`; `provision apply` starts it", field)]
+    if a.state == "foreign":
+        return [Finding("error", "member-server-owner", subject,
+                        f"{where}: the socket is not {s.member}'s",
+                        f"`provision apply` restarts {s.unit_name}", field)]
+    if a.status == 200:
+        return [Finding("error", "jupyter-no-token", subject,
+                        f"{where} answers without a token: whoever reaches the socket runs code "
+                        f"as {s.member}", "start it with a token (provision's rendered config "
+                        "does)", field)]
+    if a.status != 403:
+        return [Finding("warning", "member-server-answer", subject,
+                        f"{where} answers /api/status with HTTP {a.status} (a server that "
+                        "wants a token says 403)", "check what listens there", field)]
+    return []
 
 
 def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:

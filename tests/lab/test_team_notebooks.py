@@ -63,13 +63,31 @@ def _hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {h["host"]: h for h in data["hosts"]}
 
 
-def _status(lab: Lab, port: int, token: str | None) -> int:
-    """GET /api/status on gpu1's loopback, as root on the host (what any local user can do)."""
-    url = f"http://127.0.0.1:{port}/api/status" + (f"?token={token}" if token else "")
-    code = ("import sys, urllib.request, urllib.error\n"
-            "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)\n"
-            "except urllib.error.HTTPError as e:\n    print(e.code)\n")
-    return int(lab.host(HOST, "python3", "-c", code, url).stdout.strip())
+SOCKET_GET = """import http.client, socket, sys
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(5)
+        self.sock.connect(sys.argv[1])
+try:
+    c = Unix("localhost", timeout=5)
+    c.request("GET", sys.argv[2])
+    print(c.getresponse().status)
+except OSError as e:
+    print(type(e).__name__)
+"""
+
+
+def _socket(member: str) -> str:
+    return f"/run/provision-jupyter/{member}/jupyter.sock"
+
+
+def _status(lab: Lab, member: str, token: str | None, as_user: str | None = None) -> str:
+    """GET /api/status on `member`'s server socket on gpu1, as `as_user` (default: the
+    member; root reaches every socket)."""
+    path = "/api/status" + (f"?token={token}" if token else "")
+    return lab.host(HOST, "runuser", "-u", as_user or member, "--", "python3", "-c", SOCKET_GET,
+                    _socket(member), path).stdout.strip()
 
 
 def _cleanup(lab: Lab) -> None:
@@ -105,11 +123,11 @@ def team(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     assert len(built) == 2, built  # nothing was there: both envs built from the index
     world["first"] = _hosts(data)[HOST]
     inv = load_inventory(world["all"])
-    world["ports"] = {s.member: s.port for s in inv.node(HOST).services if s.member}
+    world["sockets"] = {s.member: s.socket for s in inv.node(HOST).services if s.member}
+    assert world["sockets"] == {m: _socket(m) for m in MEMBERS}
     deadline = time.monotonic() + 60
-    for m, port in world["ports"].items():
-        while lab.host(HOST, "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}",
-                       check=False).returncode != 0:
+    for m in world["sockets"]:
+        while _status(lab, m, None) != "403":
             assert time.monotonic() < deadline, lab.host(
                 HOST, "journalctl", "-n", "30", "--no-pager", "-u",
                 f"provision-jupyter@{m}.service", check=False).stdout
@@ -121,7 +139,7 @@ def team(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
 def test_each_member_runs_their_own_server_with_their_own_token(lab: Lab, team: dict[str, Any]) -> None:
     assert "gpus of alice not checked: no nvidia-smi" in (team["first"]["note"] or "")
     tokens = {}
-    for m, port in team["ports"].items():
+    for m in team["sockets"]:
         st = lab.host(HOST, "stat", "-c", "%a %U %G", f"/home/{m}/{TOKEN}").stdout.split()
         assert st == ["600", m, m]
         tokens[m] = lab.host(HOST, "cat", f"/home/{m}/{TOKEN}").stdout.strip()
@@ -130,11 +148,22 @@ def test_each_member_runs_their_own_server_with_their_own_token(lab: Lab, team: 
         assert lab.host(HOST, "ps", "-o", "user=", "-p", pid).stdout.strip() == m
         # the token is on no command line anybody can read with ps
         assert tokens[m] not in lab.host(HOST, "ps", "-eo", "args").stdout
-        assert _status(lab, port, None) == 403
+        assert _status(lab, m, None) == "403"
+        # on a socket in a directory of theirs (systemd's RuntimeDirectory), on no TCP port
+        st = lab.host(HOST, "stat", "-c", "%a %U %F", _socket(m), str(Path(_socket(m)).parent)).stdout
+        assert st.split("\n")[:2] == [f"600 {m} socket", f"700 {m} directory"]
+        pid = lab.host(HOST, "systemctl", "show", "-p", "MainPID", "--value",
+                       f"provision-jupyter@{m}.service").stdout.strip()
+        assert f"pid={pid}," not in lab.host(HOST, "ss", "-Htlnp").stdout
     assert len(set(tokens.values())) == 3
-    bob = team["ports"]["bob"]
-    assert _status(lab, bob, tokens["bob"]) == 200
-    assert _status(lab, bob, tokens["alice"]) == 403  # alice's token does not open bob's server
+    assert _status(lab, "bob", tokens["bob"]) == "200"
+    assert _status(lab, "bob", tokens["alice"]) == "403"  # alice's token does not open bob's server
+    # another member cannot even reach it, let alone listen in its place
+    assert _status(lab, "alice", tokens["alice"], as_user="bob") == "PermissionError"
+    r = lab.host(HOST, "runuser", "-u", "bob", "--", "python3", "-c",
+                 "import socket; socket.socket(socket.AF_UNIX).bind('/run/provision-jupyter/alice/x')",
+                 check=False)
+    assert r.returncode != 0 and "PermissionError" in r.stderr
     # bob cannot read alice's token (he has no sudo either)
     r = lab.host(HOST, "runuser", "-u", "bob", "--", "cat", f"/home/alice/{TOKEN}", check=False)
     assert r.returncode != 0 and "Permission denied" in r.stderr
@@ -149,15 +178,18 @@ def test_each_member_runs_their_own_server_with_their_own_token(lab: Lab, team: 
     assert "CUDA_VISIBLE_DEVICES=0" in environ
 
 
-def test_bob_opens_his_server_through_his_own_tunnel(lab: Lab, team: dict[str, Any]) -> None:
+@pytest.mark.parametrize("backend", ["openssh", "paramiko"])
+def test_bob_opens_his_server_through_his_own_tunnel(lab: Lab, team: dict[str, Any],
+                                                     backend: str) -> None:
     code, doc, err = lab.provision_json("tunnel", HOST, "--user", "bob", "--check",
-                                        "--backend", "openssh", "-i", str(team["all"]))
+                                        "--backend", backend, "-i", str(team["all"]))
     assert code == 0, err + json.dumps(doc, indent=1)
     forwards = {f["service"]: f for f in doc["forwards"]}
     assert set(forwards) == {"jupyter@bob", "team-board"}  # nobody else's server
     bob = forwards["jupyter@bob"]
     token = lab.host(HOST, "cat", f"/home/bob/{TOKEN}").stdout.strip()
     assert bob["url"] == f"http://127.0.0.1:8888/?token={token}"
+    assert bob["remote"] == f"{HOST}:{_socket('bob')}"  # over his login, to his socket
     # --check asked /api/status with that token through the forward: 200, not a redirect
     assert bob["answer"].split()[1] == "200", bob
     code, doc, err = lab.provision_json("tunnel", HOST, "jupyter@alice", "--user", "bob",
@@ -193,4 +225,4 @@ def test_a_member_who_leaves_loses_their_server_and_keeps_their_files(
                                          "--detailed-exitcode")
     assert code == 0, err + json.dumps(data, indent=1)  # and then: no changes
     assert _hosts(data)[HOST]["remote_execs"] == 1  # a no-op costs one exec, as without them
-    assert _status(lab, team["ports"]["bob"], None) == 403  # the others run on
+    assert _status(lab, "bob", None) == "403"  # the others run on

@@ -15,7 +15,7 @@ import pytest
 from provision.exposure import findings
 from provision.exposure.live import member_server_findings
 from provision.facts import parse
-from provision.facts.jupyter_auth import JupyterAnswer
+from provision.facts.jupyter_auth import JupyterAnswer, JupyterAuth, PortHolder, SocketAnswer
 from provision.inventory import Inventory, load_inventory
 from provision.inventory.member_ports import allocate, hashed_port
 from provision.render import render_host, render_ssh_config
@@ -252,14 +252,36 @@ def test_check_proves_the_token_with_api_status() -> None:
 # --- audit and check ------------------------------------------------------------------------
 
 def test_audit_wants_each_members_server_up_behind_a_token_and_run_by_them(inv: Inventory) -> None:
-    gpu1 = inv.node("gpu1")
-    ok = [JupyterAnswer("127.0.0.1", 20207, 11, 403, "alice"),
-          JupyterAnswer("127.0.0.1", 28650, 12, 403, "bob")]
+    """On a loopback port (per_user_socket: false): up, behind a token, run by the member,
+    and nobody else listening there (issue 34: audit called a squatted port "server down")."""
+    host = inv.node("gpu1")
+    gpu1 = dataclasses.replace(host, services=tuple(dataclasses.replace(s, socket=None)
+                                                      for s in host.services))
+    ok = JupyterAuth((JupyterAnswer("127.0.0.1", 20207, 11, 403, "alice"),
+                      JupyterAnswer("127.0.0.1", 28650, 12, 403, "bob")),
+                     holders=(PortHolder("alice", 20207, 11, "alice"),))
     assert member_server_findings(gpu1, ok) == []
-    wrong = [JupyterAnswer("127.0.0.1", 20207, 11, 403, "admin")]
+    wrong = JupyterAuth((JupyterAnswer("127.0.0.1", 20207, 11, 403, "admin"),))
     got = {(f.code, f.subject) for f in member_server_findings(gpu1, wrong)}
     assert got == {("member-server-owner", "gpu1/jupyter@alice"),
                    ("member-server-down", "gpu1/jupyter@bob")}
+    # bob holds alice's port (a plain listener, no jupyter in its command line)
+    squat = JupyterAuth((JupyterAnswer("127.0.0.1", 28650, 12, 403, "bob"),),
+                        holders=(PortHolder("alice", 20207, 77, "bob"),))
+    got = {(f.code, f.subject) for f in member_server_findings(gpu1, squat)}
+    assert got == {("member-port-held", "gpu1/jupyter@alice"),
+                   ("member-server-down", "gpu1/jupyter@alice")}
+    held = next(f for f in member_server_findings(gpu1, squat) if f.code == "member-port-held")
+    assert "held by pid 77 of bob" in held.message
+
+
+def test_audit_asks_each_members_socket_as_the_member(inv: Inventory) -> None:
+    gpu1 = inv.node("gpu1")
+    ok = JupyterAuth(sockets={"alice": SocketAnswer("alice", "403"), "bob": SocketAnswer("bob", "403")})
+    assert member_server_findings(gpu1, ok) == []
+    bad = JupyterAuth(sockets={"alice": SocketAnswer("alice", "200"), "bob": SocketAnswer("bob", "absent")})
+    got = {(f.code, f.subject) for f in member_server_findings(gpu1, bad)}
+    assert got == {("jupyter-no-token", "gpu1/jupyter@alice"), ("member-server-down", "gpu1/jupyter@bob")}
 
 
 def test_check_finds_a_pinned_port_on_another_service(tmp_path: Path) -> None:
