@@ -6,7 +6,6 @@ tests/steps/services/per-user-*.json; refused inventories: tests/fixtures/bad/6[
 from __future__ import annotations
 
 import dataclasses
-
 import random
 from pathlib import Path
 
