@@ -61,3 +61,16 @@ def local_forwards(host: Host, user: str | None = None) -> tuple[Forward, ...]:
     they reach (their own per-user server, nobody else's), ordered by port."""
     return tuple(forward_for(s) for s in sorted(host.tunnel_services_for(user),
                                                 key=lambda s: (s.port, s.name)))
+
+
+def peer_uid(proc_net_tcp: str, peer: tuple[str, int], local_port: int) -> int | None:
+    """The uid of the local account whose socket `peer` (127.0.0.1:PORT) connects to our
+    listener on `local_port`, from /proc/net/tcp's text; None when it is not there."""
+    if peer[0] != LOCAL_BIND:
+        return None
+    src, dst = f"0100007F:{peer[1]:04X}", f"0100007F:{local_port:04X}"
+    for line in proc_net_tcp.splitlines()[1:]:
+        f = line.split()
+        if len(f) > 7 and f[1] == src and f[2] == dst and f[7].isdigit():
+            return int(f[7])
+    return None

@@ -22,7 +22,7 @@ from provision.ssh.errors import ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
 from provision.ssh.login import Login, hops
 from provision.tunnel.backends import BackendSpec, Request
-from provision.tunnel.forwards import Forward
+from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.local import port_accepts
 from provision.tunnel.plan import (
     classify_ssh_error,
@@ -173,6 +173,17 @@ class OpenSSHBackend:
 
     def probe(self, fwd: Forward, timeout: float = 5.0) -> bool | None:
         return None  # the remote probe command checks listening for this backend
+
+    def hold(self, fwd: Forward, held: bool) -> None:
+        """Cancel the forward on the master connection (`ssh -O cancel`), or add it back."""
+        if self.proc is None:
+            return
+        to = fwd.remote_socket or f"{fwd.remote_host}:{fwd.remote_port}"
+        argv = [self.ssh, "-S", self.control, "-O", "cancel" if held else "forward",
+                "-L", f"{LOCAL_BIND}:{fwd.local_port}:{to}", self.target.address]
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
+                           start_new_session=True)
 
     def close(self) -> None:
         self.disconnect()

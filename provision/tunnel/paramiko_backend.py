@@ -30,7 +30,7 @@ from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
 from provision.ssh.streamlocal import open_streamlocal
 from provision.tunnel.backends import BackendSpec, Request
-from provision.tunnel.forwards import LOCAL_BIND, Forward
+from provision.tunnel.forwards import LOCAL_BIND, Forward, peer_uid
 from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
 
 # Per-channel window. Twice OpenSSH's 2 MiB: more (16–64 MiB) lets sshd queue a window's
@@ -172,7 +172,8 @@ class ParamikoBackend:
         self._up = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._conns: set[socket.socket] = set()
+        self._conns: dict[socket.socket, str] = {}  # open client connections -> their service
+        self._held: set[str] = set()  # services not forwarded now (another account on the port)
         self._threads: list[threading.Thread] = []
         self._listeners: list[tuple[Forward, socket.socket]] = []
         self._reported: dict[str, float] = {}
@@ -289,9 +290,27 @@ class ParamikoBackend:
             threading.Thread(target=self._serve, args=(fwd, conn, addr), daemon=True,
                              name=f"tunnel-conn-{fwd.local_port}").start()
 
-    def _serve(self, fwd: Forward, conn: socket.socket, addr: tuple[str, int]) -> None:
+    def hold(self, fwd: Forward, held: bool) -> None:
+        """Stop forwarding `fwd` (new clients refused, open ones closed), or resume it."""
         with self._lock:
-            self._conns.add(conn)
+            if not held:
+                self._held.discard(fwd.service)
+                return
+            self._held.add(fwd.service)
+            conns = [c for c, service in self._conns.items() if service == fwd.service]
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+
+    def _serve(self, fwd: Forward, conn: socket.socket, addr: tuple[str, int]) -> None:
+        if not self._ours(fwd, addr):
+            conn.close()
+            return
+        with self._lock:
+            if fwd.service in self._held:
+                conn.close()
+                return
+            self._conns[conn] = fwd.service
         try:
             # a client arriving during a reconnect waits for the link instead of failing
             if not self._up.wait(timeout=30) or self._stop.is_set():
@@ -310,9 +329,25 @@ class ParamikoBackend:
             _pump(conn, chan)
         finally:
             with self._lock:
-                self._conns.discard(conn)
+                self._conns.pop(conn, None)
             with contextlib.suppress(OSError):
                 conn.close()
+
+    def _ours(self, fwd: Forward, addr: tuple[str, int]) -> bool:
+        """Only the operator's own account uses the forward: a connection from another
+        account on this machine (Linux: its socket's uid in /proc/net/tcp) is refused. Where
+        the kernel does not say (no /proc), every local connection is let through
+        (docs/tunnels.md says so)."""
+        try:
+            table = Path("/proc/net/tcp").read_text()
+        except OSError:
+            return True
+        uid = peer_uid(table, addr, fwd.local_port)
+        if uid is None or uid == os.getuid():
+            return True
+        self._report_once(fwd, f"{fwd.service}: refused a connection to {fwd.local} from uid "
+                               f"{uid}, another account on this machine")
+        return False
 
     def _report_once(self, fwd: Forward, message: str) -> None:
         now = time.monotonic()

@@ -39,6 +39,7 @@ class ServiceState:
     base_url: str = "/"
     note: str = ""
     own: bool = False  # a member's own server: only its token proves it is theirs
+    held_by: tuple[str, ...] = ()  # uids listening on its port that are not its account's
 
 
 @record
@@ -181,24 +182,47 @@ def probe_command(services: Sequence[Service], login_user: str, check_listening:
             # token travels in this channel only, never on a command line)
             parts.append(f"echo {PROBE_BEGIN} {tag} token; "
                          f"cat -- {MEMBER_TOKEN_FILE} 2>&1 </dev/null; echo")  # no newline in it
-            if s.socket is None:  # a loopback port: who listens there decides
-                parts.append(f"echo {PROBE_BEGIN} {tag} owners; {port_owners_command(s.port)}")
+
         elif s.is_jupyter and s.member is None:
             parts.append(f"echo {PROBE_BEGIN} {tag} jupyter; "
                          f"{token_command(s, login_user)} 2>&1 </dev/null")
+    parts += owners_parts(services)
     return "bash -c " + shlex.quote("; ".join(parts) or "true")
+
+
+def owners_parts(services: Sequence[Service]) -> list[str]:
+    """Per service on a loopback port: its account's uid, then who listens on its port (any
+    account may take a port of the shared loopback while the service is down)."""
+    return [f"echo {PROBE_BEGIN} {shlex.quote(s.name)} owners; "
+            f"{port_owners_command(s.port, s.user)}" for s in services if s.socket is None]
+
+
+def owners_command(services: Sequence[Service]) -> str:
+    """What the tunnel asks, every WATCH_SECONDS, about the services it forwards to ports."""
+    return "bash -c " + shlex.quote("; ".join(owners_parts(services)) or "true")
+
+
+def held_by(service: Service, sections: dict[str, str]) -> tuple[str, ...]:
+    """The uids listening on the service's port that are not its own account's (none when
+    the host did not say, or the account is unknown there)."""
+    held = port_holders(sections.get("owners", ""))
+    if held is None:
+        return ()
+    return tuple(u for u in held[1] if u != held[0])
 
 
 PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
 
 
-def port_owners_command(port: int, tables: Sequence[str] = PROC_NET_TCP) -> str:
-    """Run on the host as the member: their uid, then the uids of every TCP socket listening
-    on `port` (from /proc/net/tcp{,6}, which any account may read), one line. The tables go
-    through cat: mawk (Debian's awk) stops without its END at a file it cannot open, and a
-    host without IPv6 has no tcp6."""
+def port_owners_command(port: int, user: str | None = None,
+                        tables: Sequence[str] = PROC_NET_TCP) -> str:
+    """Run on the host: the uid of `user` (default: whoever runs it), then the uids of every
+    TCP socket listening on `port` (from /proc/net/tcp{,6}, which any account may read),
+    one line. The tables go through cat: mawk (Debian's awk) stops without its END at a
+    file it cannot open, and a host without IPv6 has no tcp6."""
+    me = f"$(id -u -- {shlex.quote(user)})" if user else "$(id -u)"
     return (f"cat -- {' '.join(shlex.quote(t) for t in tables)} 2>/dev/null | "
-            f"awk -v p=:{port:04X} -v me=\"$(id -u)\" 'BEGIN {{ printf \"%s\", me }} "
+            f"awk -v p=:{port:04X} -v me=\"{me}\" 'BEGIN {{ printf \"%s\", me }} "
             "$4 == \"0A\" && substr($2, length($2) - 4) == p { printf \" %s\", $8 } "
             "END { print \"\" }'")
 
@@ -274,6 +298,10 @@ def service_state(service: Service, sections: dict[str, str], login_user: str) -
     listening = True if listen == "yes" else False if listen == "no" else None
     if service.member is not None:
         return member_token_state(service, sections, login_user, listening)
+    others = held_by(service, sections)
+    if others:
+        return ServiceState(listening=listening, held_by=others,
+                            note=held_note(service, others))
     if not service.is_jupyter:
         return ServiceState(listening=listening)
     text = sections.get("jupyter", "")
@@ -312,8 +340,8 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
         return ServiceState(listening=listening, own=True, note="token withheld: the host did "
                             f"not say who listens on port {service.port}")
     others = [] if held is None else [u for u in held[1] if u != held[0]]
-    if _TOKEN.match(text) and others:
-        return ServiceState(listening=listening, own=True,
+    if others:
+        return ServiceState(listening=listening, own=True, held_by=tuple(others),
                             note=f"token withheld: port {service.port} on the host is held by "
                                  f"uid {', '.join(others)}, not {service.member} (another "
                                  "account listening in place of their server would be sent it)")
@@ -331,6 +359,12 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
     else:
         why = "the token file holds no plain token"
     return ServiceState(listening=listening, own=True, note=f"token unknown: {why}")
+
+
+def held_note(service: Service, others: Sequence[str]) -> str:
+    return (f"not forwarded: port {service.port} on the host is held by uid "
+            f"{', '.join(others)}, not {service.user} (another account listening in its place "
+            "would get what the browser sends)")
 
 
 def check_request(state: ServiceState) -> tuple[str, bool] | None:

@@ -17,7 +17,10 @@ from provision.tunnel.plan import (
     Row,
     ServiceState,
     backoff,
+    held_by,
+    held_note,
     nothing_listening,
+    owners_command,
     parse_probe,
     probe_command,
     rows,
@@ -27,6 +30,7 @@ from provision.tunnel.plan import (
 Log = Callable[[str], None]
 T = TypeVar("T")
 POLL = 0.05  # how often a wait looks at the stop flag (Ctrl-C lands within this)
+WATCH_SECONDS = 5.0  # how often who listens on the forwarded loopback ports is asked again
 
 
 class Interrupted(OperationError):
@@ -66,6 +70,7 @@ class Backend(Protocol):
     def disconnect(self) -> None: ...
     def run(self, command: str, timeout: float = 20.0) -> tuple[int, str]: ...
     def probe(self, fwd: Forward, timeout: float = 5.0) -> bool | None: ...
+    def hold(self, fwd: Forward, held: bool) -> None: ...
     def close(self) -> None: ...
 
 
@@ -85,6 +90,7 @@ class Session:
         self.log = log
         self.states: dict[str, ServiceState] = {}
         self.ready_after: float | None = None
+        self.held: dict[str, tuple[str, ...]] = {}  # service -> the uids in its place
 
     def start(self, stop: threading.Event | None = None) -> list[Row]:
         """Connect and inspect; `stop` set meanwhile raises Interrupted within POLL s."""
@@ -113,14 +119,48 @@ class Session:
             states[s.name] = st
             if st.listening is False:
                 self.log(nothing_listening(f, self.host.name))
+            self._hold(s, f, st.held_by, quiet=True)
         self.states = states
+
+    def watch(self) -> None:
+        """Who listens on the forwarded loopback ports, again: a forward stops while another
+        account holds its service's port (it took the port while the service restarted), and
+        resumes once the service's own account listens there again."""
+        tcp = [(s, f) for s, f in zip(self.services, self.forwards, strict=True) if s.socket is None]
+        if not tcp:
+            return
+        try:
+            _rc, out = self.backend.run(owners_command([s for s, _ in tcp]), timeout=10)
+        except Exception:  # a failed look is no news: the link's own check handles a dead one
+            return
+        sections = parse_probe(out)
+        for s, f in tcp:
+            if "owners" in sections.get(s.name, {}):
+                self._hold(s, f, held_by(s, sections[s.name]))
+
+    def _hold(self, s: Service, f: Forward, others: tuple[str, ...], quiet: bool = False) -> None:
+        if others == self.held.get(s.name, ()):
+            return
+        self.backend.hold(f, bool(others))
+        if others:
+            self.held[s.name] = others
+            self.log(f"{self.host.name}: {s.name}: {held_note(s, others)}")
+        else:
+            self.held.pop(s.name, None)
+            if not quiet:
+                self.log(f"{self.host.name}: {s.name}: forwarded again: port {s.port} is "
+                         f"{s.user}'s again")
 
     def supervise(self, stop: threading.Event) -> None:
         """Until `stop`: watch the link; when it dies, reconnect with backoff and say so."""
         poll = max(0.2, min(1.0, self.keepalive / 2))
+        next_watch = time.monotonic() + WATCH_SECONDS
         while not stop.wait(poll):
             reason = self.backend.alive()
             if reason is None:
+                if time.monotonic() >= next_watch:
+                    self.watch()
+                    next_watch = time.monotonic() + WATCH_SECONDS
                 continue
             self.log(f"{self.host.name}: link lost: {reason}")
             self.backend.disconnect()
