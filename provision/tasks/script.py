@@ -82,7 +82,7 @@ UNIT_LISTEN_SECONDS = 20
 SETTLE_POLL_SECONDS = 0.05
 JOURNAL_LINES = 10
 UNITS = rf"""provision_unit_why() {{
-  echo "@unit-failed	$1	$(systemctl show -p Result --value -- "$1" 2>/dev/null)	$(systemctl show -p ExecMainStatus --value -- "$1" 2>/dev/null)	$(systemctl is-active -- "$1" 2>/dev/null)" >&2
+  echo "@unit-failed	$1	$(systemctl show -p Result --value -- "$1" 2>/dev/null)	$(systemctl show -p ExecMainStatus --value -- "$1" 2>/dev/null)	$(systemctl is-active -- "$1" 2>/dev/null)	${{2:-}}" >&2
   journalctl -u "$1" -n {JOURNAL_LINES} --no-pager -o short-iso 2>&1 | sed 's/^/@journal	/' >&2
   echo "@unit-failed-end" >&2
 }}
@@ -163,8 +163,7 @@ provision_settled() {
         provision_rc=0
         provision_owned "$provision_u" "${provision_x#*=}" || provision_rc=$?
         if [ "$provision_rc" = 2 ]; then
-          echo "$provision_u cannot listen where it should: ${provision_squat% }" >&2
-          provision_unit_why "$provision_u"
+          provision_unit_why "$provision_u" "${provision_squat%; }"
           return 1
         fi
         if [ "$provision_rc" = 0 ] && systemctl -q is-active -- "$provision_u"; then
@@ -346,17 +345,19 @@ class UnitFailure:
     exec_main_status: str
     state: str
     journal: tuple[str, ...]
+    why: str = ""  # what the batch saw (its port held by another process)
 
     def summary(self, lines: int = 3) -> str:
         tail = [j for j in self.journal if j.strip() and not j.startswith("-- ")][-lines:]
-        head = (f"{self.unit} did not start (result {self.result or '?'}, exit status "
+        head = (f"{self.unit} did not start" + (f": {self.why}" if self.why else "")
+                + f" (result {self.result or '?'}, exit status "
                 f"{self.exec_main_status or '?'}, now {self.state or '?'})")
         return head + (": journal: " + " / ".join(tail) if tail else "")
 
     def to_json(self) -> dict[str, object]:
         return {"unit": self.unit, "result": self.result,
                 "exec_main_status": self.exec_main_status, "state": self.state,
-                "journal": list(self.journal)}
+                "why": self.why, "journal": list(self.journal)}
 
 
 def unit_failure(stderr: str) -> UnitFailure | None:
@@ -372,8 +373,8 @@ def unit_failure(stderr: str) -> UnitFailure | None:
             block.append(line.split("\t", 1)[1])
     if block is None:
         return None
-    head += [""] * (4 - len(head))
-    return UnitFailure(head[0], head[1], head[2], head[3], tuple(block))
+    head += [""] * (5 - len(head))
+    return UnitFailure(head[0], head[1], head[2], head[3], tuple(block), head[4])
 
 
 def without_markers(stderr: str) -> str:

@@ -146,10 +146,10 @@ def test_a_port_held_by_a_process_outside_the_unit_fails_naming_it(tmp_path: Pat
                     [socket(8888, me), socket(8888, me, outsider, addr="[::]")]):
         out, settled, _ = settle(tmp_path, [StartUnit(unit, (8888,))], sockets)
         assert out.returncode != 0 and settled == [], out.stderr
-        assert (f"{unit} cannot listen where it should: port 8888 is held by pid 1 (uid 0 root: "
-                f"{comm}), not by {unit}") in out.stderr
         f = script.unit_failure(out.stderr)
         assert f is not None and f.unit == unit
+        assert f.why == f"port 8888 is held by pid 1 (uid 0 root: {comm}), not by {unit}"
+        assert f.summary().startswith(f"{unit} did not start: port 8888 is held by pid 1 ")
 
 
 def test_a_unit_that_stops_before_it_listens_fails_at_once(tmp_path: Path) -> None:

@@ -226,3 +226,61 @@ def test_a_member_who_leaves_loses_their_server_and_keeps_their_files(
     assert code == 0, err + json.dumps(data, indent=1)  # and then: no changes
     assert _hosts(data)[HOST]["remote_execs"] == 1  # a no-op costs one exec, as without them
     assert _status(lab, "bob", None) == "403"  # the others run on
+
+
+SQUAT = """import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+if sys.argv[2] == "listen":
+    s.listen(8)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_on_a_loopback_port_bobs_squat_never_gets_alices_token_and_is_named(
+        lab: Lab, team: dict[str, Any]) -> None:
+    """per_user_socket: false puts members' servers back on loopback ports, which any
+    account can take while a server is down. bob takes alice's: listening, then bound only.
+    The tunnel withholds her token, apply fails naming him, audit names him (issue 34)."""
+    doc = yaml.safe_load(Path(team["without_carol"]).read_text())
+    doc["hosts"][HOST]["services"]["jupyter"]["per_user_socket"] = False
+    tcp = Path(team["dir"]) / "inventory-tcp.yml"
+    tcp.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, data, err = _apply(lab, tcp, team["playbook"])
+    assert code == 0, err + json.dumps(data, indent=1)
+    port = next(s.port for s in load_inventory(tcp).node(HOST).services if s.member == "alice")
+    try:
+        for how in ("listen", "bind"):
+            lab.host(HOST, "systemctl", "stop", "provision-jupyter@alice.service")  # a restart
+            squat = subprocess.Popen(
+                ["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "runuser", "-u", "bob", "--",
+                 "python3", "-c", SQUAT, str(port), how], stdout=subprocess.PIPE, text=True)
+            try:
+                assert squat.stdout is not None and squat.stdout.readline() == "held\n"
+                code, doc, err = lab.provision_json("tunnel", HOST, "--user", "alice", "--check",
+                                                    "-i", str(tcp))
+                alice = next(f for f in doc["forwards"] if f["service"] == "jupyter@alice")
+                assert "token=" not in alice["url"] and alice["status"].startswith(
+                    "token withheld"), (how, alice)
+                code, data, err = _apply(lab, tcp, team["playbook"])
+                said = err + json.dumps(data)
+                assert code == 1, (how, said)
+                if how == "listen":
+                    # the pid is runuser's python child; the account is bob's
+                    assert ("provision-jupyter@alice.service did not start: port "
+                            f"{port} is held by pid ") in said, said
+                    assert "bob: python3), not by provision-jupyter@alice.service" in said, said
+                    code, audit, err = lab.provision_json("audit", HOST, "-i", str(tcp))
+                    found = [f for h in audit["hosts"] for f in h["findings"]]
+                    held = [f for f in found if f["code"] == "member-port-held"]
+                    assert held and "of bob" in held[0]["message"], found
+                else:  # held without listening: her server cannot bind, and stops before it listens
+                    assert "provision-jupyter@alice.service did not start" in said, said
+            finally:
+                squat.kill()
+                squat.wait()
+    finally:
+        code, data, err = _apply(lab, team["without_carol"], team["playbook"])
+    assert code == 0, err + json.dumps(data, indent=1)
