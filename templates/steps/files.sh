@@ -53,38 +53,30 @@ provision_write() {
 
 # provision_mkdir PATH OWNER GROUP MODE: the directory (and any missing above it), then
 # its owner and mode.
-provision_mkdir() {
-  fm_w=$(provision_whose "$(provision_dir_of "$1")" "$2") || return 1
-  case $fm_w in
-    root\ *)
-      fm_p="${fm_w#root }"; fm_p="${fm_p%/}/${1##*/}"
-      mkdir -p -- "$fm_p"
-      provision_not_link "$fm_p" || return 1
-      chown -h -- "$2:$3" "$fm_p"
-      chmod "$4" "$fm_p" ;;
-    *)
-      fm_u=${fm_w#as }; fm_u=${fm_u%% *}
-      # shellcheck disable=SC2016
-      provision_as "$fm_u" "$(id -g -- "$2")" sh -c 'umask 077
-        mkdir -p -- "$1" && chgrp -- "$2" "$1" && chmod "$3" "$1"' sh "$1" "$3" "$4" ;;
-  esac
-}
+provision_mkdir() { provision_own mkdir "$@"; }
 
 # provision_attrs PATH OWNER GROUP MODE: owner, group and mode of an existing file. In an
 # account's own directory only its group and mode change (the file is already theirs: the
 # plan rewrites a file whose owner is wrong instead).
-provision_attrs() {
-  fa_w=$(provision_whose "$(provision_dir_of "$1")" "$2") || return 1
-  case $fa_w in
+provision_attrs() { provision_own - "$@"; }
+
+# provision_own mkdir|- PATH OWNER GROUP MODE: what both do.
+provision_own() {
+  fo_mk=$1; shift
+  fo_w=$(provision_whose "$(provision_dir_of "$1")" "$2") || return 1
+  case $fo_w in
     root\ *)
-      fa_p="${fa_w#root }"; fa_p="${fa_p%/}/${1##*/}"
-      provision_not_link "$fa_p" || return 1
-      chown -h -- "$2:$3" "$fa_p"
-      chmod "$4" "$fa_p" ;;
+      fo_p="${fo_w#root }"; fo_p="${fo_p%/}/${1##*/}"
+      if [ "$fo_mk" = mkdir ]; then mkdir -p -- "$fo_p"; fi
+      provision_not_link "$fo_p" || return 1
+      chown -h -- "$2:$3" "$fo_p"
+      chmod "$4" "$fo_p" ;;
     *)
-      fa_u=${fa_w#as }; fa_u=${fa_u%% *}
-      provision_as "$fa_u" "$(id -g -- "$2")" sh -c 'chgrp -h -- "$2" "$1" && chmod "$3" "$1"' \
-        sh "$1" "$3" "$4" ;;
+      fo_u=${fo_w#as }; fo_u=${fo_u%% *}
+      # shellcheck disable=SC2016
+      provision_as "$fo_u" "$(id -g -- "$2")" sh -c 'umask 077
+        if [ "$4" = mkdir ]; then mkdir -p -- "$1" || exit 1; fi
+        chgrp -h -- "$2" "$1" && chmod "$3" "$1"' sh "$1" "$3" "$4" "$fo_mk" ;;
   esac
 }
 
