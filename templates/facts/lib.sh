@@ -7,16 +7,24 @@
 # naming that directory.
 fact_at() {
   fa_as=''  # lines `UID GID<TAB>KIND:PATH` for the paths read as an account
+  fa_pd=''; fa_pw=''  # the last directory walked, and whose it is
   for fa_a in "$@"; do
     fa_p=${fa_a#??}
     case $fa_a in D:*) fa_d=$fa_p ;; M:*) fa_d=${fa_p#*:}; fa_d=${fa_d%/*} ;; *) fa_d=${fa_p%/*} ;; esac
-    if ! fa_w=$(provision_whose "${fa_d:-/}" 2>/dev/null); then
+    fa_d=${fa_d:-/}
+    # below another account's directory everything is theirs: one walk per home, not per path
+    case $fa_pw in
+      as\ *) case $fa_d in "$fa_pd"|"$fa_pd"/*) fa_w=$fa_pw ;; *) fa_w='' ;; esac ;;
+      *) fa_w='' ;;
+    esac
+    if [ -z "$fa_w" ] && ! fa_w=$(provision_whose "$fa_d" 2>/dev/null); then
       case $fa_a in
         D:*) printf 'dir\t%s\tnotdir\n' "$fa_p" ;;
         [Ff]:*) printf 'file\t%s\tnotfile\n' "$fa_p" ;;
       esac
       continue
     fi
+    case $fa_w in as\ *) [ "$fa_w" = "$fa_pw" ] || fa_pd=$fa_d; fa_pw=$fa_w ;; esac
     case $fa_w in
       root\ *) fact_here "$fa_a" ;;
       as\ *) fa_as="$fa_as${fa_w#as }$T$fa_a
