@@ -247,6 +247,7 @@ class _Resolver:
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
         self._instances_have_groups(bastions, hosts)
         self._reserved_team_names()
+        self._selector_words()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
         aws = self._aws()
@@ -282,6 +283,29 @@ class _Resolver:
                           "need their own accounts (reserved: root, daemon, bin, sys, nobody, "
                           f"sshd, www-data, systemd-*, _*, {SERVICE_ACCOUNT_PREFIX}* (services' "
                           "own accounts) ...)")
+
+    def _selector_words(self) -> None:
+        """A host selection reads `all`, `bastions` and `role:NAME` as more than a name, so a
+        node or role named so would make one selection mean two things (`exec all` running
+        on one host, or on every host)."""
+        d = self.doc
+        words = ", ".join(m.SELECTOR_WORDS)
+        for section, names in (("bastions", d.bastions), ("hosts", d.hosts)):
+            for name in names:
+                if name.lower() in m.SELECTOR_WORDS:
+                    kind = section[:-1]
+                    self.fail((section, name), f"'{name}' is a host selector word: `provision "
+                              f"exec {name.lower()}`, `apply {name.lower()}` and a playbook's "
+                              f"`hosts: {name.lower()}` mean "
+                              f"{'every host' if name.lower() == 'all' else 'every bastion'}, so "
+                              f"a {kind} named so could never be selected alone (reserved: "
+                              f"{words}, in any case); rename the {kind}")
+        for name in d.roles:
+            if name.lower() in m.SELECTOR_WORDS:
+                self.fail(("roles", name), f"'{name}' is a host selector word: "
+                          f"`{m.SELECTOR_PREFIX}{name}` would read as "
+                          f"{'every host' if name.lower() == 'all' else 'every bastion'} "
+                          f"(reserved: {words}, in any case); rename the role")
 
     # jump chains ----------------------------------------------------------------
     def _chain(self, path: FieldPath, node: HostDoc | BastionDoc) -> tuple[str, ...]:

@@ -222,6 +222,12 @@ class Dns:
     owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
 
 
+# Words a host selection reads as more than a name (`Inventory.select`, playbooks'
+# `hosts:`, `provision exec`, the Fabric API); refused as host, bastion and role names.
+SELECTOR_WORDS = ("all", "bastions")
+SELECTOR_PREFIX = "role:"
+
+
 @record
 class Inventory:
     source: str
@@ -262,8 +268,8 @@ class Inventory:
                 matched = list(self.hosts)
             elif pat == "bastions":
                 matched = list(self.bastions)
-            elif pat.startswith("role:"):
-                matched = [h for h in self.hosts if pat[5:] in h.roles]
+            elif pat.startswith(SELECTOR_PREFIX):
+                matched = [h for h in self.hosts if pat[len(SELECTOR_PREFIX):] in h.roles]
             else:
                 matched = [h for h in (*self.hosts, *self.bastions) if h.name == pat]
             if not matched:
