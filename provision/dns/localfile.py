@@ -12,6 +12,17 @@ import stat
 from pathlib import Path
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words ("a character device", ...)."""
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
+                        (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
 def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = False) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; OSError (with a
     message in words) otherwise. `follow`: a symlink to a regular file is read (paths the
@@ -28,8 +39,8 @@ def read_regular(path: Path | str, limit: int, what: str, *, follow: bool = Fals
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file (a FIFO, device, socket or "
-                          f"directory); {a} {what} is a regular file")
+            raise OSError(errno.EINVAL, f"not a regular file ({file_kind(st.st_mode)}); "
+                          f"{a} {what} is a regular file")
         if st.st_size > limit:
             raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} {a} {what} "
                           "may have")

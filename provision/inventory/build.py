@@ -155,6 +155,9 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
         return f"unknown key '{path[-1]}'{hint} (allowed: {', '.join(known)})"
     if path and path[-1] == "expose":
         return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
+    if path and path[-1] in _FORMS and kind.endswith("_type"):
+        # a value of none of a union's forms: say every form, not the first branch's type
+        return f"{path[-1]} is {_FORMS[str(path[-1])]} (got {type(value).__name__} {_short(value)})"
     if kind == "missing":
         return "required field is missing"
     if kind == "string_pattern_mismatch" and path:
@@ -171,9 +174,26 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
         return msg
     if is_key:
         return f"invalid key {path[-1]!r}: {msg}" if path else msg
+    if kind == "int_type" and isinstance(value, str) and value.strip().isdigit():
+        # '８０００' or '٨٠٠٠' (other scripts' digits), or a quoted "8000": a number here is
+        # written unquoted, with 0-9
+        how = ("the digits 0-9 (this is written with other digits)" if not value.isascii()
+               else "no quotes")
+        return f"{_short(value)} is text, not a number: write it with {how}"
+    if kind == "model_type":  # "... or instance of MemberServiceDoc": the class is ours
+        msg = "Input should be a mapping (key: value)"
     if kind.endswith("_type") and value is not None:
         return f"{msg} (got {type(value).__name__} {_short(value)})"
     return msg
+
+
+# Fields that take one of several forms (a discriminated union: the form written is the
+# one checked), in words, for a value written in none of them.
+_FORMS = {
+    "from_hosts": "true, false, or a mapping {roles, name, ttl}",
+    "per_user": "true, false, a list of team members, or a mapping member -> "
+                "{port, gpus, memory_max}",
+}
 
 
 def check_zone_key(key: str) -> str:

@@ -320,3 +320,45 @@ def test_the_wildcard_below_the_apex_can_be_declared_as_a_star(tmp_path: Path) -
     assert [r.name for r in desired(inv.dns.zones[0])] == ["*.example.org."]
     _refused(_cli("check", "-i", str(_records(tmp_path, {"*": a, "*.example.org": a}))),
              "*.example.org")
+
+
+# --- ports written with digits other than 0-9 (issue 34, class 9) ------------------------
+
+# int() reads '８０００' (fullwidth) and '٨٠٠٠' (Arabic-Indic) as 8000, and str.isdigit()
+# takes '²', which int() then refuses: before, `--port web=²` ended in a traceback
+UNICODE_PORTS = {"fullwidth": "８０００", "arabic_indic": "٨٠٠٠", "superscript": "²",
+                 "devanagari": "८०००"}
+
+
+def _tunnel_inventory(tmp_path: Path) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "hosts": {"gpu1": {
+        "address": "127.0.0.1", "port": 1, "ssh_from": ["10.0.0.0/8"],
+        "services": {"web": {"port": 8000, "command": "/bin/true"}}}}}, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("digits", list(UNICODE_PORTS.values()), ids=list(UNICODE_PORTS))
+def test_a_port_in_other_digits_is_a_clear_error_everywhere(tmp_path: Path, digits: str) -> None:
+    inv = _tunnel_inventory(tmp_path)
+    why = "is not a port (1-65535, written with the digits 0-9)"
+    _refused(_cli("tunnel", "-i", str(inv), "gpu1", "--port", f"web={digits}"),
+             f"--port web={digits}: ", why)
+    for spec in (f"tcp:{digits}", f"http://api.example.org:{digits}/health"):
+        _refused(_cli("dns", "migrate", "cutover", "-i", str(inv), "api", "--health", spec),
+                 f"--health {spec}: ", why)
+    _refused(_cli("apply", "-i", str(inv), "--yes", "--shard", f"{digits}/3"), "--shard")
+    # in the inventory: text, not a number, and said so
+    text = inv.read_text().replace("port: 8000", f"port: '{digits}'")
+    inv.write_text(text, encoding="utf-8")
+    _refused(_cli("check", "-i", str(inv)), "hosts.gpu1.services.web.port: ",
+             "is text, not a number: write it with the digits 0-9")
+
+
+@pytest.mark.parametrize(("spec", "port"), [
+    ("tcp:8000", 8000), ("http://api.example.org/", 80), ("https://api.example.org/", 443),
+    ("http://[::1]:8080/x", 8080), ("https://u:p@api.example.org:8443/", 8443)])
+def test_health_ports_in_ascii_digits_are_read(spec: str, port: int) -> None:
+    from provision.dns.migrate.health import parse
+
+    assert parse(spec).port == port
