@@ -159,8 +159,8 @@ def test_a_known_hosts_name_that_leads_to_another_file_is_not_appended_to(
     real.write_text("")
     link = ssh / "fleet_known_hosts"
     link.symlink_to(real)
-    with pytest.raises(HostKeyError, match="refusing to append a host key to .*fleet_known_hosts: "
-                                           "its real path"):
+    with pytest.raises(HostKeyError, match=r"refusing to append a host key to .*fleet_known_hosts: "
+                                           r"its real path"):
         append_line(link, LINE)
     assert real.read_text() == ""
     if "known_hosts" not in target:  # the writer called with the file itself
