@@ -266,6 +266,7 @@ class _Resolver:
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
         self._instances_have_groups(bastions, hosts)
+        self._instances_claimed_once(bastions, hosts)
         self._reserved_team_names()
         self._selector_words()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
@@ -700,6 +701,57 @@ class _Resolver:
                 if n.instance is not None and not n.security_groups and not n.instance.keep_groups:
                     self.fail((kind, n.name, "aws"), "an instance needs at least one group: list "
                               "security_groups (or aws.keep_groups) for it")
+
+    def _instances_claimed_once(self, bastions: tuple[m.Host, ...],
+                                hosts: tuple[m.Host, ...]) -> None:
+        """One EC2 instance is one machine. `sg apply` plans each machine's attachment on
+        its own: two machines naming one instance (by id, or by one private address in one
+        VPC) would each set its groups, the second undoing the first, and the lockout guard
+        would judge each alone. The second claim is an error naming the first."""
+        first_id: dict[str, FieldPath] = {}
+        first_address: dict[str, list[tuple[str | None, FieldPath]]] = {}
+        for kind, nodes in (("bastions", bastions), ("hosts", hosts)):
+            for n in nodes:
+                inst = n.instance
+                if inst is None:
+                    continue
+                base: FieldPath = (kind, n.name, "aws")
+                if inst.id is not None:
+                    where = (*base, "instance_id")
+                    if inst.id in first_id:
+                        self.fail(where, f"instance {inst.id} is also claimed by "
+                                  f"{self._claim(first_id[inst.id])}: one EC2 instance is one "
+                                  "machine (each machine's groups would be set on it in turn, "
+                                  "the second undoing the first)")
+                    else:
+                        first_id[inst.id] = where
+                    continue
+                if inst.private_address is None:
+                    continue  # already an error: no address to find it by
+                given = self.source.positions.get((*base, "private_address"))
+                where = (*base, "private_address") if given else base
+                vpc = self._vpc_of(n)
+                seen = first_address.setdefault(inst.private_address, [])
+                clash = next((w for v, w in seen if v is None or vpc is None or v == vpc), None)
+                if clash is not None:
+                    self.fail(where, f"the private address {inst.private_address} that finds "
+                              f"this machine's instance is also claimed by {self._claim(clash)}"
+                              f"{'' if vpc is None else ' in ' + vpc}: one EC2 instance is one "
+                              "machine; give each its own aws.instance_id or private_address")
+                else:
+                    seen.append((vpc, where))
+
+    def _claim(self, where: FieldPath) -> str:
+        """`hosts.gpu1 (FILE:LINE)`: the machine of an `aws` claim, and where it is."""
+        pos = self.source.where(where)
+        return f"{where[0]}.{where[1]} ({pos.file}:{pos.line})"
+
+    def _vpc_of(self, node: m.Host) -> str | None:
+        """The one VPC a machine's groups are declared in, or None when unknown at load (a
+        group given by id only, or groups in several VPCs, which `sg plan` refuses)."""
+        declared = self.doc.aws.security_groups if self.doc.aws else {}
+        vpcs = {declared[g].vpc if g in declared else None for g in node.security_groups}
+        return next(iter(vpcs)) if len(vpcs) == 1 else None
 
     def _instance(self, path: FieldPath, doc: InstanceDoc | None, address: str) -> m.Instance | None:
         """The EC2 instance of a machine; found by private address unless an id is given."""
