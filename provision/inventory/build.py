@@ -23,6 +23,7 @@ from provision.dns.owner import problem as owner_problem
 from provision.dns.provider import ProviderSettings
 from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
+from provision.dns.secrets import placement_problem
 
 from . import from_hosts as gen
 from . import model as m
@@ -149,6 +150,9 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
     value = err.get("input")
     if kind == "extra_forbidden":
         model = _model_at(path[:-1], schema, data)
+        retired = getattr(model, "retired", {}).get(str(path[-1])) if model else None
+        if retired:
+            return f"'{path[-1]}' is no longer accepted: {retired}"
         known = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(path[-1]), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -282,7 +286,8 @@ class _Resolver:
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
-            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
+            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions,
+            tree=self.source.tree)
 
     def _logins(self) -> set[str]:
         """Every account the operator logs in as (passwordless sudo on the hosts)."""
@@ -984,7 +989,24 @@ class _Resolver:
         values = {f: getattr(z, f) for f in model.model_fields}
         for f in model.local_files:
             values[f] = self._local_path((*zpath, f), values[f])
-        return model.model_validate(values)
+        settings = model.model_validate(values)
+        bound = settings.bound_names()
+        for f in model.local_files:
+            path = values[f]
+            if not isinstance(path, str):
+                continue
+            # which local file becomes a credential is not the inventory's to choose
+            # (docs/trust-model.md#a-providers-secret-comes-from-where-you-put-it)
+            why = placement_problem(path, self.source.tree)
+            real = os.path.realpath(path)
+            if why is None and f in bound and os.path.basename(real) != bound[f]:
+                named = "" if real == path else f" (its real path is {real})"
+                why = (f"{path}{named} is not named {bound[f]}: a key file is named for the "
+                       "server it is sent to, so that changing the server in the inventory "
+                       "alone never sends an existing key elsewhere")
+            if why is not None:
+                self.fail((*zpath, f), why)
+        return settings
 
     def _raw_record_key(self, zkey: str, rname: str) -> str:
         zone = self._raw_zones().get(zkey)

@@ -242,6 +242,9 @@ class Inventory:
     aws: Aws | None = None
     dns: Dns | None = None
     apt_lock_timeout: int = 300
+    # the inventory's own directory tree, real path ("" for text not from a file): where
+    # the key files it names may be (provision.dns.secrets)
+    tree: str = field(default="", compare=False)
     # where each field path was defined, for findings that point at the file
     positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
 

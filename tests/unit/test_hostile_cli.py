@@ -126,7 +126,7 @@ def test_a_private_key_google_auth_cannot_read_is_bad_input_not_an_api_failure(
                          ids=["status", "check"])
 def test_a_name_that_is_no_record_name_here_is_exit_2_with_the_reason(
         tmp_path: Path, command: list[str], name: str, why: str) -> None:
-    inv = _rfc2136(tmp_path, "/nonexistent.key")
+    inv = _rfc2136(tmp_path, "tsig.key")
     # before: `status ''` listed every migration (exit 0), `status api.example.org..` said
     # "in none of the zones", `check api.example.net` asked for api.example.net.example.org
     _refused(_cli(*command, name, "-i", str(inv)), why)
@@ -204,7 +204,7 @@ def test_the_state_directory_above_migrations_is_private_too(
     monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
     # before: only migrations/ was checked; a 0777 state directory was used as it was (and
     # migrations/ made inside it), a file there was a NotADirectoryError traceback
-    _refused(_cli(*command, "-i", str(_rfc2136(tmp_path, "/nonexistent.key"))), why)
+    _refused(_cli(*command, "-i", str(_rfc2136(tmp_path, "tsig.key"))), why)
     assert not (tmp_path / "real" / "migrations").exists()
     if setup == "mode-777":
         assert not (state / "migrations").exists()
@@ -304,7 +304,7 @@ def test_render_refuses_an_out_directory_it_would_write_through_and_writes_nothi
 def _records(tmp_path: Path, records: dict[str, object]) -> Path:
     p = tmp_path / "inv.yml"
     p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent.key",
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key",
         "records": records}}}}, sort_keys=False))
     return p
 
