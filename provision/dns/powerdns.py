@@ -130,8 +130,9 @@ def make(zone: Zone, inv: Inventory) -> PowerDnsProvider:
 
 def key_source(s: Settings, env: Mapping[str, str]) -> tuple[str, str] | str:
     """Where the API key for `s.api_url` comes from: ("file", PATH) or ("env", "$VAR (…)"),
-    or why there is none. Pure. The environment's key is bound to a server by its companion
-    variable: it never goes to an api_url that variable does not name."""
+    or why there is none. Reads no file and sends nothing (`env`: the environment). The
+    environment's key is bound to a server by its companion variable: it never goes to an
+    api_url that variable does not name."""
     if s.api_key_file is not None:
         return ("file", s.api_key_file)
     want = origin(s.api_url)
