@@ -1000,7 +1000,7 @@ class _Resolver:
             why = placement_problem(path, self.source.tree)
             real = os.path.realpath(path)
             if why is None and f in bound and os.path.basename(real) != bound[f]:
-                named = "" if real == path else f" (its real path is {real})"
+                named = "" if real == os.path.abspath(path) else f" (its real path is {real})"
                 why = (f"{path}{named} is not named {bound[f]}: a key file is named for the "
                        "server it is sent to, so that changing the server in the inventory "
                        "alone never sends an existing key elsewhere")
