@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from provision.dns.localfile import file_kind
 from provision.errors import UsageError
 from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
@@ -125,12 +126,25 @@ def find(name: str) -> tuple[str, str]:
     shipped = files("provision._playbooks")
     candidate = shipped / f"{name}.yml"
     if not candidate.is_file():
-        known = sorted(str(f.name)[:-4] for f in shipped.iterdir() if str(f.name).endswith(".yml"))
+        known = shipped_names()
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise PlaybookError(f"unknown playbook '{name}'{hint} (shipped: {', '.join(known)}; "
                             "or give a path to a .yml file)")
     return f"playbooks/{name}.yml", candidate.read_text()
+
+
+def shipped_names() -> list[str]:
+    """The playbooks shipped with provision, by name."""
+    return sorted(str(f.name)[:-4] for f in files("provision._playbooks").iterdir()
+                  if str(f.name).endswith(".yml"))
+
+
+def _not_a_file(p: Path, mode: int) -> PlaybookError:
+    return PlaybookError(f"{p}: {file_kind(mode)}, not a regular file: --playbook takes a "
+                         f"playbook file (a regular .yml file of UTF-8 text, at most "
+                         f"{MAX_PLAYBOOK_BYTES // (1024 * 1024)} MiB) or the name of a "
+                         f"shipped playbook ({', '.join(shipped_names())})")
 
 
 def read_file(p: Path) -> str:
@@ -141,10 +155,17 @@ def read_file(p: Path) -> str:
     except FileNotFoundError:
         raise PlaybookError(f"{p}: no such playbook file") from None
     except OSError as e:
+        try:  # a socket cannot be opened (ENXIO): say what it is, not only the errno
+            mode = os.stat(p).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(p, mode) from None
         raise PlaybookError(f"{p}: cannot read the playbook: {e.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise PlaybookError(f"{p}: not a regular file (a playbook is a .yml file)")
+        raise _not_a_file(p, mode)
     with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(MAX_PLAYBOOK_BYTES + 1)

@@ -37,7 +37,10 @@ class Shard:
 def parse_shard(text: str) -> Shard:
     """`K/N` with 1 <= K <= N (UsageError otherwise)."""
     k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit()) or not 1 <= int(k) <= int(n):
+    # isascii: str.isdigit() accepts '²', which int() refuses, and int() reads other
+    # scripts' digits; K/N is written with 0-9
+    if not (sep and k.isascii() and n.isascii() and k.isdigit() and n.isdigit()) \
+            or not 1 <= int(k) <= int(n):
         raise UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N (e.g. 2/8)")
     return Shard(int(k), int(n))
 

@@ -11,6 +11,7 @@ Machines without an `aws:` block are never touched (their `security_groups` only
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from provision.inventory.model import Host, Inventory
@@ -118,6 +119,25 @@ def plan_attachments(inv: Inventory, live: Sequence[LiveInstance], ids: Mapping[
                                   error=f"instance {found.id} has no primary network interface"))
         else:
             out.append(AttachPlan(node.name, found.id, found.eni, found.groups, want))
+    return _claimed_once(out)
+
+
+def _claimed_once(plans: list[AttachPlan]) -> list[AttachPlan]:
+    """Two machines that find the same instance (one by id, one by address: the inventory
+    refuses the same id or address twice at load) would each set its groups, the second
+    undoing the first: every such plan fails, naming the others."""
+    by_instance: dict[str, list[str]] = {}
+    for a in plans:
+        if a.instance:
+            by_instance.setdefault(a.instance, []).append(a.machine)
+    out = []
+    for a in plans:
+        others = [m for m in by_instance.get(a.instance, []) if m != a.machine] if a.instance else []
+        if others and not a.error:
+            a = replace(a, error=f"instance {a.instance} is also the instance of "
+                                 f"{', '.join(others)}: one EC2 instance is one machine; "
+                                 "name each machine's own instance in its aws block")
+        out.append(a)
     return out
 
 

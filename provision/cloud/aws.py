@@ -162,17 +162,19 @@ def _owner(raw: dict[str, dict[str, Any]]) -> str | None:
 
 
 def fetch_instances(ec2: Any, nodes: Sequence[Host]) -> list[LiveInstance]:
-    """The instances of `nodes`: one paginated call by id, one by private address."""
+    """The instances of `nodes`: one paginated call by id, one by private address; each
+    instance once (one named by id and found by address too is one instance, not two)."""
     by_id = sorted({n.instance.id for n in nodes if n.instance and n.instance.id})
     by_ip = sorted({n.instance.private_address for n in nodes
                     if n.instance and n.instance.private_address})
-    out: list[LiveInstance] = []
+    out: dict[str, LiveInstance] = {}
     with aws_errors("reading instances"):
         for name, values in (("instance-id", by_id), ("private-ip-address", by_ip)):
             for chunk in _chunks(values):
-                out += live_instances(pages(ec2.describe_instances, "Reservations",
-                                            Filters=[{"Name": name, "Values": chunk}]))
-    return out
+                for i in live_instances(pages(ec2.describe_instances, "Reservations",
+                                              Filters=[{"Name": name, "Values": chunk}])):
+                    out.setdefault(i.id, i)
+    return list(out.values())
 
 
 def fetch_holders(ec2: Any, group_ids: Sequence[str]) -> tuple[list[LiveInterface], list[LiveGroup]]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
 
 from provision.dns.migrate.store import JournalStore
+from provision.dns.provider import Credential
 from provision.errors import Exit
 from provision.exposure import Finding, findings
 from provision.inventory import Inventory, InventoryError, Problem
@@ -30,16 +32,20 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     inv = load(inventory_path)
     found = (*findings(inv), *_migration_findings(inv), *_dns_file_findings(inv))
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
+    creds = _credentials(inv)
     if as_json:
         emit_json({"inventory": inv.source, "ok": status == EXIT_OK,
                    "hosts": len(inv.hosts), "bastions": len(inv.bastions),
-                   "findings": [{**f.__dict__, "location": _location(inv, f.field)} for f in found]})
+                   "findings": [{**f.__dict__, "location": _location(inv, f.field)} for f in found],
+                   "credentials": [{**c.__dict__, "line": c.line()} for c in creds]})
         raise Exit(status)
     services = sum(len(h.services) for h in inv.hosts)
     summary = (f"{inv.source}: {len(inv.hosts)} hosts, {len(inv.bastions)} bastions, "
                f"{len(inv.team)} people, {services} services")
     if not found:  # the common case stays fast: no rich import
         click.echo(f"{click.style('ok', fg='green')} {p(summary)}; no findings")
+        for c in creds:
+            click.echo(f"credentials: {p(c.line())}")
         raise Exit(status)
     from rich.table import Table
     from rich.text import Text
@@ -56,7 +62,22 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     out.print(table)
     counts = {s: sum(1 for f in found if f.severity == s) for s in ("error", "warning", "info")}
     out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
+    for c in creds:
+        out.print(Text(f"credentials: {p(c.line())}"), soft_wrap=True)
     raise Exit(status)
+
+
+def _credentials(inv: Inventory) -> list[Credential]:
+    """Where each zone's credential comes from and where it goes (issue 34: a reviewer
+    sees which of their secrets a command would use, and for whom). Reads nothing but
+    the names in the environment."""
+    aws_url = inv.aws.endpoint_url if inv.aws else None
+    out = []
+    for z in inv.dns.zones if inv.dns else ():
+        c = z.settings.credential(z.name, os.environ, aws_url)
+        if c is not None:
+            out.append(c)
+    return out
 
 
 def _migration_findings(inv: Inventory) -> list[Finding]:

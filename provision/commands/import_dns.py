@@ -53,7 +53,7 @@ def import_dns_cmd(inventory_path: str | None, zone_name: str, provider: str | N
     # Route53's weighted/latency/... records are left out of its listing (their names)
     unlisted = [str(x) for x in getattr(dns_provider, "skipped", ())]
     text = render(zone, adopted, unlisted)
-    _check_round_trip(text, zone, adopted)
+    _check_round_trip(text, zone, adopted, inv.tree)
     for s in adopted.skipped:
         if not s.why.startswith(("type ", "provision's own marker")):
             echo(f"warning: not imported: {s.line(zone.name)}", err=True)
@@ -118,10 +118,14 @@ def _settings(s: ProviderSettings) -> dict[str, Any]:
     return {k: v for k, v in s.model_dump(exclude_defaults=True).items() if v is not None}
 
 
-def _check_round_trip(text: str, zone: Zone, adopted: Adopted) -> None:
-    """The written YAML, read as an inventory, declares exactly the imported RRsets."""
+def _check_round_trip(text: str, zone: Zone, adopted: Adopted, tree: str = "") -> None:
+    """The written YAML, read as an inventory, declares exactly the imported RRsets. It
+    is read as if beside the inventory it came from (`tree`): its key files are that
+    inventory's."""
     try:
-        inv = build(load_yaml_text(text, "<import>"))
+        source = load_yaml_text(text, "<import>")
+        source.tree = tree
+        inv = build(source)
     except InventoryError as e:
         raise OperationError(f"import dns: the YAML written for zone {zone.name} does not "
                              f"load as an inventory (a bug): {comment_text(str(e))[:500]}") from None

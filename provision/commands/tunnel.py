@@ -26,6 +26,7 @@ from provision.commands.common import (
     load,
 )
 from provision.errors import Exit, OperationError, UsageError
+from provision.inventory.fields import parse_port
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.ssh.login import choose_login, hops
 from provision.text import printable
@@ -79,9 +80,12 @@ def _parse_ports(values: Sequence[str]) -> dict[str, int]:
     out = {}
     for v in values:
         name, sep, port = v.partition("=")
-        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise UsageError(f"--port expects SERVICE=PORT (1-65535), got {v!r}")
-        out[name] = int(port)
+        if not sep:
+            raise UsageError(f"--port expects SERVICE=PORT (1-65535), got {printable(v)!r}")
+        try:
+            out[name] = parse_port(port, f"--port {printable(v)}")
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     return out
 
 

@@ -26,8 +26,16 @@ from provision.text import printable
 from . import endpoint
 from .localfile import read_regular
 from .offline import service_account_problem
-from .provider import Capabilities, FileKind, ProviderError, ProviderSettings, StaleRead
+from .provider import (
+    Capabilities,
+    Credential,
+    FileKind,
+    ProviderError,
+    ProviderSettings,
+    StaleRead,
+)
 from .records import ChangeSet, RRset, rrset
+from .secrets import read_bound
 from .visibility import Found, Wanted, choose
 
 if TYPE_CHECKING:
@@ -68,7 +76,19 @@ class Settings(ProviderSettings):
     @field_validator("endpoint")
     @classmethod
     def _no_clear_credentials(cls, url: str | None) -> str | None:
+        why = token_problem(url) if url is not None else ""
+        if why:
+            raise ValueError(why)
         return endpoint.checked(url, "the endpoint")
+
+    def credential(self, zone: str, env: Mapping[str, str],
+                   aws_endpoint_url: str | None) -> Credential:
+        url = self.endpoint or "https://dns.googleapis.com"
+        if url.startswith("http://"):  # loopback only (checked at load): a local fake
+            return Credential("clouddns", zone, "no credentials (anonymous requests to a "
+                              "local fake)", "", f"sent to {url}")
+        source = self.credentials_file or "Application Default Credentials (gcloud)"
+        return Credential("clouddns", zone, "a Google token", source, f"sent to {url}")
 
     @field_validator("networks", mode="before")
     @classmethod
@@ -96,7 +116,22 @@ def make(zone: Zone, inv: Inventory) -> CloudDnsProvider:
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     return CloudDnsProvider(zone.name, project=s.project, managed_zone=s.managed_zone,
                             endpoint=s.endpoint, credentials_file=s.credentials_file,
-                            want=Wanted(zone.visibility, s.visible_to()))
+                            want=Wanted(zone.visibility, s.visible_to()), tree=inv.tree)
+
+
+GOOGLE_API = ("googleapis.com", ".googleapis.com")  # where a Cloud DNS token may go
+
+
+def token_problem(url: str) -> str:
+    """Why a bearer token must not be sent to the endpoint `url`, or "": it goes only to
+    Google's API over https (an inventory could otherwise have `dns plan` hand the
+    operator's token to any https site); plain http to loopback gets no token at all."""
+    if url.startswith("http://") or endpoint.is_own(url, GOOGLE_API):
+        return ""
+    return (f"the endpoint {url} is not Google's API: a Cloud DNS request carries a bearer "
+            "token (your credentials_file's or gcloud's), which goes only to "
+            "https://….googleapis.com; a local fake is reached over plain http on a "
+            "loopback address, with no token")
 
 
 def network_label(network: str, project: str) -> str:
@@ -113,7 +148,7 @@ class CloudDnsProvider:
 
     def __init__(self, zone: str, *, project: str, managed_zone: str, endpoint: str | None = None,
                  credentials_file: str | None = None, poll_interval: float = 0.2,
-                 want: Wanted | None = None):
+                 want: Wanted | None = None, tree: str | None = None):
         self.zone = zone.rstrip(".").lower() + "."
         self.project = project
         self.managed_zone = managed_zone
@@ -122,10 +157,14 @@ class CloudDnsProvider:
         self.poll_interval = poll_interval
         self._zone: Any = None
         self.want = want   # None (made by hand): the managed zone is not checked
+        # an inventory's tree: its credentials_file must lie there or in the config
+        # directory (None: a file given directly, not by an inventory)
+        self.tree = tree
 
     def _credentials(self) -> Any:
         if self.endpoint:
-            why = endpoint.problem(self.endpoint, "clouddns: the endpoint")
+            why = (endpoint.problem(self.endpoint, "clouddns: the endpoint")
+                   or token_problem(self.endpoint))
             if why:  # checked before a token is fetched or sent
                 raise ProviderError(f"{why}; nothing was sent")
         plain = bool(self.endpoint and self.endpoint.startswith("http://"))
@@ -156,8 +195,10 @@ class CloudDnsProvider:
         path = Path(self.credentials_file or "").expanduser()
         try:
             # decoded as UTF-8 first: json.loads(bytes) would silently accept UTF-16/32
-            info = json.loads(read_regular(path, 1024 * 1024, "credentials file",
-                                           follow=True).decode("utf-8"))
+            data = (read_regular(path, 1024 * 1024, "credentials file", follow=True)
+                    if self.tree is None
+                    else read_bound(str(path), 1024 * 1024, "credentials file", self.tree))
+            info = json.loads(data.decode("utf-8"))
         except OSError as e:
             raise UsageError(f"clouddns: cannot use credentials_file {path}: "
                              f"{printable(e.strerror or str(e))}") from None

@@ -8,9 +8,13 @@ so a change made since the plan is never overwritten silently (a change landing 
 one round trip between that read and the PATCH is not seen: said in CAPABILITIES).
 
 Every answer of the API is checked before it is used (JSON shape, types, names in the
-zone, TTL range, no control characters); anything else is a ProviderError. The API key
-comes from a file or an environment variable the inventory names, never the inventory;
-it is sent only over https:// or to a loopback address, and redirects are not followed.
+zone, TTL range, no control characters); anything else is a ProviderError. The API key is
+never in the inventory, and the inventory does not choose it: it is the file `api_key_file`
+(in the inventory's tree or the provision config directory, and named for the server:
+`HOST_PORT.key`), else `$PROVISION_POWERDNS_API_KEY`, used only when
+`$PROVISION_POWERDNS_API_URL` names the same server (`provision.dns.secrets`). So changing
+`api_url` alone never sends an existing key elsewhere. It is sent only over https:// or to
+a loopback address, and redirects are not followed.
 """
 
 from __future__ import annotations
@@ -25,22 +29,28 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar
 from urllib.parse import quote, urlsplit
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictStr, field_validator
 
 from provision.errors import UsageError
 from provision.inventory.fields import Address, FilePath, Port, Url
 from provision.text import printable, unsafe
 
 from . import endpoint
-from .localfile import read_regular
 from .offline import MAX_SECRET, secret_problem
 from .propagation import authoritative_targets, wait_served
-from .provider import Capabilities, FileKind, ProviderError, ProviderSettings, StaleRead
+from .provider import (
+    Capabilities,
+    Credential,
+    FileKind,
+    ProviderError,
+    ProviderSettings,
+    StaleRead,
+)
 from .records import ChangeSet, RRset, in_zone, rrset
+from .secrets import config_dir, origin, read_bound, url_key_name
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone
@@ -50,6 +60,8 @@ MAX_RRSETS = 1_000_000
 MAX_TTL = 2**31 - 1
 MAX_SECONDS = 120.0  # one API request, whole answer included
 _TYPE = re.compile(r"^[A-Z][A-Z0-9]{0,9}$")
+ENV_KEY = "PROVISION_POWERDNS_API_KEY"   # the API key, when no api_key_file is given
+ENV_URL = "PROVISION_POWERDNS_API_URL"   # the server that key is for (it goes nowhere else)
 
 
 class Settings(ProviderSettings):
@@ -58,9 +70,10 @@ class Settings(ProviderSettings):
     server_id: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = Field(
         "localhost", description="the API's server id")
     api_key_file: FilePath | None = Field(
-        None, description="a file holding the API key (one line); or api_key_env")
-    api_key_env: Annotated[StrictStr, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")] | None = Field(
-        None, description="an environment variable holding the API key; or api_key_file")
+        None, description="a file holding the API key (one line), in the inventory's tree or "
+                          "~/.config/provision, named for the server: HOST_PORT.key (e.g. "
+                          "pdns.example.net_8081.key); default: $PROVISION_POWERDNS_API_KEY, "
+                          "when $PROVISION_POWERDNS_API_URL names this api_url's server")
     dns_address: Address | None = Field(
         None, description="where the server answers DNS queries (default: the API's host)")
     dns_port: Port = Field(53, description="the server's DNS port")
@@ -68,9 +81,12 @@ class Settings(ProviderSettings):
     local_files: ClassVar[Mapping[str, FileKind]] = {"api_key_file": "secret"}
     pattern_words: ClassVar[Mapping[str, str]] = {
         "server_id": "a PowerDNS server id: letters, digits, '.', '_' and '-' (usually "
-                     "localhost)",
-        "api_key_env": "an environment variable name: upper-case letters, digits and '_', "
-                       "not starting with a digit, e.g. PDNS_API_KEY"}
+                     "localhost)"}
+    retired: ClassVar[Mapping[str, str]] = {
+        "api_key_env": f"an inventory no longer names the variable that holds the API key "
+                       f"(it could name any of yours, $GITHUB_TOKEN included, and have it "
+                       f"sent to its api_url): the key is ${ENV_KEY}, used when "
+                       f"${ENV_URL} names this server, or api_key_file"}
 
     @field_validator("api_url")
     @classmethod
@@ -79,13 +95,15 @@ class Settings(ProviderSettings):
         assert checked is not None
         return checked
 
-    @model_validator(mode="after")
-    def _one_key_source(self) -> Settings:
-        if (self.api_key_file is None) == (self.api_key_env is None):
-            raise ValueError("give exactly one of 'api_key_file' (a file holding the API key) "
-                             "or 'api_key_env' (an environment variable holding it); the key "
-                             "itself never goes in the inventory")
-        return self
+    def bound_names(self) -> Mapping[str, str]:
+        return {"api_key_file": url_key_name(self.api_url)} if self.api_key_file else {}
+
+    def credential(self, zone: str, env: Mapping[str, str],
+                   aws_endpoint_url: str | None) -> Credential:
+        source = key_source(self, env)
+        shown = (source[1] if isinstance(source, tuple)
+                 else f"nowhere on this machine ({source})")
+        return Credential("powerdns", zone, "API key", shown, f"sent to {origin(self.api_url)}")
 
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.api_url
@@ -104,28 +122,54 @@ def make(zone: Zone, inv: Inventory) -> PowerDnsProvider:
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     host = urlsplit(s.api_url).hostname or ""
-    return PowerDnsProvider(zone.name, s.api_url, _api_key(s), server_id=s.server_id,
+    return PowerDnsProvider(zone.name, s.api_url, _api_key(s, inv.tree, os.environ),
+                            server_id=s.server_id,
                             dns_address=_address_of(s.dns_address or host), dns_port=s.dns_port,
                             resolvers=inv.dns.resolvers if inv.dns else ())
 
 
-def _api_key(s: Settings) -> str:
-    """The API key from the file or variable the inventory names; UsageError (bad input,
-    exit 2, nothing sent) when it is missing or not one line of text."""
-    if s.api_key_env is not None:
-        raw = os.environ.get(s.api_key_env)
-        if raw is None:
-            raise UsageError(f"powerdns: the environment variable {s.api_key_env} (api_key_env) "
-                             "is not set; it should hold the API key")
-        data, where = raw.encode("utf-8", "replace"), f"${s.api_key_env}"
+def key_source(s: Settings, env: Mapping[str, str]) -> tuple[str, str] | str:
+    """Where the API key for `s.api_url` comes from: ("file", PATH) or ("env", "$VAR (…)"),
+    or why there is none. Reads no file and sends nothing (`env`: the environment). The
+    environment's key is bound to a server by its companion variable: it never goes to an
+    api_url that variable does not name."""
+    if s.api_key_file is not None:
+        return ("file", s.api_key_file)
+    want = origin(s.api_url)
+    if ENV_KEY not in env:
+        return (f"${ENV_KEY} is not set; set it and {ENV_URL}={want}, or give api_key_file "
+                f"({url_key_name(s.api_url)} in the inventory's directory or "
+                f"{config_dir()})")
+    named = env.get(ENV_URL, "")
+    try:
+        bound = origin(named) if named else ""
+    except ValueError:
+        bound = ""
+    if not named:
+        return (f"${ENV_KEY} is set, but ${ENV_URL} is not: the key goes only to the server "
+                f"that variable names; set {ENV_URL}={want}")
+    if bound != want:
+        return (f"${ENV_KEY} is for {printable(named)} (${ENV_URL}), not for this zone's "
+                f"{want}: it is not sent here")
+    return ("env", f"${ENV_KEY} (for {want}, as ${ENV_URL} says)")
+
+
+def _api_key(s: Settings, tree: str, env: Mapping[str, str]) -> str:
+    """The API key (`key_source`); UsageError (bad input, exit 2, nothing sent) when there
+    is none for this server, or it is not one line of text."""
+    source = key_source(s, env)
+    if isinstance(source, str):
+        raise UsageError(f"powerdns: no API key for {origin(s.api_url)}: {source}; nothing "
+                         "was sent")
+    kind, where = source
+    if kind == "env":
+        data = env[ENV_KEY].encode("utf-8", "replace")
     else:
-        path = Path(s.api_key_file or "").expanduser()
         try:
-            data = read_regular(path, MAX_SECRET, "key file", follow=True)
+            data = read_bound(where, MAX_SECRET, "key file", tree, url_key_name(s.api_url))
         except OSError as e:
-            raise UsageError(f"powerdns: cannot read the api_key_file {path}: "
-                             f"{printable(e.strerror or str(e))}") from None
-        where = str(path)
+            raise UsageError(f"powerdns: cannot use the api_key_file {where}: "
+                             f"{printable(e.strerror or str(e))}; nothing was sent") from None
     why = secret_problem(data, where)
     if why:
         raise UsageError(f"powerdns: {why}; nothing was sent")
@@ -235,7 +279,7 @@ class PowerDnsProvider:
             pass
         if status in (401, 403):
             return ProviderError(f"powerdns: {what}: the API refused the key (HTTP {status}); "
-                                 "check api_key_file / api_key_env")
+                                 f"check api_key_file / ${ENV_KEY}")
         if status == 404:
             return ProviderError(f"powerdns: {what}: zone {self.zone} not found on server "
                                  f"'{self.server_id}' (HTTP 404{detail})")

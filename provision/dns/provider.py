@@ -63,6 +63,10 @@ class ProviderSettings(BaseModel):
     # editors; a user reading an error should not have to read a regular expression)
     pattern_words: ClassVar[Mapping[str, str]] = {}
 
+    # fields no longer accepted -> why, in words (an old inventory gets the reason, not
+    # only "unknown key")
+    retired: ClassVar[Mapping[str, str]] = {}
+
     # the field listing the networks that see a private zone ('' : the provider has none)
     networks_field: ClassVar[str] = ""
 
@@ -70,10 +74,37 @@ class ProviderSettings(BaseModel):
         """Who sees a private zone, as labels compared with the provider's own answer."""
         return frozenset()
 
+    def bound_names(self) -> Mapping[str, str]:
+        """Local-file fields whose secret is sent to a server the inventory names -> the
+        file name that binds it to that server (`provision.dns.secrets.server_key_name`):
+        the real file must be named so."""
+        return {}
+
+    def credential(self, zone: str, env: Mapping[str, str],
+                   aws_endpoint_url: str | None) -> Credential | None:
+        """Where this zone's credential comes from and where it goes, for `check` (pure:
+        `env` is the environment to read names from; nothing is read or sent)."""
+        return None
+
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         """The API URL credentials are sent to, when the inventory names one (None: the
         provider's own, or no HTTP API). `aws_endpoint_url`: the inventory's aws section."""
         return None
+
+
+@record
+class Credential:
+    """One zone's credential, for `provision check`: where it comes from, where it goes."""
+
+    provider: str
+    zone: str
+    what: str        # "API key", "TSIG key", ...
+    source: str      # "$VAR", a file, "nowhere on this machine (...)"; "" for none
+    goes: str        # "sent to https://h:8081", "signs requests to 10.0.0.53:53"
+
+    def line(self) -> str:
+        source = f" from {self.source}" if self.source else ""
+        return f"{self.provider} zone {self.zone}: {self.what}{source}, {self.goes}"
 
 
 @record

@@ -18,7 +18,8 @@ from provision.inventory.fields import Address, FilePath, Port
 
 from . import tsig
 from .localfile import read_regular
-from .provider import Capabilities, FileKind, ProviderSettings
+from .provider import Capabilities, Credential, FileKind, ProviderSettings
+from .secrets import read_bound
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone
@@ -31,9 +32,16 @@ class Settings(ProviderSettings):
     port: Port = Field(53, description="the primary's DNS port")
     tsig_key_file: FilePath = Field(
         description="the TSIG key (a BIND key file, as tsig-keygen writes it, or "
-                    "algorithm:name:secret)")
+                    "algorithm:name:secret), in the inventory's directory tree or "
+                    "~/.config/provision")
 
     local_files: ClassVar[Mapping[str, FileKind]] = {"tsig_key_file": "tsig"}
+
+    def credential(self, zone: str, env: Mapping[str, str],
+                   aws_endpoint_url: str | None) -> Credential:
+        # the secret never leaves: it signs (HMAC) what is sent to the primary
+        return Credential("rfc2136", zone, "TSIG key", self.tsig_key_file,
+                          f"signs the requests sent to {self.server} port {self.port}")
 
 
 CAPABILITIES = Capabilities(
@@ -50,16 +58,21 @@ def make(zone: Zone, inv: Inventory) -> Rfc2136Provider:
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     return Rfc2136Provider(zone.name, s.server, s.port, s.tsig_key_file,
-                           resolvers=inv.dns.resolvers if inv.dns else ())
+                           resolvers=inv.dns.resolvers if inv.dns else (), tree=inv.tree)
 
 
-def read_tsig_key(path: str) -> tuple[str, str, str]:
+def read_tsig_key(path: str, tree: str | None = None) -> tuple[str, str, str]:
     """(name, algorithm, secret) from a BIND key file (what `tsig-keygen` writes) or a
     one-line `algorithm:name:secret` (nsupdate -y). The algorithm is BIND's name
-    (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise."""
+    (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise. `tree`: an
+    inventory's tree, whose key files must lie there or in the config directory (checked
+    again on the file opened); None for a key file given directly, not by an inventory."""
     try:
-        data = read_regular(Path(path).expanduser(), tsig.MAX_BYTES, "TSIG key file",
-                            follow=True)
+        if tree is None:
+            data = read_regular(Path(path).expanduser(), tsig.MAX_BYTES, "TSIG key file",
+                                follow=True)
+        else:
+            data = read_bound(path, tsig.MAX_BYTES, "TSIG key file", tree)
     except OSError as e:
         raise UsageError(f"cannot read the TSIG key file {path}: {e.strerror or e}") from None
     try:

@@ -53,13 +53,14 @@ class Rfc2136Provider:
     capabilities = CAPABILITIES
 
     def __init__(self, zone: str, server: str, port: int, key_file: str, *,
-                 resolvers: tuple[str, ...] = (), timeout: float = 5.0):
+                 resolvers: tuple[str, ...] = (), timeout: float = 5.0,
+                 tree: str | None = None):
         self.zone = zone.rstrip(".").lower() + "."
         self.server = _address_of(server)
         self.port = port
         self.timeout = timeout
         self.resolvers = resolvers
-        self.key_name, bind_algorithm, secret = read_tsig_key(key_file)
+        self.key_name, bind_algorithm, secret = read_tsig_key(key_file, tree)
         self.algorithm = tsig.ALGORITHMS[bind_algorithm]   # the name dnspython signs with
         try:
             self.keyring = dns.tsigkeyring.from_text({self.key_name: (self.algorithm, secret)})

@@ -20,7 +20,7 @@ from provision.text import printable
 
 from . import endpoint
 from .names import problem
-from .provider import Capabilities, ProviderError, ProviderSettings, StaleRead
+from .provider import Capabilities, Credential, ProviderError, ProviderSettings, StaleRead
 from .records import Alias, ChangeSet, RRset, rrset
 from .visibility import Found, Wanted, ZoneMismatch, choose
 
@@ -81,6 +81,14 @@ class Settings(ProviderSettings):
 
     def credentials_url(self, aws_endpoint_url: str | None) -> str | None:
         return self.endpoint or aws_endpoint_url
+
+    def credential(self, zone: str, env: Mapping[str, str],
+                   aws_endpoint_url: str | None) -> Credential:
+        # SigV4: the secret key never leaves; the access key id and signatures do
+        url = self.credentials_url(aws_endpoint_url)
+        return Credential("route53", zone, "AWS credentials",
+                          "boto3's default chain ($AWS_* variables, ~/.aws)",
+                          f"signing the requests sent to {url or 'AWS (route53.amazonaws.com)'}")
 
     def visible_to(self) -> frozenset[str]:
         return frozenset(v.label for v in self.vpcs)

@@ -4,7 +4,7 @@ with the host's Fabric connection. Decides nothing: whether a task runs is
 
 Trust (docs/trust-model.md#what-a-python-task-or-a-shell-step-can-do): a task is code
 run on the operator's machine. Only `plan` and `apply` call `load`, and it imports a file only when its real path (symlinks
-resolved) lies inside the inventory's directory or is named with `--tasks`; the playbook
+resolved) lies inside the inventory's real directory (`root_of`) or is named with `--tasks`; the playbook
 cannot name one through `..`; neither it nor a directory above it (up to that tree) may be
 writable by anyone but the operator or root. The bytes imported are the bytes hashed and listed
 (`Imported`): the file is read once, compiled from that text, and no bytecode is written
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host
+from provision.inventory.source import tree_of
 from provision.record import record
 from provision.task import CHECK
 
@@ -55,9 +56,9 @@ class Imported:
 
 
 def root_of(inventory_path: str | os.PathLike[str]) -> Path:
-    """The inventory's directory tree: the directory itself, or the file's directory."""
-    p = Path(inventory_path)
-    return (p if p.is_dir() else p.parent).resolve()
+    """The inventory's directory tree from its real path (`provision.inventory.source.
+    tree_of`): a symlinked inventory file trusts its target's directory, not the link's."""
+    return tree_of(inventory_path)
 
 
 def _inside(path: Path, top: Path) -> bool:

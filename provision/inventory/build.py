@@ -23,6 +23,7 @@ from provision.dns.owner import problem as owner_problem
 from provision.dns.provider import ProviderSettings
 from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
+from provision.dns.secrets import placement_problem
 
 from . import from_hosts as gen
 from . import model as m
@@ -149,12 +150,18 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
     value = err.get("input")
     if kind == "extra_forbidden":
         model = _model_at(path[:-1], schema, data)
+        retired = getattr(model, "retired", {}).get(str(path[-1])) if model else None
+        if retired:
+            return f"'{path[-1]}' is no longer accepted: {retired}"
         known = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(path[-1]), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return f"unknown key '{path[-1]}'{hint} (allowed: {', '.join(known)})"
     if path and path[-1] == "expose":
         return f"expose must be 'tunnel', 'none' or {{from: [CIDR, ...]}} (got {_short(value)})"
+    if path and path[-1] in _FORMS and kind.endswith("_type"):
+        # a value of none of a union's forms: say every form, not the first branch's type
+        return f"{path[-1]} is {_FORMS[str(path[-1])]} (got {type(value).__name__} {_short(value)})"
     if kind == "missing":
         return "required field is missing"
     if kind == "string_pattern_mismatch" and path:
@@ -171,9 +178,26 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
         return msg
     if is_key:
         return f"invalid key {path[-1]!r}: {msg}" if path else msg
+    if kind == "int_type" and isinstance(value, str) and value.strip().isdigit():
+        # '８０００' or '٨٠٠٠' (other scripts' digits), or a quoted "8000": a number here is
+        # written unquoted, with 0-9
+        how = ("the digits 0-9 (this is written with other digits)" if not value.isascii()
+               else "no quotes")
+        return f"{_short(value)} is text, not a number: write it with {how}"
+    if kind == "model_type":  # "... or instance of MemberServiceDoc": the class is ours
+        msg = "Input should be a mapping (key: value)"
     if kind.endswith("_type") and value is not None:
         return f"{msg} (got {type(value).__name__} {_short(value)})"
     return msg
+
+
+# Fields that take one of several forms (a discriminated union: the form written is the
+# one checked), in words, for a value written in none of them.
+_FORMS = {
+    "from_hosts": "true, false, or a mapping {roles, name, ttl}",
+    "per_user": "true, false, a list of team members, or a mapping member -> "
+                "{port, gpus, memory_max}",
+}
 
 
 def check_zone_key(key: str) -> str:
@@ -246,7 +270,9 @@ class _Resolver:
         bastions = tuple(self._bastion(name, b, chains[name]) for name, b in d.bastions.items())
         hosts = tuple(self._host(name, h) for name, h in d.hosts.items())
         self._instances_have_groups(bastions, hosts)
+        self._instances_claimed_once(bastions, hosts)
         self._reserved_team_names()
+        self._selector_words()
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
         aws = self._aws()
@@ -260,7 +286,8 @@ class _Resolver:
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
-            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions)
+            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions,
+            tree=self.source.tree)
 
     def _logins(self) -> set[str]:
         """Every account the operator logs in as (passwordless sudo on the hosts)."""
@@ -282,6 +309,29 @@ class _Resolver:
                           "need their own accounts (reserved: root, daemon, bin, sys, nobody, "
                           f"sshd, www-data, systemd-*, _*, {SERVICE_ACCOUNT_PREFIX}* (services' "
                           "own accounts) ...)")
+
+    def _selector_words(self) -> None:
+        """A host selection reads `all`, `bastions` and `role:NAME` as more than a name, so a
+        node or role named so would make one selection mean two things (`exec all` running
+        on one host, or on every host)."""
+        d = self.doc
+        words = ", ".join(m.SELECTOR_WORDS)
+        for section, names in (("bastions", d.bastions), ("hosts", d.hosts)):
+            for name in names:
+                if name.lower() in m.SELECTOR_WORDS:
+                    kind = section[:-1]
+                    self.fail((section, name), f"'{name}' is a host selector word: `provision "
+                              f"exec {name.lower()}`, `apply {name.lower()}` and a playbook's "
+                              f"`hosts: {name.lower()}` mean "
+                              f"{'every host' if name.lower() == 'all' else 'every bastion'}, so "
+                              f"a {kind} named so could never be selected alone (reserved: "
+                              f"{words}, in any case); rename the {kind}")
+        for name in d.roles:
+            if name.lower() in m.SELECTOR_WORDS:
+                self.fail(("roles", name), f"'{name}' is a host selector word: "
+                          f"`{m.SELECTOR_PREFIX}{name}` would read as "
+                          f"{'every host' if name.lower() == 'all' else 'every bastion'} "
+                          f"(reserved: {words}, in any case); rename the role")
 
     # jump chains ----------------------------------------------------------------
     def _chain(self, path: FieldPath, node: HostDoc | BastionDoc) -> tuple[str, ...]:
@@ -657,6 +707,57 @@ class _Resolver:
                     self.fail((kind, n.name, "aws"), "an instance needs at least one group: list "
                               "security_groups (or aws.keep_groups) for it")
 
+    def _instances_claimed_once(self, bastions: tuple[m.Host, ...],
+                                hosts: tuple[m.Host, ...]) -> None:
+        """One EC2 instance is one machine. `sg apply` plans each machine's attachment on
+        its own: two machines naming one instance (by id, or by one private address in one
+        VPC) would each set its groups, the second undoing the first, and the lockout guard
+        would judge each alone. The second claim is an error naming the first."""
+        first_id: dict[str, FieldPath] = {}
+        first_address: dict[str, list[tuple[str | None, FieldPath]]] = {}
+        for kind, nodes in (("bastions", bastions), ("hosts", hosts)):
+            for n in nodes:
+                inst = n.instance
+                if inst is None:
+                    continue
+                base: FieldPath = (kind, n.name, "aws")
+                if inst.id is not None:
+                    where = (*base, "instance_id")
+                    if inst.id in first_id:
+                        self.fail(where, f"instance {inst.id} is also claimed by "
+                                  f"{self._claim(first_id[inst.id])}: one EC2 instance is one "
+                                  "machine (each machine's groups would be set on it in turn, "
+                                  "the second undoing the first)")
+                    else:
+                        first_id[inst.id] = where
+                    continue
+                if inst.private_address is None:
+                    continue  # already an error: no address to find it by
+                given = self.source.positions.get((*base, "private_address"))
+                where = (*base, "private_address") if given else base
+                vpc = self._vpc_of(n)
+                seen = first_address.setdefault(inst.private_address, [])
+                clash = next((w for v, w in seen if v is None or vpc is None or v == vpc), None)
+                if clash is not None:
+                    self.fail(where, f"the private address {inst.private_address} that finds "
+                              f"this machine's instance is also claimed by {self._claim(clash)}"
+                              f"{'' if vpc is None else ' in ' + vpc}: one EC2 instance is one "
+                              "machine; give each its own aws.instance_id or private_address")
+                else:
+                    seen.append((vpc, where))
+
+    def _claim(self, where: FieldPath) -> str:
+        """`hosts.gpu1 (FILE:LINE)`: the machine of an `aws` claim, and where it is."""
+        pos = self.source.where(where)
+        return f"{where[0]}.{where[1]} ({pos.file}:{pos.line})"
+
+    def _vpc_of(self, node: m.Host) -> str | None:
+        """The one VPC a machine's groups are declared in, or None when unknown at load (a
+        group given by id only, or groups in several VPCs, which `sg plan` refuses)."""
+        declared = self.doc.aws.security_groups if self.doc.aws else {}
+        vpcs = {declared[g].vpc if g in declared else None for g in node.security_groups}
+        return next(iter(vpcs)) if len(vpcs) == 1 else None
+
     def _instance(self, path: FieldPath, doc: InstanceDoc | None, address: str) -> m.Instance | None:
         """The EC2 instance of a machine; found by private address unless an id is given."""
         if doc is None:
@@ -888,7 +989,24 @@ class _Resolver:
         values = {f: getattr(z, f) for f in model.model_fields}
         for f in model.local_files:
             values[f] = self._local_path((*zpath, f), values[f])
-        return model.model_validate(values)
+        settings = model.model_validate(values)
+        bound = settings.bound_names()
+        for f in model.local_files:
+            path = values[f]
+            if not isinstance(path, str):
+                continue
+            # which local file becomes a credential is not the inventory's to choose
+            # (docs/trust-model.md#a-providers-secret-comes-from-where-you-put-it)
+            why = placement_problem(path, self.source.tree)
+            real = os.path.realpath(path)
+            if why is None and f in bound and os.path.basename(real) != bound[f]:
+                named = "" if real == os.path.abspath(path) else f" (its real path is {real})"
+                why = (f"{path}{named} is not named {bound[f]}: a key file is named for the "
+                       "server it is sent to, so that changing the server in the inventory "
+                       "alone never sends an existing key elsewhere")
+            if why is not None:
+                self.fail((*zpath, f), why)
+        return settings
 
     def _raw_record_key(self, zkey: str, rname: str) -> str:
         zone = self._raw_zones().get(zkey)

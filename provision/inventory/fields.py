@@ -325,6 +325,22 @@ def check_url(value: str) -> str:
     return value
 
 
+def parse_port(text: str, what: str) -> int:
+    """A port written on the command line: ASCII digits, 1-65535. Python's int() also
+    reads other scripts' digits ('８０００', '٨٠٠٠') and str.isdigit() accepts '²', which
+    int() then refuses (a traceback): ValueError saying what is allowed."""
+    if not text.isascii() or not text.isdigit():
+        shown = printable(text)
+        also = ("; it is written with digits other than 0-9" if text and not text.isascii()
+                and all(c.isdigit() for c in text) else "")
+        raise ValueError(f"{what}: {shown!r} is not a port (1-65535, written with the digits "
+                         f"0-9){also}")
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{what}: {port} is out of range (a port is 1-65535)")
+    return port
+
+
 Name = Annotated[str, AfterValidator(check_name)]
 NodeName = Annotated[str, AfterValidator(check_node_name)]
 User = Annotated[str, AfterValidator(check_user)]

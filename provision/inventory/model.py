@@ -222,6 +222,12 @@ class Dns:
     owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
 
 
+# Words a host selection reads as more than a name (`Inventory.select`, playbooks'
+# `hosts:`, `provision exec`, the Fabric API); refused as host, bastion and role names.
+SELECTOR_WORDS = ("all", "bastions")
+SELECTOR_PREFIX = "role:"
+
+
 @record
 class Inventory:
     source: str
@@ -236,6 +242,9 @@ class Inventory:
     aws: Aws | None = None
     dns: Dns | None = None
     apt_lock_timeout: int = 300
+    # the inventory's own directory tree, real path ("" for text not from a file): where
+    # the key files it names may be (provision.dns.secrets)
+    tree: str = field(default="", compare=False)
     # where each field path was defined, for findings that point at the file
     positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
 
@@ -262,8 +271,8 @@ class Inventory:
                 matched = list(self.hosts)
             elif pat == "bastions":
                 matched = list(self.bastions)
-            elif pat.startswith("role:"):
-                matched = [h for h in self.hosts if pat[5:] in h.roles]
+            elif pat.startswith(SELECTOR_PREFIX):
+                matched = [h for h in self.hosts if pat[len(SELECTOR_PREFIX):] in h.roles]
             else:
                 matched = [h for h in (*self.hosts, *self.bastions) if h.name == pat]
             if not matched:

@@ -375,7 +375,15 @@ class FromHostsDoc(Strict):
     ttl: Ttl = 300
 
 
-FromHosts = Annotated[StrictBool | FromHostsDoc, Field(
+def _bool_or_map(value: Any) -> str:
+    # a mapping is checked as the mapping it is written as (its own key's error), never
+    # reported first as "not a valid boolean"; tags are capitalised like per_user's
+    return "Map" if isinstance(value, dict) else "Bool"
+
+
+FromHosts = Annotated[
+    Annotated[StrictBool, Tag("Bool")] | Annotated[FromHostsDoc, Tag("Map")],
+    Discriminator(_bool_or_map), Field(
     description="give every host (or the hosts of `roles`) an A or AAAA record from its "
                 "`address`: true for '<host>.<zone>' of every host, or {roles, name, ttl}")]
 

@@ -41,6 +41,8 @@ class SourceDoc:
     files: tuple[str, ...]
     # the inventory's name: a file's stem, a directory's name (the default dns.owner)
     name: str = ""
+    # the inventory's own tree (`tree_of`); "" for text that is not from a file
+    tree: str = ""
 
     def where(self, path: Iterable[str | int]) -> Position:
         """Position of the deepest known prefix of `path`."""
@@ -320,6 +322,15 @@ def merge_docs(docs: list[SourceDoc]) -> SourceDoc:
     return SourceDoc(data, positions, tuple(f for d in docs for f in d.files))
 
 
+def tree_of(path: str | os.PathLike[str]) -> Path:
+    """The inventory's own directory tree: the directory itself, or the file's directory,
+    after every symbolic link is resolved. A symlinked inventory file's tree is where its
+    target lies, not where the link is: what is trusted as the inventory's (task code, key
+    files) is decided by where the inventory really is, not by how it was named."""
+    real = Path(os.path.realpath(path))
+    return real if real.is_dir() else real.parent
+
+
 def load_source(path: Path) -> SourceDoc:
     """Load a file or directory inventory into one positioned document."""
     files = inventory_files(path)
@@ -356,4 +367,5 @@ def load_source(path: Path) -> SourceDoc:
     merged = merge_docs(docs)
     # the name, not the absolute path: one inventory has one name on every machine
     merged.name = Path(os.path.abspath(path)).name if path.is_dir() else path.stem
+    merged.tree = str(tree_of(path))
     return merged

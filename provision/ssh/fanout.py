@@ -37,6 +37,6 @@ def connect_slots(max_startups: str = DEFAULT_MAX_STARTUPS,
     """Connections allowed to be authenticating against one sshd at once: below the start
     value of its `MaxStartups` (`start:rate:full` or a plain number), at least 1."""
     start = max_startups.split(":", 1)[0].strip()
-    if not start.isdigit():
+    if not (start.isascii() and start.isdigit()):  # '²'.isdigit(), but int('²') fails
         raise ValueError(f"MaxStartups {max_startups!r}: expected start:rate:full or a number")
     return max(1, int(start) - headroom)

@@ -202,12 +202,59 @@ def read_known_hosts(path: Path, every_line: bool = True) -> str:
     return text
 
 
+# Files of ~/.ssh with another role than known_hosts (config, rc and environment cannot
+# contain 'known_hosts'): whatever their content (an empty authorized_keys parses as
+# known_hosts), never appended to; nor a key or a shell file, by their usual names.
+_OTHER_ROLES = ("authorized_keys", "authorized_principals", "allowed_signers", "revoked_keys")
+_KEY_OR_SHELL = (".pub", ".pem", ".key", ".sh", ".bash", ".zsh", "rc", "_profile", ".profile")
+
+
+def not_a_known_hosts_name(target: Path) -> str | None:
+    """Why the file at `target` (a real path: every symlink resolved) is not one accept-new
+    may append to, by its name alone, or None. The second guard, independent of the one at
+    load (`provision.inventory.fields.check_known_hosts_path`, on the path as written): a
+    name that passes there but resolves, through a symlink, to authorized_keys, an rc file
+    or a key is refused here. Pure."""
+    base = target.name
+    if "known_hosts" not in base:
+        return (f"its real path {target} is not named like a known_hosts file (the name "
+                "must contain 'known_hosts')")
+    lowered = base.lower()
+    role = next((r for r in _OTHER_ROLES if r in lowered), None)
+    if role is not None:
+        return f"its real path {target} is named like an ssh '{role}' file"
+    if base.startswith("id_") or lowered.endswith(_KEY_OR_SHELL):
+        return f"its real path {target} is named like a key or a shell file"
+    return None
+
+
+def not_ours_to_append(st: os.stat_result, target: Path) -> str | None:
+    """Why the open file (its `fstat`) is not a known_hosts file of the operator's to append
+    to, or None: another link to the same file (a hard link named fleet_known_hosts to
+    ~/.ssh/authorized_keys passes every name check), another user's file, or an executable
+    (a script is no known_hosts file). Pure."""
+    if st.st_nlink != 1:
+        return (f"{target} has {st.st_nlink} hard links: the same file has another name "
+                "(which could be authorized_keys or an rc file)")
+    if st.st_uid != os.geteuid():
+        return f"{target} is owned by uid {st.st_uid}, not by you"
+    if st.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH | stat.S_ISUID | stat.S_ISGID):
+        return f"{target} is executable: a known_hosts file is not a program"
+    return None
+
+
 def append_line(path: Path, line: str) -> None:
     """Append `line` to the known_hosts file at `path` (a dotfile symlink is followed to its
-    target), only when the target is a regular file whose every line is a known_hosts line
-    (or it does not exist yet: created 0600). Opened without following a symlink swapped in
-    meanwhile; written under an exclusive lock, then fsynced. Raises HostKeyError."""
+    target), only when the target is named like a known_hosts file (real path), is a
+    regular file of the operator's with one link and no execute bit, and every line of it is
+    a known_hosts line (or it does not exist yet: created 0600). Opened without following a
+    symlink swapped in meanwhile; written under an exclusive lock, then fsynced. Raises
+    HostKeyError."""
     target = Path(os.path.realpath(path))
+    why = not_a_known_hosts_name(target)
+    if why is not None:
+        raise HostKeyError(f"refusing to append a host key to {path}: {why}; "
+                           "defaults.known_hosts must name a known_hosts file")
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -218,6 +265,10 @@ def append_line(path: Path, line: str) -> None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise HostKeyError(f"refusing to append to {path}: not a regular file")
+        why = not_ours_to_append(st, target)
+        if why is not None:
+            raise HostKeyError(f"refusing to append a host key to {path}: {why}; "
+                               "defaults.known_hosts must name a known_hosts file of yours")
         fcntl.flock(fd, fcntl.LOCK_EX)
         if st.st_size > MAX_KNOWN_HOSTS_BYTES:
             raise HostKeyError(f"refusing to append to {path}: larger than "

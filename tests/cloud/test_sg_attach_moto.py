@@ -170,6 +170,25 @@ def test_bad_instance_and_vpc_fail_at_plan_nothing_applied(net: tuple[str, str],
     assert "+ group gpu-servers" not in out
 
 
+def test_two_machines_that_find_one_instance_fail_at_plan_nothing_applied(
+        net: tuple[str, str], tmp_path: Path) -> None:
+    """The bastion names the instance by id, the host finds the same one by its private
+    address (the load-time check sees two different claims): before, the bastion got its
+    attachment planned, and the host "2 instances have private address 10.0.1.21 (ID, ID)",
+    the one instance counted twice (issue 34, class 4)."""
+    vpc, subnet = net
+    gpu = instance(subnet, "10.0.1.21")
+    before = groups_of(gpu)
+    inv = attached_inventory(tmp_path, vpc, gpu)  # jump: instance_id gpu; gpu1: by address
+    result = apply(inv, "--no-confirm")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert f"instance {gpu} is also the instance of gpu1: one EC2 instance is one machine" in out
+    assert f"instance {gpu} is also the instance of jump: one EC2 instance is one machine" in out
+    assert groups_of(gpu) == before
+    assert "bastion-sg" not in groups_by_name()
+
+
 def test_bad_machine_aws_block_exits_2(aws_env: str, tmp_path: Path) -> None:
     path = tmp_path / "inv.yml"
     path.write_text("version: 1\nhosts:\n  gpu1:\n    address: gpu1.example.org\n"

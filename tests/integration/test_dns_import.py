@@ -186,14 +186,17 @@ def test_route53_import_then_plan_shows_no_changes(tmp_path: Path) -> None:
 def test_powerdns_import_then_plan_shows_no_changes(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     with pdns_server(tmp_path / "pdns") as pdns:
-        monkeypatch.setenv("PROVISION_TEST_PDNS_KEY", pdns.key)
+        # the key file in the inventory's directory, named for the server (the import's
+        # round-trip check reads the YAML as if beside the inventory: its key file is there)
+        key = tmp_path / f"127.0.0.1_{pdns.url.rsplit(':', 1)[1].rstrip('/')}.key"
+        key.write_text(pdns.key + "\n")
         pdns.create_zone(ZONE)
         for name, rtype, ttl, values in SEED:  # PowerDNS keeps TXT data in presentation form
             pdns.set_rrset(ZONE, name, rtype, ttl, [v.replace("\u2028", "\\226\\128\\168")
                                                     for v in values])
         before = pdns.rrsets(ZONE)
         doc = {"version": 1, "dns": {"zones": {"example.org": {
-            "provider": "powerdns", "api_url": pdns.url, "api_key_env": "PROVISION_TEST_PDNS_KEY",
+            "provider": "powerdns", "api_url": pdns.url, "api_key_file": key.name,
             "dns_address": "127.0.0.1", "dns_port": pdns.dns_port, "records": {}}}}}
         # the server's own name server address (its test zones have one) is a record too
         _round_trip(tmp_path, doc, "example.org", expect=IMPORTED | {"ns1"})

@@ -26,7 +26,8 @@ from provision.dns.provider import ProviderError, StaleRead
 from provision.dns.records import ChangeSet, rrset
 from tests.support.powerdns_server import Pdns, pdns_server
 
-KEY_ENV = "PROVISION_TEST_PDNS_KEY"
+KEY_ENV = "PROVISION_POWERDNS_API_KEY"
+URL_ENV = "PROVISION_POWERDNS_API_URL"
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +41,10 @@ _zones = iter(range(1_000_000))
 
 @pytest.fixture
 def zone(pdns: Pdns, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh zone on the server for one test (and the API key in the environment)."""
+    """A fresh zone on the server for one test (and the API key in the environment, bound
+    to the server)."""
     monkeypatch.setenv(KEY_ENV, pdns.key)
+    monkeypatch.setenv(URL_ENV, pdns.url)
     z = f"t{next(_zones)}.example.org."
     pdns.create_zone(z)
     yield z
@@ -51,7 +54,7 @@ def zone(pdns: Pdns, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def _inv(tmp_path: Path, pdns: Pdns, zone: str, records: dict[str, Any] | None = None,
          **extra: Any) -> str:
     doc = {"version": 1, "dns": {"zones": {zone.rstrip("."): {
-        "provider": "powerdns", "api_url": pdns.url, "api_key_env": KEY_ENV,
+        "provider": "powerdns", "api_url": pdns.url,
         "dns_address": "127.0.0.1", "dns_port": pdns.dns_port,
         "records": records or {}, **extra}}}}
     p = tmp_path / "inv.yml"
@@ -179,13 +182,17 @@ def _check(tmp_path: Path, zone: dict[str, Any], *options: str) -> Any:
 
 @pytest.mark.parametrize(("zone", "words"), [
     ({"api_url": "http://127.0.0.1:8081", "api_key": "secret"}, "unknown key 'api_key'"),
-    ({"api_url": "http://127.0.0.1:8081"}, "give exactly one of 'api_key_file'"),
-    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "K", "api_key_file": "k"},
-     "give exactly one of 'api_key_file'"),
-    ({"api_url": "http://pdns.example.net:8081", "api_key_env": "K"}, "not a loopback address"),
-    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "lower"}, "an environment variable name"),
-    ({"api_key_env": "K"}, "dns.zones.example.org.api_url: required field is missing"),
-    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "K", "dns_port": 0}, "out of range"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_env": "GITHUB_TOKEN"},
+     "'api_key_env' is no longer accepted: an inventory no longer names the variable"),
+    ({"api_url": "http://pdns.example.net:8081"}, "not a loopback address"),
+    ({"server_id": "localhost"}, "dns.zones.example.org.api_url: required field is missing"),
+    ({"api_url": "http://127.0.0.1:8081", "dns_port": 0}, "out of range"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_file": "pdns.key"},
+     "pdns.key is not named 127.0.0.1_8081.key: a key file is named for the server"),
+    ({"api_url": "https://pdns.example.net", "api_key_file": "keys/127.0.0.1_8081.key"},
+     "is not named pdns.example.net_443.key"),
+    ({"api_url": "http://127.0.0.1:8081", "api_key_file": "/etc/127.0.0.1_8081.key"},
+     "/etc/127.0.0.1_8081.key is outside the inventory's directory"),
 ])
 def test_bad_settings_are_exit_2_at_their_line(tmp_path: Path, zone: dict[str, Any],
                                                words: str) -> None:
@@ -195,16 +202,20 @@ def test_bad_settings_are_exit_2_at_their_line(tmp_path: Path, zone: dict[str, A
 
 
 def test_the_key_file_is_read_by_check(tmp_path: Path) -> None:
-    zone = {"api_url": "http://127.0.0.1:8081", "api_key_file": "pdns.key"}
+    zone = {"api_url": "http://127.0.0.1:8081", "api_key_file": "127.0.0.1_8081.key"}
+    key = tmp_path / "127.0.0.1_8081.key"
     # --json: the table wraps a long tmp path (xdist's is longer) across the phrase
     r = _check(tmp_path, zone, "--json")
     warnings = [f["message"] for f in json.loads(r.output)["findings"] if f["severity"] == "warning"]
     assert r.exit_code == 0 and any("is not on this machine" in w for w in warnings), r.output
-    (tmp_path / "pdns.key").write_text("two words\n")
+    key.write_text("two words\n")
     r = _check(tmp_path, zone)
     assert r.exit_code == 2 and "one line without spaces" in r.output, r.output
-    (tmp_path / "pdns.key").write_text("k3y\n")
-    assert _check(tmp_path, zone).exit_code == 0
+    key.write_text("k3y\n")
+    r = _check(tmp_path, zone)
+    assert r.exit_code == 0
+    assert (f"credentials: powerdns zone example.org: API key from {key}, sent to "
+            "http://127.0.0.1:8081") in r.output, r.output
 
 
 def test_an_unset_key_variable_is_bad_input_before_anything_is_sent(tmp_path: Path,
@@ -212,9 +223,11 @@ def test_an_unset_key_variable_is_bad_input_before_anything_is_sent(tmp_path: Pa
     monkeypatch.delenv(KEY_ENV, raising=False)
     p = tmp_path / "inv.yml"
     p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "powerdns", "api_url": "http://127.0.0.1:9", "api_key_env": KEY_ENV}}}}))
+        "provider": "powerdns", "api_url": "http://127.0.0.1:9"}}}}))
     r = _cli("dns", "plan", "-i", str(p))
-    assert r.exit_code == 2 and f"{KEY_ENV} (api_key_env) is not set" in r.output, r.output
+    assert r.exit_code == 2, r.output
+    assert (f"no API key for http://127.0.0.1:9: ${KEY_ENV} is not set; set it and "
+            f"{URL_ENV}=http://127.0.0.1:9") in r.output, r.output
 
 
 # --- the API's answers are a trust boundary ------------------------------------------------
@@ -375,3 +388,148 @@ def test_an_answer_dripped_byte_by_byte_ends_at_the_deadline() -> None:
         stop.set()
         t.join(5)
         srv.close()
+
+
+# --- which of your secrets, sent where (issue 34, class 3) ------------------------------------
+#
+# An inventory change in a pull request must not make the reviewer's `dns plan` send one
+# of their secrets to a server of the author's choosing. The "author's server" here is a
+# loopback HTTP server that records every request and answers an empty zone (so, before,
+# the plan went through and the secret arrived in X-API-Key).
+
+SECRET = "ghp_0perat0rSecret"
+
+
+@pytest.fixture
+def catcher() -> Iterator[tuple[str, type[_Hostile]]]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    _Hostile.seen = []
+    _Hostile.answers = [(200, {}, _zone_json())] * 20
+    yield f"http://127.0.0.1:{srv.server_address[1]}", _Hostile
+    srv.shutdown()
+    srv.server_close()
+
+
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The operator's home: ~/.aws/credentials, and the real server's key in
+    ~/.config/provision (named for that server)."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(SECRET + "\n")
+    (home / ".config" / "provision").mkdir(parents=True)
+    (home / ".config" / "provision" / "pdns.example.net_8081.key").write_text(SECRET + "\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.delenv(URL_ENV, raising=False)
+    return home
+
+
+def _attack(tmp_path: Path, url: str, **zone: str) -> Path:
+    tree = tmp_path / "repo"
+    tree.mkdir(exist_ok=True)
+    p = tree / "inventory.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "powerdns", "api_url": url, "records": {}, **zone}}}}))
+    return p
+
+
+ATTACKS = {
+    "env-variable-of-its-choice": ({"api_key_env": "GITHUB_TOKEN"},
+                                   "'api_key_env' is no longer accepted"),
+    "aws-credentials-file": ({"api_key_file": "~/.aws/credentials"},
+                             "is outside the inventory's directory"),
+    "symlink-in-the-tree-to-aws-credentials": ({"api_key_file": "LINK"},
+                                               "(through a symbolic link, to "),
+    "config-key-of-another-server": (
+        {"api_key_file": "~/.config/provision/pdns.example.net_8081.key"},
+        "is not named 127.0.0.1_"),
+    "symlink-named-for-it-to-another-servers-key": ({"api_key_file": "BOUND-LINK"},
+                                                    "is not named 127.0.0.1_"),
+    "env-key-of-another-server": ({}, f"${KEY_ENV} is for https://pdns.example.net:8081 "
+                                      f"(${URL_ENV}), not for this zone's http://127.0.0.1:"),
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
+def test_an_inventory_cannot_send_your_secret_to_its_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        catcher: tuple[str, type[_Hostile]], attack: str) -> None:
+    url, seen = catcher
+    home = _home(tmp_path, monkeypatch)
+    zone, words = ATTACKS[attack]
+    port = url.rsplit(":", 1)[1]
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    if attack == "env-key-of-another-server":  # the operator's key, for their real server
+        monkeypatch.setenv(KEY_ENV, SECRET)
+        monkeypatch.setenv(URL_ENV, "https://pdns.example.net:8081")
+    inv = _attack(tmp_path, url, **zone)
+    name = f"127.0.0.1_{port}.key"
+    if zone.get("api_key_file") == "LINK":
+        (inv.parent / name).symlink_to(home / ".aws" / "credentials")
+        inv = _attack(tmp_path, url, api_key_file=name)
+    if zone.get("api_key_file") == "BOUND-LINK":
+        (inv.parent / name).symlink_to(home / ".config" / "provision" / "pdns.example.net_8081.key")
+        inv = _attack(tmp_path, url, api_key_file=name)
+    for command in (["dns", "plan"], ["dns", "check", "api"], ["import", "dns", "--zone",
+                                                                 "example.org"]):
+        r = _cli(*command, "-i", str(inv))
+        assert r.exit_code == 2, (command, r.output)
+        assert words in " ".join(r.output.split()), r.output
+        assert SECRET not in r.output
+    assert seen.seen == [], "a request reached the inventory's server"
+
+
+def test_a_key_bound_to_the_server_is_sent_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        catcher: tuple[str, type[_Hostile]]) -> None:
+    """The controls: the key file named for the server, in the tree, is sent to it; the
+    environment's key is sent where its companion variable says; `check` says which."""
+    url, seen = catcher
+    _home(tmp_path, monkeypatch)
+    name = f"127.0.0.1_{url.rsplit(':', 1)[1]}.key"
+    inv = _attack(tmp_path, url, api_key_file=name)
+    (inv.parent / name).write_text("tree-key\n")
+    r = _cli("check", "-i", str(inv))
+    assert (f"credentials: powerdns zone example.org: API key from {inv.parent / name}, "
+            f"sent to {url}") in r.output, r.output
+    assert _cli("dns", "plan", "-i", str(inv)).exit_code == 0
+    assert seen.seen and {k for _, _, k in seen.seen} == {"tree-key"}
+
+    seen.seen.clear()
+    monkeypatch.setenv(KEY_ENV, "env-key")
+    monkeypatch.setenv(URL_ENV, url + "/")  # the same server, written another way
+    inv = _attack(tmp_path, url)
+    r = _cli("check", "-i", str(inv), "--json")
+    assert json.loads(r.output)["credentials"] == [{
+        "provider": "powerdns", "zone": "example.org", "what": "API key",
+        "source": f"${KEY_ENV} (for {url}, as ${URL_ENV} says)", "goes": f"sent to {url}",
+        "line": f"powerdns zone example.org: API key from ${KEY_ENV} (for {url}, as "
+                f"${URL_ENV} says), sent to {url}"}]
+    assert _cli("dns", "plan", "-i", str(inv)).exit_code == 0
+    assert seen.seen and {k for _, _, k in seen.seen} == {"env-key"}
+
+
+def test_a_key_file_swapped_for_a_symlink_after_loading_is_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second check, on the file opened: the key file named for the server was a
+    regular file in the tree when the inventory was loaded, and became a link to
+    ~/.aws/credentials before it was read."""
+    from provision.dns import powerdns
+    from provision.inventory import load_inventory
+
+    home = _home(tmp_path, monkeypatch)
+    inv_path = _attack(tmp_path, "http://127.0.0.1:9", api_key_file="127.0.0.1_9.key")
+    key = inv_path.parent / "127.0.0.1_9.key"
+    key.write_text("tree-key\n")
+    inv = load_inventory(inv_path)
+    assert inv.dns is not None
+    key.unlink()
+    key.symlink_to(home / ".aws" / "credentials")
+    from provision.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"cannot use the api_key_file .*its real path "
+                                         r".*/\.aws/credentials is outside"):
+        powerdns.make(inv.dns.zones[0], inv)

@@ -60,7 +60,7 @@ def test_clouddns_a_record_in_another_spelling_is_no_change(fake: FakeCloudDns,
 
 # --- PowerDNS (the real server) ------------------------------------------------------------
 
-KEY_ENV = "PROVISION_TEST_PDNS_KEY"
+KEY_ENV = "PROVISION_POWERDNS_API_KEY"
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +72,12 @@ def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
 def test_powerdns_round_trip_of_txt_mx_srv_caa(pdns: Pdns, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, pdns.key)
+    monkeypatch.setenv("PROVISION_POWERDNS_API_URL", pdns.url)  # the server the key is for
     zone = "types.example.org."
     pdns.create_zone(zone)
     try:
         doc = {"version": 1, "dns": {"zones": {zone.rstrip("."): {
-            "provider": "powerdns", "api_url": pdns.url, "api_key_env": KEY_ENV,
+            "provider": "powerdns", "api_url": pdns.url,
             "dns_address": "127.0.0.1", "dns_port": pdns.dns_port,
             "records": records(zone)}}}}
         inv = tmp_path / "inv.yml"

@@ -24,3 +24,23 @@ def test_an_inventory_that_is_a_fifo_or_a_device_is_refused_without_hanging(
                               timeout=120, check=False)
         assert proc.returncode == 2, proc.stderr
         assert "not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_playbook_path_that_is_a_socket_says_so(tmp_path: Path) -> None:
+    """A socket cannot even be opened (ENXIO): before, "cannot read the playbook: No such
+    device or address"; now what it is and what --playbook takes (issue 34, class 9)."""
+    import socket
+
+    from click.testing import CliRunner
+
+    from provision.cli import main
+
+    inv = tmp_path / "inventory.yml"
+    inv.write_text("version: 1\nhosts:\n  gpu1: {address: 10.0.1.21}\n")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp_path / "pb.yml"))
+        r = CliRunner().invoke(main, ["plan", "-i", str(inv), "--playbook",
+                                      str(tmp_path / "pb.yml")])
+    assert r.exit_code == 2, r.output
+    assert f"{tmp_path / 'pb.yml'}: a socket, not a regular file: --playbook takes a " \
+           "playbook file" in r.stderr, r.stderr

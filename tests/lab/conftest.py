@@ -7,6 +7,7 @@ the reason; with CI=true a missing prerequisite fails them instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -202,13 +203,39 @@ def lab() -> Iterator[Lab]:
         r = provision("status", "--json", name=reuse, check=False)
         assert r.returncode == 0 and json.loads(r.stdout)["up"], \
             f"$PROVISION_TEST_LAB={reuse} is not up:\n{r.stdout}{r.stderr}"
-        yield _load(reuse)
+        reused = _load(reuse)
+        with _keys_usable_from_copies(reused):
+            yield reused
         return
     name = f"pytest-{secrets.token_hex(3)}"
     try:
         provision("up", name=name)
-        yield _load(name)
+        loaded = _load(name)
+        with _keys_usable_from_copies(loaded):
+            yield loaded
     finally:
         provision("down", name=name, check=False)
         shutil.rmtree(f"{P.DATA_ROOT}/{name}", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _keys_usable_from_copies(lab: Lab) -> Iterator[None]:
+    """Tests copy the lab's inventory into their tmp_path; its TSIG key stays in the lab's
+    directory, outside the copy's tree, where an inventory may not name a key file
+    (docs/trust-model.md#a-providers-secret-comes-from-where-you-put-it). For the session,
+    the provision config directory ($XDG_CONFIG_HOME/provision) is the lab's directory
+    (by its real path, which is what counts), where the key is."""
+    xdg = lab.dir / "xdg"
+    xdg.mkdir(mode=0o700, exist_ok=True)
+    if not (xdg / "provision").is_symlink():
+        (xdg / "provision").symlink_to(lab.dir)
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(xdg)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("XDG_CONFIG_HOME", None)
+        else:
+            os.environ["XDG_CONFIG_HOME"] = before
 

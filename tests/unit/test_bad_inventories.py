@@ -38,6 +38,17 @@ def test_bad_inventory_is_rejected_with_location(path: Path) -> None:
         assert re.search(rf"{re.escape(str(path))}:\d+:\d+: ", out), out
     if field is not None:
         assert f": {field}" in out, out
+    for text in _header(path, "never"):  # a misleading message (a union's wrong branch, ...)
+        assert text not in out, out
+    for text in _header(path, "says"):  # what the message must name ({file}: this file)
+        assert text.replace("{file}", str(path)) in out, out
+
+
+def _header(path: Path, word: str) -> list[str]:
+    """The `# never: TEXT` (what the error must not say) or `# says: TEXT` (what it must
+    say) lines of a case."""
+    return [ln.removeprefix(f"# {word}: ") for ln in path.read_text().splitlines()
+            if ln.startswith(f"# {word}: ")]
 
 
 def test_missing_inventory_path_is_usage_error(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def _inv(tmp_path: Path, zones: dict[str, object]) -> Path:
 
 
 def test_names_are_found_in_the_longest_zone(tmp_path: Path) -> None:
-    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent", "records": {}}
+    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key", "records": {}}
     inv = load_inventory(_inv(tmp_path, {"example.org": z, "sub.example.org": z}))
     assert find_zone(inv, "api.sub.example.org.")[0].name == "sub.example.org"
     assert find_zone(inv, "API.example.org") == (inv.dns.zones[0], "api.example.org.")  # type: ignore[union-attr]
@@ -51,7 +51,7 @@ def test_values_are_checked_against_the_record_type() -> None:
 
 
 def test_a_bare_label_with_several_zones_asks_for_the_full_name(tmp_path: Path) -> None:
-    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent", "records": {}}
+    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key", "records": {}}
     inv = load_inventory(_inv(tmp_path, {"example.org": z, "example.net": z}))
     with pytest.raises(UsageError, match=r"bare label .* give the full name"):
         find_zone(inv, "api")

@@ -81,3 +81,25 @@ def test_the_update_requires_exactly_what_was_read(tmp_path: Path) -> None:
     assert ("app.lab.test.", "A", "IN") in updates        # add the new one
     assert ("www.lab.test.", "CNAME", "IN") in updates
     assert upd.keyring is not None  # signed at to_wire()
+
+
+def test_an_inventorys_key_file_is_checked_again_where_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key file of an inventory (its tree given) is read only from the tree or the
+    config directory, by the real path of the file opened: a link swapped in after the
+    inventory was loaded is refused (issue 34, class 3)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    tree = tmp_path / "inv"
+    tree.mkdir()
+    key = tree / "tsig.key"
+    key.write_text(f"hmac-sha256:k1:{SECRET}\n")
+    assert read_tsig_key(str(key), str(tree)) == ("k1", "hmac-sha256", SECRET)
+    outside = tmp_path / "elsewhere.key"
+    outside.write_text(f"hmac-sha256:k2:{SECRET}\n")
+    key.unlink()
+    key.symlink_to(outside)
+    with pytest.raises(UsageError, match=r"its real path .*elsewhere\.key is outside the "
+                                         r"inventory's directory"):
+        read_tsig_key(str(key), str(tree))
+    assert read_tsig_key(str(key)) == ("k2", "hmac-sha256", SECRET)  # given directly: read

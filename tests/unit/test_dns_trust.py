@@ -215,7 +215,7 @@ def test_clouddns_refuses_a_token_uri_in_clear(tmp_path: Path) -> None:
     creds.write_text(json.dumps({"type": "service_account", "token_uri": "http://10.9.9.9/token",
                                  "client_email": "x@y", "private_key": "k"}))
     p = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
-                         endpoint="https://dns.example.net", credentials_file=str(creds))
+                         endpoint="https://dns.googleapis.com", credentials_file=str(creds))
     with pytest.raises(UsageError, match=r"token_uri .* not a loopback address"):
         p.mz  # noqa: B018
     p2 = CloudDnsProvider(ZONE, project="my-project", managed_zone="z",
@@ -281,7 +281,7 @@ def test_rfc2136_refuses_to_build_an_update_from_unwritable_data(tmp_path: Path)
 def test_status_of_a_name_in_no_zone_exits_2(tmp_path: Path) -> None:
     p = tmp_path / "inv.yml"
     p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent"}}}}))
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key"}}}}))
     r = CliRunner().invoke(main, ["dns", "migrate", "status", "api.example.net", "-i", str(p)])
     assert r.exit_code == 2, r.output
     assert "in none of the inventory's zones" in r.output
@@ -296,14 +296,16 @@ def test_relative_key_paths_are_taken_from_the_inventory_directory(
     (d / "inv.yml").write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"lab.test": {
         "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "keys/tsig.key"},
         "gcp.test": {"provider": "clouddns", "project": "my-project", "managed_zone": "g",
-                     "credentials_file": "~/sa.json"}}}}))
+                     "credentials_file": "~/.config/provision/sa.json"}}}}))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
     inv = load_inventory(d / "inv.yml")
     assert inv.dns is not None
     lab, gcp = (next(z for z in inv.dns.zones if z.name == n) for n in ("lab.test", "gcp.test"))
     assert lab.settings.tsig_key_file == str(d / "keys" / "tsig.key")
-    assert gcp.settings.credentials_file == str(tmp_path / "home" / "sa.json")
+    assert gcp.settings.credentials_file == str(tmp_path / "home" / ".config" / "provision" /
+                                                "sa.json")
 
 
 @pytest.mark.parametrize(("field", "doc", "words"), [
@@ -330,7 +332,7 @@ def test_provider_ids_are_explained_in_words_not_patterns(
 def test_dns_check_of_a_name_that_is_no_name_is_exit_2(tmp_path: Path) -> None:
     p = tmp_path / "inv.yml"
     p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent"}}}}))
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key"}}}}))
     for bad in ("a..b.example.org", "x" * 64 + ".example.org"):
         r = CliRunner().invoke(main, ["dns", "check", bad, "-i", str(p)])
         assert r.exit_code == 2, r.output
@@ -389,3 +391,83 @@ def test_hostile_route53_answers_never_reach_a_change_batch(tmp_path: Path) -> N
     assert any("_provision.example.org. TXT is refused" in e for e in run.plan.errors)
     apply_zone(run)  # what `dns apply` calls for a zone: an empty change set sends nothing
     assert calls == ["list"]
+
+
+# --- which secret, from where, sent where (issue 34, class 3) ----------------------------------
+
+@pytest.mark.parametrize(("url", "origin", "name"), [
+    ("https://PDNS.example.net:8081/api", "https://pdns.example.net:8081", "pdns.example.net_8081.key"),
+    ("https://pdns.example.net", "https://pdns.example.net:443", "pdns.example.net_443.key"),
+    ("http://127.0.0.1:8081/", "http://127.0.0.1:8081", "127.0.0.1_8081.key"),
+    ("http://[::1]:8081", "http://[::1]:8081", "::1_8081.key"),
+])
+def test_a_key_is_bound_to_the_server_by_its_origin_and_file_name(url: str, origin: str,
+                                                                  name: str) -> None:
+    from provision.dns import secrets
+
+    assert secrets.origin(url) == origin
+    assert secrets.url_key_name(url) == name
+
+
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return home
+
+
+def test_an_inventory_in_your_home_directory_has_no_tree_for_keys(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its tree would hold every file of yours: keys go in ~/.config/provision then."""
+    home = _home(tmp_path, monkeypatch)
+    (home / "keys").mkdir()
+    inv = home / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "keys/tsig.key"}}}}))
+    r = CliRunner().invoke(main, ["check", "-i", str(inv)])
+    assert r.exit_code == 2, r.output
+    assert (f"{home}/keys/tsig.key is outside your provision config directory "
+            f"{home}/.config/provision (the inventory's directory {home} is your home "
+            "directory or above it") in " ".join(r.output.split()), r.output
+    inv.write_text(inv.read_text().replace("keys/tsig.key", "~/.config/provision/tsig.key"))
+    assert CliRunner().invoke(main, ["check", "-i", str(inv)]).exit_code == 0
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # the config dir moved
+    r = CliRunner().invoke(main, ["check", "-i", str(inv)])
+    assert r.exit_code == 2 and f"{tmp_path}/xdg/provision" in r.output, r.output
+
+
+def test_check_names_every_zones_credential_and_where_it_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _home(tmp_path, monkeypatch)
+    monkeypatch.delenv("PROVISION_POWERDNS_API_KEY", raising=False)
+    d = tmp_path / "inv"
+    d.mkdir()
+    (d / "inventory.yml").write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {
+        "a.example": {"provider": "rfc2136", "server": "192.0.2.53", "tsig_key_file": "t.key"},
+        "b.example": {"provider": "clouddns", "project": "my-project", "managed_zone": "b"},
+        "c.example": {"provider": "clouddns", "project": "my-project", "managed_zone": "c",
+                      "endpoint": "http://127.0.0.1:8089"},
+        "d.example": {"provider": "route53"},
+        "e.example": {"provider": "powerdns", "api_url": "https://pdns.example.net:8081"},
+        "f.example": {"provider": "powerdns", "api_url": "https://pdns.example.net:8081",
+                      "api_key_file": "pdns.example.net_8081.key"}}}}))
+    r = CliRunner().invoke(main, ["check", "-i", str(d / "inventory.yml")])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("credentials: ")]
+    assert lines == [
+        f"credentials: rfc2136 zone a.example: TSIG key from {d}/t.key, signs the requests "
+        "sent to 192.0.2.53 port 53",
+        "credentials: clouddns zone b.example: a Google token from Application Default "
+        "Credentials (gcloud), sent to https://dns.googleapis.com",
+        "credentials: clouddns zone c.example: no credentials (anonymous requests to a local "
+        "fake), sent to http://127.0.0.1:8089",
+        "credentials: route53 zone d.example: AWS credentials from boto3's default chain "
+        "($AWS_* variables, ~/.aws), signing the requests sent to AWS (route53.amazonaws.com)",
+        "credentials: powerdns zone e.example: API key from nowhere on this machine "
+        "($PROVISION_POWERDNS_API_KEY is not set; set it and PROVISION_POWERDNS_API_URL="
+        "https://pdns.example.net:8081, or give api_key_file (pdns.example.net_8081.key in "
+        f"the inventory's directory or {tmp_path}/home/.config/provision)), sent to "
+        "https://pdns.example.net:8081",
+        f"credentials: powerdns zone f.example: API key from {d}/pdns.example.net_8081.key, "
+        "sent to https://pdns.example.net:8081",
+    ], r.output

@@ -126,7 +126,7 @@ def test_a_private_key_google_auth_cannot_read_is_bad_input_not_an_api_failure(
                          ids=["status", "check"])
 def test_a_name_that_is_no_record_name_here_is_exit_2_with_the_reason(
         tmp_path: Path, command: list[str], name: str, why: str) -> None:
-    inv = _rfc2136(tmp_path, "/nonexistent.key")
+    inv = _rfc2136(tmp_path, "tsig.key")
     # before: `status ''` listed every migration (exit 0), `status api.example.org..` said
     # "in none of the zones", `check api.example.net` asked for api.example.net.example.org
     _refused(_cli(*command, name, "-i", str(inv)), why)
@@ -204,7 +204,7 @@ def test_the_state_directory_above_migrations_is_private_too(
     monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
     # before: only migrations/ was checked; a 0777 state directory was used as it was (and
     # migrations/ made inside it), a file there was a NotADirectoryError traceback
-    _refused(_cli(*command, "-i", str(_rfc2136(tmp_path, "/nonexistent.key"))), why)
+    _refused(_cli(*command, "-i", str(_rfc2136(tmp_path, "tsig.key"))), why)
     assert not (tmp_path / "real" / "migrations").exists()
     if setup == "mode-777":
         assert not (state / "migrations").exists()
@@ -304,7 +304,7 @@ def test_render_refuses_an_out_directory_it_would_write_through_and_writes_nothi
 def _records(tmp_path: Path, records: dict[str, object]) -> Path:
     p = tmp_path / "inv.yml"
     p.write_text(yaml.safe_dump({"version": 1, "dns": {"zones": {"example.org": {
-        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "/nonexistent.key",
+        "provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key",
         "records": records}}}}, sort_keys=False))
     return p
 
@@ -320,3 +320,45 @@ def test_the_wildcard_below_the_apex_can_be_declared_as_a_star(tmp_path: Path) -
     assert [r.name for r in desired(inv.dns.zones[0])] == ["*.example.org."]
     _refused(_cli("check", "-i", str(_records(tmp_path, {"*": a, "*.example.org": a}))),
              "*.example.org")
+
+
+# --- ports written with digits other than 0-9 (issue 34, class 9) ------------------------
+
+# int() reads '８０００' (fullwidth) and '٨٠٠٠' (Arabic-Indic) as 8000, and str.isdigit()
+# takes '²', which int() then refuses: before, `--port web=²` ended in a traceback
+UNICODE_PORTS = {"fullwidth": "８０００", "arabic_indic": "٨٠٠٠", "superscript": "²",
+                 "devanagari": "८०००"}
+
+
+def _tunnel_inventory(tmp_path: Path) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "hosts": {"gpu1": {
+        "address": "127.0.0.1", "port": 1, "ssh_from": ["10.0.0.0/8"],
+        "services": {"web": {"port": 8000, "command": "/bin/true"}}}}}, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("digits", list(UNICODE_PORTS.values()), ids=list(UNICODE_PORTS))
+def test_a_port_in_other_digits_is_a_clear_error_everywhere(tmp_path: Path, digits: str) -> None:
+    inv = _tunnel_inventory(tmp_path)
+    why = "is not a port (1-65535, written with the digits 0-9)"
+    _refused(_cli("tunnel", "-i", str(inv), "gpu1", "--port", f"web={digits}"),
+             f"--port web={digits}: ", why)
+    for spec in (f"tcp:{digits}", f"http://api.example.org:{digits}/health"):
+        _refused(_cli("dns", "migrate", "cutover", "-i", str(inv), "api", "--health", spec),
+                 f"--health {spec}: ", why)
+    _refused(_cli("apply", "-i", str(inv), "--yes", "--shard", f"{digits}/3"), "--shard")
+    # in the inventory: text, not a number, and said so
+    text = inv.read_text().replace("port: 8000", f"port: '{digits}'")
+    inv.write_text(text, encoding="utf-8")
+    _refused(_cli("check", "-i", str(inv)), "hosts.gpu1.services.web.port: ",
+             "is text, not a number: write it with the digits 0-9")
+
+
+@pytest.mark.parametrize(("spec", "port"), [
+    ("tcp:8000", 8000), ("http://api.example.org/", 80), ("https://api.example.org/", 443),
+    ("http://[::1]:8080/x", 8080), ("https://u:p@api.example.org:8443/", 8443)])
+def test_health_ports_in_ascii_digits_are_read(spec: str, port: int) -> None:
+    from provision.dns.migrate.health import parse
+
+    assert parse(spec).port == port

@@ -9,6 +9,7 @@ container names) is escaped; no content ends in a traceback or a hang.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,32 @@ def test_a_fifo_or_device_playbook_is_refused_without_blocking(tmp_path: Path) -
         load(str(tmp_path))  # a directory, given as a path
     with pytest.raises(PlaybookError, match="no such playbook file"):
         load(str(tmp_path / "missing.yml"))
+
+
+@pytest.mark.parametrize(("make", "kind"), [
+    (lambda d: Path("/dev/zero"), "a character device"),
+    (lambda d: Path("/dev/null"), "a character device"),
+    (lambda d: (os.mkfifo(d / "pb.yml"), d / "pb.yml")[1], "a FIFO (named pipe)"),
+    (lambda d: d, "a directory"),
+], ids=["dev-zero", "dev-null", "fifo", "directory"])
+def test_a_playbook_path_that_is_no_file_says_what_it_is_and_what_is_allowed(
+        tmp_path: Path, make: Callable[[Path], Path], kind: str) -> None:
+    """Issue 34, class 9: before, every one of these got "not a regular file (a playbook is
+    a .yml file)" (a socket: tests/integration/test_hostile_cli_process.py)."""
+    path = make(tmp_path)
+    r = CliRunner().invoke(main, ["plan", "-i", str(_inventory(tmp_path)), "--playbook",
+                                  str(path)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    assert (f"{path}: {kind}, not a regular file: --playbook takes a playbook file (a "
+            "regular .yml file of UTF-8 text, at most 1 MiB) or the name of a shipped "
+            "playbook (bootstrap-gpu-server, harden)") in r.stderr, r.stderr
+
+
+def _inventory(tmp_path: Path) -> Path:
+    inv = tmp_path.parent / f"{tmp_path.name}-inventory.yml"
+    inv.write_text(yaml.safe_dump({"version": 1, "hosts": {"gpu1": {"address": "10.0.1.21"}}}))
+    return inv
 
 
 def test_plan_with_a_hostile_playbook_exits_2_cleanly(tmp_path: Path) -> None:

@@ -127,3 +127,95 @@ def test_the_appended_key_type_must_match_its_blob() -> None:
         known_hosts_line("10.0.0.1", "ssh-ed25519", b64)
     with pytest.raises(HostKeyError):
         known_hosts_line("10.0.0.1", "ssh-dss", b64)
+
+
+# --- the second guard, at write time (issue 34, class 10) ---------------------------------------
+#
+# The name check at load sees the path as written. These call the writer itself with a path
+# that passes it (its name contains 'known_hosts') but that leads to a file of another role.
+# Every target is empty, so the content check (every line a known_hosts entry) passes:
+# before, each of these got the host key appended.
+
+PUBLIC = paramiko.Ed25519Key(data=b"\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20" + bytes(32))
+LINE = f"10.0.0.1 ssh-ed25519 {PUBLIC.get_base64()}\n"
+
+
+def _ssh_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "home" / ".ssh"
+    d.mkdir(parents=True, mode=0o700)
+    return d
+
+
+@pytest.mark.parametrize("target", ["authorized_keys", "authorized_keys2", "../.bashrc",
+                                    "../.profile", "id_ed25519", "id_ed25519.pub",
+                                    "authorized_keys_known_hosts", "known_hosts.pub",
+                                    "known_hosts.bashrc"])
+def test_a_known_hosts_name_that_leads_to_another_file_is_not_appended_to(
+        tmp_path: Path, target: str) -> None:
+    from provision.ssh.hostkeys import append_line
+
+    ssh = _ssh_dir(tmp_path)
+    real = (ssh / target).resolve()
+    real.write_text("")
+    link = ssh / "fleet_known_hosts"
+    link.symlink_to(real)
+    with pytest.raises(HostKeyError, match=r"refusing to append a host key to .*fleet_known_hosts: "
+                                           r"its real path"):
+        append_line(link, LINE)
+    assert real.read_text() == ""
+    if "known_hosts" not in target:  # the writer called with the file itself
+        with pytest.raises(HostKeyError, match="not named like a known_hosts file"):
+            append_line(real, LINE)
+        assert real.read_text() == ""
+
+
+def test_an_empty_authorized_keys_through_accept_new_stays_empty(tmp_path: Path) -> None:
+    """The whole path accept-new takes (KnownHosts.check), through a symlink named like a
+    known_hosts file."""
+    ssh = _ssh_dir(tmp_path)
+    (ssh / "authorized_keys").write_text("")
+    (ssh / "known_hosts").symlink_to(ssh / "authorized_keys")
+    with pytest.raises(HostKeyError, match="authorized_keys"):
+        KnownHosts(ssh / "known_hosts", accept_new=True).check("gpu1", "10.0.0.1", 22, PUBLIC)
+    assert (ssh / "authorized_keys").read_text() == ""
+
+
+def test_a_hard_link_to_authorized_keys_is_not_appended_to(tmp_path: Path) -> None:
+    from provision.ssh.hostkeys import append_line
+
+    ssh = _ssh_dir(tmp_path)
+    (ssh / "authorized_keys").write_text("")
+    os.link(ssh / "authorized_keys", ssh / "fleet_known_hosts")  # every name check passes
+    with pytest.raises(HostKeyError, match="has 2 hard links"):
+        append_line(ssh / "fleet_known_hosts", LINE)
+    assert (ssh / "authorized_keys").read_text() == ""
+
+
+def test_an_executable_or_someone_elses_file_is_not_appended_to(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.ssh.hostkeys import append_line
+
+    kh = _ssh_dir(tmp_path) / "known_hosts"
+    kh.write_text("")
+    kh.chmod(0o700)
+    with pytest.raises(HostKeyError, match="is executable"):
+        append_line(kh, LINE)
+    kh.chmod(0o600)
+    monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)  # the file is not "yours"
+    with pytest.raises(HostKeyError, match=f"is owned by uid {os.getuid()}, not by you"):
+        append_line(kh, LINE)
+    monkeypatch.undo()
+    assert kh.read_text() == ""
+    append_line(kh, LINE)  # the control: the same file, as it should be, is appended to
+    assert kh.read_text() == LINE
+
+
+@pytest.mark.parametrize("name", ["known_hosts", "known_hosts2", "fleet_known_hosts",
+                                  "known_hosts.lab", "new/known_hosts"])
+def test_known_hosts_files_are_still_appended_to(tmp_path: Path, name: str) -> None:
+    from provision.ssh.hostkeys import append_line
+
+    kh = _ssh_dir(tmp_path) / name
+    append_line(kh, LINE)
+    append_line(kh, LINE)
+    assert kh.read_text() == LINE * 2

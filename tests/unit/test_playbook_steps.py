@@ -195,6 +195,50 @@ def test_a_symlink_escaping_the_tree_is_refused(tmp_path: Path) -> None:
              "is outside the inventory's directory")
 
 
+def test_a_symlinked_inventory_file_trusts_its_targets_tree_not_the_links(
+        tmp_path: Path) -> None:
+    """The trusted tree comes from the inventory's real path: `-i link.yml` (pointing into
+    another tree) imports task code from the target's directory, never from the link's
+    (issue 34, class 7). Before, the link's directory was trusted."""
+    real = _tree(tmp_path, "  - tasks/gpu.py:install\n")        # the target's tree
+    link_dir = tmp_path / "linkdir"
+    (link_dir / "tasks").mkdir(parents=True)
+    (link_dir / "tasks" / "gpu.py").write_text(TASKS)           # the link's tree
+    (link_dir / "inventory.yml").symlink_to(real / "inventory.yml")
+    r = _cli("plan", "-i", str(link_dir / "inventory.yml"), "--playbook", str(real / "pb.yml"),
+             "--json")
+    assert r.exit_code == 1, r.output  # imported, then the host is unreachable
+    assert [i["path"] for i in json.loads(r.output)["tasks_imported"]] == [
+        str((real / "tasks" / "gpu.py").resolve())]
+    assert (real / "tasks" / "IMPORTED").exists()
+    assert not (link_dir / "tasks" / "IMPORTED").exists()
+    # a task file only in the link's directory is outside the (real) tree
+    (real / "tasks" / "gpu.py").unlink()
+    (real / "tasks" / "IMPORTED").unlink()
+    (link_dir / "pb.yml").write_text(f"hosts: all\nsteps:\n  - {link_dir}/tasks/gpu.py:install\n")
+    _refused(_cli("plan", "-i", str(link_dir / "inventory.yml"), "--playbook",
+                  str(link_dir / "pb.yml")),
+             f"task: {link_dir}/tasks/gpu.py is outside the inventory's directory "
+             f"{real.resolve()}")
+    assert not (link_dir / "tasks" / "IMPORTED").exists()
+
+
+def test_an_inventory_in_a_symlinked_directory_trusts_the_real_directory(tmp_path: Path) -> None:
+    """The reverse: `-i LINK` where LINK is a symbolic link to the inventory's directory, or
+    `-i LINK/inventory.yml`: the tree is the real directory, and task files are found and
+    listed under their real path."""
+    real = _tree(tmp_path, "  - tasks/gpu.py:install\n")
+    (real / "pb.yml").rename(tmp_path / "pb.yml")  # a directory inventory reads every .yml
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    for given in (link, link / "inventory.yml"):
+        r = _cli("plan", "-i", str(given), "--playbook", str(tmp_path / "pb.yml"), "--json")
+        assert r.exit_code == 1, r.output
+        assert [i["path"] for i in json.loads(r.output)["tasks_imported"]] == [
+            str((real / "tasks" / "gpu.py").resolve())]
+        (real / "tasks" / "IMPORTED").unlink()
+
+
 @pytest.mark.parametrize(("steps", "task_file", "needles"), [
     ("  - tasks/gpu.py:instal\n", TASKS,
      (":3:5: task: tasks/gpu.py has no function 'instal'; did you mean 'install'?",

@@ -14,7 +14,9 @@ import ssl
 from typing import Literal
 from urllib.parse import urlsplit
 
+from provision.inventory.fields import parse_port
 from provision.record import record
+from provision.text import printable
 
 
 @record
@@ -33,16 +35,13 @@ class Check:
 def parse(spec: str) -> Check:
     s = spec.strip()
     if s.startswith("tcp:"):
-        text = s[4:]
-        if not text.isdigit() or not 1 <= int(text) <= 65535:
-            raise ValueError(f"--health {spec}: the port must be 1-65535")
-        return Check("tcp", int(text))
+        return Check("tcp", parse_port(s[4:], f"--health {printable(spec)}"))
     u = urlsplit(s)
     if u.scheme in ("http", "https") and u.hostname:
-        try:
-            port = u.port or (443 if u.scheme == "https" else 80)
-        except ValueError:
-            raise ValueError(f"--health {spec}: bad port") from None
+        # urlsplit reads other scripts' digits as a port ('８０００' is 8000): ASCII only
+        written = u.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+        port = (parse_port(written, f"--health {printable(spec)}") if written
+                else 443 if u.scheme == "https" else 80)
         if any(c.isspace() or ord(c) < 32 for c in s):
             raise ValueError(f"--health {spec}: whitespace or control characters")
         path = u.path or "/"
