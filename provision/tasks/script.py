@@ -57,7 +57,8 @@ EOF_MARK = "PROVISION_CONTENT_EOF"
 # a team member who swaps their ~/.ssh (or a data directory's parent) for a link to
 # /etc/sudoers.d must not get root to write or chown there.
 SAFE_PATH = r"""provision_safe_path() {
-  case $(provision_whose "$1") in
+  # the directory PATH is in: a name there is root's alone to swap
+  case $(provision_whose "$(provision_dir_of "$1")") in
     root\ *) return 0 ;;
     '') return 1 ;;
     *) echo "refusing $1: it lies in another account's directory" >&2; return 1 ;;

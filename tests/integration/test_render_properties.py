@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from provision.errors import RenderError
 from provision.inventory import InventoryError, load_inventory
+from provision.inventory.catalog import service_account
 from provision.inventory.model import Inventory
 from provision.render import render_host, render_ssh_config
 from tests.support.tools import (
@@ -62,6 +63,7 @@ UNDECLARED = "undeclared-host.example.net"
 BASTION_NAMES = ["jump", "bast-1", "b.x", "j_2", "edge0"]
 HOST_NAMES = ["gpu1", "gpu-2", "node.a", "h_3", "trainer", "10-0-1-9"]
 USERS = ["ubuntu", "admin", "_svc", "deploy-1", "ml"]
+SERVICE_USERS = ["_worker", "runner", "deploy-2"]  # never a login user: those are refused
 SERVICE_NAMES = ["web", "api", "metrics.x", "svc_1", "model-api"]
 BINDS = ["127.0.0.1", "0.0.0.0", "::1", "::", "10.0.1.5", "2001:db8::5"]
 COMMANDS = [
@@ -135,7 +137,7 @@ def services(draw: Any, edgy: bool = False) -> dict[str, Any]:
         if draw(st.booleans()):
             s["bind"] = _pick(draw, st.sampled_from(BINDS), EDGY_BINDS, edgy)
         if draw(st.booleans()):
-            s["user"] = draw(st.sampled_from(USERS))
+            s["user"] = draw(st.sampled_from(SERVICE_USERS))
         kind = draw(st.sampled_from(["default", "tunnel", "none", "public"]))
         if kind == "public":
             s["expose"] = {"from": draw(cidrs(min_size=1, edgy=edgy))}
@@ -243,7 +245,7 @@ def declared_argv(data: dict[str, Any], name: str, s: dict[str, Any]) -> list[st
         "logdir": s.get("logdir", ""),
         "notebook_dir": s.get("notebook_dir", ""),
         "config": f"/etc/provision/jupyter/{name}/jupyter_server_config.py",
-        "user": s.get("user", data["defaults"]["user"]),
+        "user": s.get("user", service_account(name)),
         "venv": f"{s['venv'].rstrip('/')}/bin/" if s.get("venv") else "",
     }
     # Split the declared command first, then fill each word: a placeholder is one value,
@@ -409,7 +411,8 @@ def check_units(data: dict[str, Any]) -> None:
                 assert len(lines) == 1, lines
                 cmds = exec_commands(lines[0].removeprefix("ExecStart="))
                 assert cmds == [("", declared_argv(data, sname, s))], (name, sname, lines[0])
-                assert f"User={s.get('user', data['defaults']['user'])}" in text.splitlines()
+                # its own account unless the inventory names one (docs/trust-model.md)
+                assert f"User={s.get('user', service_account(sname))}" in text.splitlines()
                 f = tmp / name / f"provision-{sname}.service"
                 f.parent.mkdir(exist_ok=True)
                 f.write_text(text)

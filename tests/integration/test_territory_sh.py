@@ -212,3 +212,18 @@ def test_what_the_member_prints_is_held_to_the_records_asked_for(root_dir: Path)
             + f"\nFACT_PATHS={forged!r}\nfact_at D:{home}\n")
     out = sh(code).stdout
     assert out == f"dir\t{home}\t700\tnobody\tnogroup\ntmp\t{home}/.provision-tmp.ok\n"
+
+
+def test_a_safe_path_is_one_in_a_directory_only_root_changes(root_dir: Path) -> None:
+    """`provision_safe_path FILE` (apt's sources and keys, python envs' root): the file's
+    directory must be root's alone; the file itself may be there or not."""
+    from provision.tasks.script import SAFE_PATH
+    files_lib = (files("provision._templates") / "steps" / "files.sh").read_text("utf-8")
+    (root_dir / "keyrings").mkdir()
+    (root_dir / "keyrings" / "k.asc").write_text("key")
+    home = members_dir(root_dir)
+    code = files_lib + "\n" + SAFE_PATH + '\nprovision_safe_path "$1"'
+    for path, ok in ((root_dir / "keyrings" / "k.asc", True), (root_dir / "keyrings" / "new", True),
+                     (home / "k.asc", False)):
+        r = sh(code, str(path))
+        assert (r.returncode == 0) == ok, (path, r.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -48,7 +49,10 @@ def bob(tmp_path: Path) -> Service:
     token = tmp_path / MEMBER_TOKEN_FILE.removeprefix("~/")
     token.parent.mkdir(parents=True)
     token.write_text(TOKEN)
-    return dataclasses.replace(svc, port=_free_port())
+    # on a loopback port (per_user_socket: false), run by this test's own account (the one
+    # the probe's `id -u` names here; bob has no account on this machine)
+    return dataclasses.replace(svc, port=_free_port(), socket=None,
+                               user=pwd.getpwuid(os.getuid()).pw_name)
 
 
 @contextmanager
@@ -63,13 +67,13 @@ def _listener(port: int, uid: int | None) -> Iterator[subprocess.Popen[str]]:
         p.wait()
 
 
-def _state(svc: Service, home: Path) -> tuple[str | None, str]:
+def _state(svc: Service, home: Path, listening: bool = True) -> tuple[str | None, str]:
     cmd = probe_command([svc], "bob", check_listening=True)
     # the probe is `bash -c QUOTED`: run the same way the host's login shell would
     out = subprocess.run(cmd, shell=True, env={**os.environ, "HOME": str(home)},
                          capture_output=True, text=True, check=True, timeout=30)
     st = service_state(svc, parse_probe(out.stdout).get(svc.name, {}), "bob")
-    assert st.listening is True
+    assert st.listening is listening
     return st.token, st.note
 
 
@@ -81,11 +85,14 @@ def test_the_token_goes_to_no_port_another_account_holds(bob: Service, tmp_path:
         assert f"port {bob.port} on the host is held by uid 65534, not bob" in note
     with _listener(bob.port, None):
         assert _state(bob, tmp_path) == (TOKEN, "")
+    # nobody listening: the port is anybody's to take, so no token either
+    token, note = _state(bob, tmp_path, listening=False)
+    assert token is None and "bob's server does not listen on port" in note
 
 
 def test_a_host_without_ipv6_still_says_who_listens(tmp_path: Path) -> None:
     # no /proc/net/tcp6 with ipv6.disable=1; Debian's awk (mawk) stops at a file it cannot open
-    cmd = (f"{port_owners_command(80, ('/proc/net/tcp', str(tmp_path / 'tcp6')))}; "
+    cmd = (f"{port_owners_command(80, None, ('/proc/net/tcp', str(tmp_path / 'tcp6')))}; "
            f"echo {PROBE_BEGIN} next listen; echo yes")
     out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=30)
     sections = parse_probe(f"{PROBE_BEGIN} svc owners\n{out.stdout}")

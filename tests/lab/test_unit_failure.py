@@ -130,5 +130,8 @@ def test_a_port_held_by_another_process_is_not_the_service_settling(
     assert _settled(out) == [], out.read_text()
     (host,) = [h for h in data["hosts"] if h["host"] == HOST]
     assert host["status"] == "failed" and host["unit_failure"]["unit"] == unit
-    assert unit in host["error"] and "Address already in use" in " ".join(
-        host["unit_failure"]["journal"]), host["unit_failure"]
+    # named at once: the port's holder, outside the unit (before its server even fails)
+    why = host["unit_failure"]["why"]
+    assert why.startswith(f"port {SQUATTED_PORT} is held by pid ") and why.endswith(
+        f": python3), not by {unit}"), host["unit_failure"]
+    assert f"{unit} did not start: port {SQUATTED_PORT} is held by pid" in host["error"]
