@@ -236,13 +236,6 @@ def port_holders(text: str) -> tuple[str, list[str]] | None:
     return uids[0], sorted(set(uids[1:]))
 
 
-def foreign_owners(text: str) -> list[str] | None:
-    """The uids other than the member's own that listen on their server's port (`owners`
-    section: their uid, then the listeners'); None when the section says nothing usable."""
-    held = port_holders(text)
-    return None if held is None else [u for u in held[1] if u != held[0]]
-
-
 def parse_probe(output: str) -> dict[str, dict[str, str]]:
     """Sections of the probe output: service -> kind -> text."""
     out: dict[str, dict[str, str]] = {}
@@ -339,9 +332,9 @@ def member_token_state(service: Service, sections: dict[str, str], login_user: s
     if _TOKEN.match(text) and held is None:
         return ServiceState(listening=listening, own=True, note="token withheld: the host did "
                             f"not say who listens on port {service.port}")
-    others = [] if held is None else [u for u in held[1] if u != held[0]]
+    others = held_by(service, sections)
     if others:
-        return ServiceState(listening=listening, own=True, held_by=tuple(others),
+        return ServiceState(listening=listening, own=True, held_by=others,
                             note=f"token withheld: port {service.port} on the host is held by "
                                  f"uid {', '.join(others)}, not {service.member} (another "
                                  "account listening in place of their server would be sent it)")

@@ -23,8 +23,8 @@ from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Service
 from provision.tunnel.plan import (
     PROBE_BEGIN,
-    foreign_owners,
     parse_probe,
+    port_holders,
     port_owners_command,
     probe_command,
     service_state,
@@ -97,4 +97,4 @@ def test_a_host_without_ipv6_still_says_who_listens(tmp_path: Path) -> None:
     out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=30)
     sections = parse_probe(f"{PROBE_BEGIN} svc owners\n{out.stdout}")
     assert sections["next"] == {"listen": "yes\n"}
-    assert foreign_owners(sections["svc"]["owners"]) is not None
+    assert port_holders(sections["svc"]["owners"]) is not None
