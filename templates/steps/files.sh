@@ -76,6 +76,10 @@ provision_own() {
       # shellcheck disable=SC2016
       provision_as "$fo_u" "$(id -g -- "$2")" sh -c 'umask 077
         if [ "$4" = mkdir ]; then mkdir -p -- "$1" || exit 1; fi
+        if [ -L "$1" ]; then
+          echo "refusing $1: it is a symlink (to $(readlink -- "$1")), not what provision manages there" >&2
+          exit 1
+        fi
         chgrp -h -- "$2" "$1" && chmod "$3" "$1"' sh "$1" "$3" "$4" "$fo_mk" ;;
   esac
 }

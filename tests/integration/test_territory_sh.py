@@ -227,3 +227,12 @@ def test_a_safe_path_is_one_in_a_directory_only_root_changes(root_dir: Path) -> 
                      (home / "k.asc", False)):
         r = sh(code, str(path))
         assert (r.returncode == 0) == ok, (path, r.stderr)
+
+
+def test_a_members_directory_that_is_a_symlink_is_refused_naming_it(root_dir: Path) -> None:
+    home = members_dir(root_dir)
+    (home / ".ssh").symlink_to("/etc")
+    os.chown(home / ".ssh", NOBODY, NOBODY, follow_symlinks=False)
+    r = batch(Mkdir(str(home / ".ssh"), 0o700, "nobody", "nogroup"))
+    assert r.returncode != 0
+    assert f"refusing {home}/.ssh: it is a symlink (to /etc), not what provision manages there" in r.stderr

@@ -88,9 +88,22 @@ def test_bob_racing_an_apply_that_rewrites_his_keys_changes_nothing_outside_his_
         # the racer ran beside every apply
         assert lab.host(HOST, "pgrep", "-u", "bob", "-f", "provision-tmp", check=False).stdout.strip(), results
     finally:
-        lab.host(HOST, "pkill", "-u", "bob", check=False)
-        # with the racer gone, the next apply converges bob's keys as the inventory says
-        code, data, err = apply(lab, inventory(lab, world["dir"], 0), world["playbook"])
+        lab.host(HOST, "pkill", "-KILL", "-u", "bob", check=False)
+    # the racer stopped anywhere; say he left ~/.ssh a link to /etc: the next apply refuses
+    # it, naming it, and /etc is untouched
+    lab.host(HOST, "runuser", "-u", "bob", "--", "sh", "-c",
+             "cd /home/bob; if [ -L .ssh ]; then rm -f .ssh; fi; "
+             "if [ ! -d .ssh ] && [ -d .ssh-real ]; then mv -f .ssh-real .ssh; fi; "
+             "rm -rf .ssh-real .ssh-keep .ssh/.ssh-real; mkdir -p .ssh; rm -f .ssh/.provision-tmp.*; "
+             "mv -f .ssh .ssh-keep; ln -s /etc .ssh")
+    code, data, err = apply(lab, inventory(lab, world["dir"], 0), world["playbook"])
+    assert code == 1 and "refusing /home/bob/.ssh: it is a symlink (to /etc)" in err + json.dumps(data)
+    assert lab.host(HOST, "sh", "-c", "stat -c '%u %g %a %s %Y' /etc/sudoers.d/* "
+                    f"{VICTIM} /etc/passwd /etc/shadow; md5sum {VICTIM}").stdout == before
+    # bob puts his ~/.ssh back: the next apply converges his keys as the inventory says
+    lab.host(HOST, "runuser", "-u", "bob", "--", "sh", "-c",
+             "cd /home/bob && rm -f .ssh && { [ ! -d .ssh-keep ] || mv -f .ssh-keep .ssh; }")
+    code, data, err = apply(lab, inventory(lab, world["dir"], 0), world["playbook"])
     assert code == 0, err + json.dumps(data, indent=1)
     # nothing of bob's outside his home, where root works (his login's /run/user/UID, and the
     # machine's own lab directories seen through the overlay, aside)
