@@ -106,7 +106,8 @@ def _sshd(inv: Inventory, host: Host) -> Artifact:
         forwarding, reason = "no", "no tunnel services and not a bastion"
     content = _render(
         "sshd_config.conf.j2", host=host.name, allow_tcp_forwarding=forwarding,
-        forwarding_reason=reason, allow_stream_local=stream_local, stream_local_reason=stream_reason, client_alive_interval=CLIENT_ALIVE_INTERVAL,
+        forwarding_reason=reason, allow_stream_local=stream_local,
+        stream_local_reason=stream_reason, client_alive_interval=CLIENT_ALIVE_INTERVAL,
         client_alive_count_max=CLIENT_ALIVE_COUNT_MAX, kex=KEX, ciphers=CIPHERS, macs=MACS,
         host_key_algorithms=HOST_KEY_ALGORITHMS, pubkey_algorithms=_pubkey_algorithms(inv))
     return Artifact(SSHD_DROPIN, content, "sshd", service=SSHD_SERVICE)
@@ -187,7 +188,7 @@ def tmp_binds(service: Service) -> tuple[str, ...]:
     """The service's venv when it lies under /tmp or /var/tmp (a checkout cloned there): with
     a /tmp of its own (PrivateTmp) it would vanish (203/EXEC), so it is bound into it,
     read-only. Data directories are never there (the inventory's data roots)."""
-    return tuple(p.rstrip("/") for p in (service.venv,) if p and _under_tmp(p))
+    return tuple(p.rstrip("/") for p in (service.venv,) if p is not None and _under_tmp(p))
 
 
 def dropin_path(service: Service) -> str:
