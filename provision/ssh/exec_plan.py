@@ -62,10 +62,12 @@ def remote_command(command: str, sudo: bool, nonce: str) -> str:
 # Exit 0: signalled; 3: refused (why on stderr); 4: no such group (it ended on its own);
 # 5: kill failed (why on stderr). A process's state and group are the 3rd and 5th fields of
 # /proc/PID/stat, after the command name in parentheses (which may itself hold ") "); a
-# zombie (state Z) is no longer a member: it cannot be signalled and has no environ.
+# zombie (state Z) is no longer a member: it cannot be signalled and has no environ. The
+# scan reads each stat with the shell's own `read`: a fork per process took seconds on a
+# busy host with thousands of them, past the wait for the stop command's answer.
 STOP_SCRIPT = """\
 p=$1 n=$2
-grp() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; set -- $s; [ "$1" != Z ] && [ "$3" = "$p" ]; }
+grp() { { read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ "$1" != Z ] && [ "$3" = "$p" ]; }
 ours() { { tr '\\0' '\\n' <"/proc/$1/environ"; } 2>/dev/null | grep -qxF "PROVISION_EXEC=$n"; }
 members() { for d in /proc/[0-9]*; do grp "${d#/proc/}" && echo "${d#/proc/}"; done; }
 case $p in ''|*[!0-9]*|0|1) echo "process group '$p' is never signalled" >&2; exit 3;; esac

@@ -123,3 +123,20 @@ def test_the_stop_script_never_signals_its_own_group() -> None:
                        timeout=30)
     assert r.returncode == 3 and "KILL" not in r.stderr, r.stderr
     assert "is the stop command's own" in r.stderr
+
+
+def test_the_stop_scan_forks_nothing_per_process(tmp_path: Path) -> None:
+    """The scan for a group's members reads every process of the host. It used to run `cat`
+    once per process: seconds on a busy host, past the wait for the stop's answer (a CI run
+    reported "no answer from the host to the stop command"). Now no command runs per
+    process: with every external tool the script may use replaced by a recorder, a scan for
+    a group that has no member (exit 4) calls none of them."""
+    calls = tmp_path / "calls"
+    for tool in ("cat", "tr", "grep", "kill"):
+        (tmp_path / tool).write_text(f'#!/bin/sh\necho {tool} >>"{calls}"\nexit 1\n')
+        (tmp_path / tool).chmod(0o755)
+    line = stop_command(2 ** 22 + 12345, "ab" * 16, sudo=False)  # above pid_max: no member
+    r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert r.returncode == 4, r.stderr
+    assert not calls.exists(), calls.read_text()
