@@ -60,7 +60,6 @@ class LiveRule:
     rule: Rule
     text: str  # the line as iptables-save printed it
     unknown: tuple[str, ...] = ()
-    dport_range: tuple[int, int] | None = None  # --dport A:B
 
     @property
     def target(self) -> str:
@@ -117,7 +116,6 @@ def parse_rule(line: str, family: Family) -> LiveRule:
     chain = tokens[1]
     fields: dict[str, Any] = {"target": "", "comment": ""}
     unknown: list[str] = []
-    dport_range: tuple[int, int] | None = None
     i = 2
     known_modules = {"tcp", "udp", "icmp", "icmp6", "conntrack", "comment", "limit", "hl"}
 
@@ -150,7 +148,7 @@ def parse_rule(line: str, family: Family) -> LiveRule:
                 fields["dport"] = int(v)
             elif ":" in v and all(p.isdigit() for p in v.split(":", 1)):
                 lo, hi = v.split(":", 1)
-                dport_range = (int(lo), int(hi))
+                fields["dport"], fields["dport_to"] = int(lo), int(hi)
             else:
                 unknown.append(f"{t} {v}")
         elif t == "--ctstate":
@@ -186,7 +184,7 @@ def parse_rule(line: str, family: Family) -> LiveRule:
             continue
         i += 1
     rule = canonical(Rule(**fields), family)
-    return LiveRule(chain, rule, line, tuple(unknown), dport_range)
+    return LiveRule(chain, rule, line, tuple(unknown))
 
 
 def parse_save(text: str, family: Family) -> LiveFilter:
@@ -222,7 +220,8 @@ def parse_save(text: str, family: Family) -> LiveFilter:
 
 def canonical(rule: Rule, family: Family) -> Rule:
     """A rule as iptables-save would print it back: ICMP types as numbers, conntrack states
-    sorted, limits in `N/sec` form, sources as networks."""
+    sorted, limits in `N/sec` form, sources as networks (`/32`, `/128` on single addresses),
+    no source for the whole address space."""
     icmp_type = rule.icmp_type
     if icmp_type is not None:
         icmp_type = (ICMP4_TYPES if family == 4 else ICMP6_TYPES).get(icmp_type, icmp_type)
@@ -231,6 +230,8 @@ def canonical(rule: Rule, family: Family) -> Rule:
         n, _, unit = limit.partition("/")
         limit = f"{n}/{_LIMIT_UNITS.get(unit, unit)}"
     source = str(ipaddress.ip_network(rule.source, strict=False)) if rule.source else None
+    if source in ("0.0.0.0/0", "::/0"):  # every source: iptables-save prints no `-s` for it
+        source = None
     return replace(rule, icmp_type=icmp_type, limit=limit, source=source,
                    ctstate=tuple(sorted(rule.ctstate)))
 
@@ -273,7 +274,7 @@ def rule_text(chain: str, r: Rule, family: Family) -> str:
     if r.icmp_type:
         parts.append(f"--{'icmp' if family == 4 else 'icmpv6'}-type {r.icmp_type}")
     if r.dport:
-        parts.append(f"--dport {r.dport}")
+        parts.append(f"--dport {r.dport}" + (f":{r.dport_to}" if r.dport_to else ""))
     if r.ctstate:
         parts.append(f"--ctstate {','.join(r.ctstate)}")
     if r.ctorigdstport:
@@ -282,10 +283,10 @@ def rule_text(chain: str, r: Rule, family: Family) -> str:
     return " ".join(parts)
 
 
-def _key(r: LiveRule | Rule) -> tuple[Rule, tuple[str, ...], tuple[int, int] | None]:
+def _key(r: LiveRule | Rule) -> tuple[Rule, tuple[str, ...]]:
     if isinstance(r, LiveRule):
-        return (r.rule, r.unknown, r.dport_range)
-    return (r, (), None)
+        return (r.rule, r.unknown)
+    return (r, ())
 
 
 def drift(rendered: Ruleset, live: LiveFilter, *, hook_required: bool = True) -> list[Drift]:
@@ -427,9 +428,7 @@ def _matches(r: LiveRule, p: Packet) -> bool | None:
         return False
     if rule.icmp_type is not None:
         return False
-    if rule.dport is not None and rule.dport != p.port:
-        return False
-    if r.dport_range is not None and not r.dport_range[0] <= p.port <= r.dport_range[1]:
+    if rule.dport is not None and not rule.dport <= p.port <= (rule.dport_to or rule.dport):
         return False
     if rule.ctstate:
         state = "DNAT" if p.dnat else "NEW"

@@ -60,6 +60,7 @@ class Rule:
     source: str | None = None
     proto: str | None = None  # tcp | udp | icmp | ipv6-icmp
     dport: int | None = None
+    dport_to: int | None = None  # with `dport`: the range dport..dport_to (`--dport A:B`)
     ctstate: tuple[str, ...] = ()
     ctorigdstport: int | None = None
     icmp_type: str | None = None

@@ -108,9 +108,7 @@ def _ports(live: FP.LiveFilter) -> list[int]:
     for chain in live.chains.values():
         for r in chain.rules:
             if r.rule.dport is not None:
-                edges |= {r.rule.dport, max(1, r.rule.dport - 1), min(65535, r.rule.dport + 1)}
-            if r.dport_range is not None:
-                lo, hi = r.dport_range
+                lo, hi = r.rule.dport, r.rule.dport_to or r.rule.dport
                 edges |= {lo, hi, max(1, lo - 1), min(65535, hi + 1)}
     return sorted(edges)
 
