@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
+    addresses,
     apt,
     docker,
     files,
@@ -33,5 +34,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
                                     jupyter_auth.SPEC,
                                     # shell steps' creates:/unless: (provision.tasks.shell)
-                                    guards.SPEC)
+                                    guards.SPEC,
+                                    # clusters: which interface holds a member's address
+                                    addresses.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

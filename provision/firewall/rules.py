@@ -135,8 +135,40 @@ def input_ruleset(inv: Inventory, host: Host, family: Family) -> Ruleset:
         for src in _split(sorted_cidrs(svc.expose.sources), family):
             rules.append(Rule("ACCEPT", f"service {svc.name}", source=src, proto="tcp",
                               dport=svc.port, ctstate=("NEW",)))
+    rules += cluster_rules(inv, host, family)
     rules.append(Rule("DROP", "everything else"))
     return Ruleset(family, INPUT_CHAIN, HOOKS[INPUT_CHAIN], tuple(rules))
+
+
+def _host_net(address: str) -> str:
+    return str(ipaddress.ip_network(address))  # one address: /32 or /128
+
+
+def cluster_rules(inv: Inventory, host: Host, family: Family) -> list[Rule]:
+    """What `host` admits from the other members of its clusters: each peer's training
+    addresses of this family, for each protocol, on the cluster's ports (every port when it
+    names none). A peer in two clusters is admitted once per port span."""
+    rules: list[Rule] = []
+    seen: set[tuple[str, str, int | None, int | None]] = set()
+    for c in sorted(inv.clusters_of(host.name), key=lambda c: c.name):
+        spans: tuple[tuple[int | None, int | None], ...] = (
+            tuple((lo, hi if hi != lo else None) for lo, hi in c.ports) or ((None, None),))
+        for peer in c.members:
+            if peer == host.name:
+                continue
+            for addr in c.addresses_of(peer):
+                if _family(addr) != family:
+                    continue
+                for proto in c.protocols:
+                    for lo, hi in spans:
+                        key = (_host_net(addr), proto, lo, hi)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        rules.append(Rule("ACCEPT", f"cluster {c.name}: {peer}",
+                                          source=key[0], proto=proto, dport=lo, dport_to=hi,
+                                          ctstate=("NEW",)))
+    return rules
 
 
 def docker_ruleset(host: Host, family: Family) -> Ruleset:

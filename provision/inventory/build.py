@@ -25,6 +25,7 @@ from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
 from provision.dns.secrets import placement_problem
 
+from . import clusters as cl
 from . import from_hosts as gen
 from . import model as m
 from .catalog import (
@@ -276,6 +277,8 @@ class _Resolver:
         team = tuple(m.Person(name, tuple(p.keys), p.sudo, p.shell, p.identity_file)
                      for name, p in d.team.items())
         aws = self._aws()
+        clusters, hosts = cl.resolve(d.clusters, hosts, set(d.bastions),
+                                     set(d.aws.security_groups) if d.aws else set(), self.fail)
         dns = self._dns()
         if self.problems:
             raise InventoryError(self.problems)
@@ -286,7 +289,8 @@ class _Resolver:
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
-            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions,
+            team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, clusters=clusters,
+            positions=positions,
             tree=self.source.tree)
 
     def _logins(self) -> set[str]:
@@ -450,7 +454,9 @@ class _Resolver:
                       ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
                       apt_sources=self._apt_sources(path, roles, h),
                       security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
-                      python_envs=self._host_envs(roles, h, resolved))
+                      python_envs=self._host_envs(roles, h, resolved),
+                      ephemeral_ports=(h.ephemeral_ports[0], h.ephemeral_ports[1])
+                      if h.ephemeral_ports else None)
 
     def _accounts_apart(self, path: FieldPath, services: tuple[m.Service, ...]) -> None:
         """Two services of one host never share an own account (`My.Board` and `my-board`

@@ -139,6 +139,7 @@ class Host:
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
     instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
     python_envs: tuple[PythonEnv, ...] = ()  # declared for it (top level, roles, host) or used by its services
+    ephemeral_ports: tuple[int, int] | None = None  # net.ipv4.ip_local_port_range (host's or its clusters')
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)
@@ -226,6 +227,36 @@ class Dns:
 # `hosts:`, `provision exec`, the Fabric API); refused as host, bastion and role names.
 SELECTOR_WORDS = ("all", "bastions")
 SELECTOR_PREFIX = "role:"
+CLUSTER_PREFIX = "cluster:"
+
+
+@record
+class Cluster:
+    """Hosts that train together (`clusters:`): open to each other, to nobody else."""
+
+    name: str
+    members: tuple[str, ...]  # host names in rank order (NODE_RANK)
+    addresses: tuple[tuple[str, tuple[str, ...]], ...]  # member -> its training addresses
+    protocols: tuple[str, ...]  # tcp, udp
+    ports: tuple[tuple[int, int], ...]  # inclusive ranges; () = every port
+    rendezvous: int
+    master: str
+    family: Literal[4, 6]
+    ephemeral_ports: tuple[int, int] | None = None
+    efa: bool = False
+    security_group: str | None = None
+    placement_group: str | None = None
+
+    def addresses_of(self, member: str) -> tuple[str, ...]:
+        return dict(self.addresses)[member]
+
+    def master_address(self) -> str:
+        """MASTER_ADDR: the master's first address of the cluster's family."""
+        return next(a for a in self.addresses_of(self.master)
+                    if ipaddress.ip_address(a).version == self.family)
+
+    def rank(self, member: str) -> int:
+        return self.members.index(member)
 
 
 @record
@@ -241,6 +272,7 @@ class Inventory:
     hosts: tuple[Host, ...]
     aws: Aws | None = None
     dns: Dns | None = None
+    clusters: tuple[Cluster, ...] = ()
     apt_lock_timeout: int = 300
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dns.secrets)
@@ -256,12 +288,20 @@ class Inventory:
         """A bastion or host by name (KeyError when there is none)."""
         return self._nodes[name]
 
+    def cluster(self, name: str) -> Cluster | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+    def clusters_of(self, host: str) -> tuple[Cluster, ...]:
+        """The clusters `host` is a member of."""
+        return tuple(c for c in self.clusters if host in c.members)
+
     def chain(self, host: Host) -> tuple[Host, ...]:
         """The bastions to pass through to reach `host`, outermost first."""
         return tuple(self.node(n) for n in host.jump_chain)
 
     def select(self, patterns: list[str] | tuple[str, ...]) -> tuple[Host, ...]:
-        """Hosts by name, `all` (every host), `bastions` (every bastion) or `role:NAME`.
+        """Hosts by name, `all` (every host), `bastions` (every bastion), `role:NAME` or
+        `cluster:NAME` (its members, in rank order).
         Empty selection means all hosts."""
         if not patterns:
             return self.hosts
@@ -273,6 +313,9 @@ class Inventory:
                 matched = list(self.bastions)
             elif pat.startswith(SELECTOR_PREFIX):
                 matched = [h for h in self.hosts if pat[len(SELECTOR_PREFIX):] in h.roles]
+            elif pat.startswith(CLUSTER_PREFIX):
+                c = self.cluster(pat[len(CLUSTER_PREFIX):])
+                matched = [self.node(n) for n in c.members] if c else []
             else:
                 matched = [h for h in (*self.hosts, *self.bastions) if h.name == pat]
             if not matched:

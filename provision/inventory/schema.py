@@ -29,6 +29,7 @@ from provision.dns.visibility import Visibility
 from provision.text import printable, unsafe
 
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
+from .cluster_doc import ClusterDoc, Ephemeral
 from .fields import (
     IP,
     AbsPath,
@@ -272,6 +273,9 @@ class HostDoc(Strict):
         default_factory=list, description="names of aws.security_groups this machine sits in")
     aws: InstanceDoc | None = Field(
         None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
+    ephemeral_ports: Ephemeral | None = Field(
+        None, description="[low, high]: the kernel's net.ipv4.ip_local_port_range here "
+                          "(default: its clusters', else the kernel's own)")
 
 
 class RoleDoc(Strict):
@@ -494,6 +498,9 @@ class InventoryDoc(Strict):
     roles: dict[Name, RoleDoc] = Field(default_factory=dict)
     python_envs: PythonEnvs = Field(default_factory=dict,
                                     description=_ENVS_DESCRIPTION + ", built on every host")
+    clusters: dict[Name, ClusterDoc] = Field(
+        default_factory=dict, description="hosts that train together (NCCL, Gloo): open to "
+                                          "each other on their addresses, to nobody else")
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None
 

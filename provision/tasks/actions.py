@@ -145,6 +145,19 @@ class AptSources:
 
 
 @record
+class SetSysctl:
+    """Set a kernel setting now (its file in /etc/sysctl.d keeps it across boots) and read
+    it back: the batch fails, naming both values, when the kernel keeps another."""
+
+    key: str
+    value: str  # as `sysctl -n` prints it, words separated by one space
+    why: str = ""
+
+    def describe(self) -> str:
+        return f"sysctl {self.key} = {self.value}" + (f" ({self.why})" if self.why else "")
+
+
+@record
 class DaemonReload:
     def describe(self) -> str:
         return "systemctl daemon-reload"
@@ -228,5 +241,5 @@ class EnsureGroup:
 
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
-          | InstallPackages | AptUpdate | AptSources | DaemonReload | LoadNewUnits | EnableUnit | StartUnit | RestartUnit
+          | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload | LoadNewUnits | EnableUnit | StartUnit | RestartUnit
           | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv)

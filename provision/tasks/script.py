@@ -44,6 +44,7 @@ from provision.tasks.actions import (
     RetireUnit,
     RetireUser,
     SetAttrs,
+    SetSysctl,
     StartUnit,
     WriteFile,
 )
@@ -256,6 +257,13 @@ def snippet(action: Action) -> str:
         return apt_script.update(a)
     if isinstance(a, AptSources):
         return apt_script.sources(a)
+    if isinstance(a, SetSysctl):
+        # the kernel may refuse or round a value: what it runs afterwards is what counts
+        k, v = quote(a.key), quote(a.value)
+        return (f"sysctl -q -w {k}={v}\n"
+                f"provision_v=$(sysctl -n {k} | tr -s ' \\t' '  ')\n"
+                f'[ "$provision_v" = {v} ] || {{ echo "{a.key}: the kernel runs '
+                f'\'$provision_v\' after setting {a.value}" >&2; exit 1; }}')
     if isinstance(a, DaemonReload):
         return "systemctl daemon-reload"
     if isinstance(a, LoadNewUnits):

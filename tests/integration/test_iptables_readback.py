@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from provision.firewall import parse as FP
-from provision.firewall.rules import INPUT_CHAIN, HOOKS, Family, Rule, Ruleset
+from provision.firewall.rules import HOOKS, INPUT_CHAIN, Family, Rule, Ruleset
 from provision.render.env import render
 
 
