@@ -1,4 +1,4 @@
-"""Host selection by pattern (pure): names, `all`, `bastions`, `role:NAME`, as `provision
+"""Host selection by pattern (pure): names, `all`, `bastions`, `role:NAME`, `cluster:NAME`, as `provision
 exec`, the Fabric API (`provision.fleet`) and the example fabfile take them."""
 
 from __future__ import annotations
@@ -22,4 +22,4 @@ def select(inv: Inventory, patterns: Iterable[str]) -> tuple[Host, ...]:
     except KeyError as e:
         known = ", ".join(h.name for h in (*inv.hosts, *inv.bastions)) or "none"
         raise HostSelectionError(f"no host matches {e.args[0]!r} (hosts: {known}; or all, "
-                                 "bastions, role:NAME)") from None
+                                 "bastions, role:NAME, cluster:NAME)") from None

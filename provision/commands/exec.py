@@ -20,6 +20,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from provision.cluster_job import cluster_of, job_command
 from provision.commands.common import console, echo, emit_json, inventory_option, json_option, load
 from provision.errors import Exit, UsageError
 from provision.hosts.reach import Closing, Unreachable, open_chain, reason
@@ -72,7 +73,9 @@ CONNECT_WINDOW = 5.0  # seconds of retries for a host that is booting or sheddin
 def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, as_json: bool,
              sudo: bool, user: str | None, stream: bool, timeout: float | None,
              cap: int | None, forks: int | None, accept_new: bool) -> None:
-    """Run CMD on every host HOSTS selects (all, bastions, NAME, role:NAME; comma-separated).
+    """Run CMD on every host HOSTS selects (all, bastions, NAME, role:NAME; comma-separated),
+    or on every member of a cluster at once (cluster:NAME, alone), each with its job
+    environment (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NCCL/GLOO_SOCKET_IFNAME).
 
     CMD is one shell command line, as `ssh host CMD` takes it (put `--` before it). Prints
     each host's stdout and stderr under its name (or, with --stream, as they come), then a
@@ -82,9 +85,14 @@ def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, a
     patterns = [p for p in hosts.split(",") if p]
     if not patterns:
         raise UsageError("HOSTS is empty (all, bastions, NAME, role:NAME; comma-separated)")
+    try:
+        cluster = cluster_of(inv, patterns)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     selected = select(inv, patterns)
     login = choose_login(inv, user, os.environ.get("USER"))
     line = " ".join(command)
+    sent = job_command(cluster, line) if cluster else line
     cap = DEFAULT_CAP if cap is None else cap
     width = max(len(h.name) for h in selected)
     printer = _Printer(width) if stream and not as_json else None
@@ -98,7 +106,7 @@ def exec_cmd(hosts: str, command: tuple[str, ...], inventory_path: str | None, a
                 _print_grouped(results, cap)
             _print_recap(results, cap)
 
-    results, interrupted = _run_all(inv, selected, login, line, sudo, cap, timeout,
+    results, interrupted = _run_all(inv, selected, login, sent, sudo, cap, timeout,
                                     forks, accept_new, printer, report)
     raise Exit(EXIT_INTERRUPTED if interrupted else exit_code(results))
 

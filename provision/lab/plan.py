@@ -457,6 +457,12 @@ def in_cgroups(command: list[str], cgroup_dirs: list[str]) -> list[str]:
     return ["sh", "-c", move, "sh", *cgroup_dirs, "--", *command]
 
 
+# /proc/sys/net writable in the container (nspawn mounts /proc/sys read-only): each lab host
+# has a network namespace of its own, so its net.* settings (a cluster's ephemeral port
+# range) are its own and touch nothing of the machine's
+NSPAWN_ENV = {"SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network"}
+
+
 def nspawn_command(plan: LabPlan, node: Node, root: str) -> list[str]:
     """The container: booted, in the node's namespace, the venv and checkout bound read-only
     at the same paths (also under /tmp, where the container has its own tmpfs)."""
@@ -483,6 +489,18 @@ def known_hosts(plan: LabPlan, host_keys: dict[str, str]) -> str:
             addrs += [i.ipv4, i.ipv6]
         lines.append(f"{','.join(addrs)} {key[0]} {key[1]}")
     return "\n".join(lines) + "\n"
+
+
+CLUSTER = "train"
+EPHEMERAL_PORTS = (40000, 44999)
+
+
+def cluster_doc(plan: LabPlan) -> dict[str, Any]:
+    """Every GPU host trains together, on its v4 and v6 address, the kernel's ports for
+    NCCL and Gloo narrowed to a range (each lab host is a network namespace: its own)."""
+    return {"hosts": ["role:gpu-server"],
+            "addresses": {n.name: [n.primary.ipv4, n.primary.ipv6] for n in plan.gpu_hosts},
+            "ephemeral_ports": list(EPHEMERAL_PORTS)}
 
 
 def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) -> dict[str, Any]:
@@ -520,6 +538,7 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) ->
         },
         "hosts": {n.name: {"address": n.primary.ipv4, "via": "bastion", "roles": ["gpu-server"]}
                   for n in plan.gpu_hosts},
+        **({"clusters": {CLUSTER: cluster_doc(plan)}} if len(plan.gpu_hosts) >= 2 else {}),
         "dns": {
             "resolvers": [plan.address("resolver")],
             "zones": {ZONE: {"provider": "rfc2136", "server": plan.address("ns1"),

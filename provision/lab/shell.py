@@ -404,7 +404,7 @@ def remove_cgroups(plan: P.LabPlan) -> None:
 def start_container(plan: P.LabPlan, node: P.Node, root: Path) -> int:
     logf = open(host_dir(plan, node) / "console.log", "wb")  # noqa: SIM115 - handed to the child
     command = P.in_cgroups(P.nspawn_command(plan, node, str(root)), container_cgroups(plan, node))
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, env={**os.environ, **P.NSPAWN_ENV},
                             stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
     logf.close()
     return proc.pid

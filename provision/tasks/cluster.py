@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 
+from provision.cluster_job import ENV_DIR, env_path
 from provision.facts import Facts, Request
 from provision.facts.addresses import SPEC as ADDRESSES
 from provision.facts.sysctl import PORT_RANGE, port_range
@@ -30,12 +31,7 @@ from .files import diff_file
 from .refused import Refused
 
 SYSCTL_FILE = "/etc/sysctl.d/60-provision-ports.conf"
-ENV_DIR = "/etc/provision/clusters"
 KERNEL_DEFAULT = (32768, 60999)  # Linux's own ip_local_port_range
-
-
-def env_path(cluster: str) -> str:
-    return f"{ENV_DIR}/{cluster}.env"
 
 
 def env_file(inv: Inventory, host: Host, cluster: Cluster, interface: str) -> str:
