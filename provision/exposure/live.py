@@ -44,7 +44,7 @@ from provision.render import SSHD_DROPIN, render_host
 from provision.tasks import sshd_effect as E
 from provision.tasks.files import sha256
 from provision.tasks.users import authorized_keys
-from provision.tasks.verify import in_the_way
+from provision.tasks.verify import drops_peers, in_the_way
 
 from . import findings
 from .finding import Finding, sort_findings
@@ -301,6 +301,10 @@ def _firewall(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,
     found = [Finding("error", "firewall-bypassed", host.name, f"IPv{fam}: {w}",
                      "remove that rule or disable the tool (`ufw disable`), then re-apply")
              for w in in_the_way(live, rs.chain, rs.hook)]
+    found += [Finding("error", "cluster-blocked", host.name, f"IPv{fam}: {w}",
+                      "remove that rule (or the tool that adds it): the cluster's members must "
+                      "reach each other")
+              for w in drops_peers(live, rs)]
     fix = "re-apply (`provision apply --playbook harden`), or run provision-firewall on the host"
     for d in drifts:
         severe = d.kind in ("missing-chain", "flushed", "unhooked")

@@ -144,6 +144,13 @@ def _host_net(address: str) -> str:
     return str(ipaddress.ip_network(address))  # one address: /32 or /128
 
 
+CLUSTER_COMMENT = "cluster "  # what a cluster rule's comment starts with: "cluster NAME: PEER"
+
+
+def is_cluster_rule(rule: Rule) -> bool:
+    return rule.target == "ACCEPT" and rule.comment.startswith(CLUSTER_COMMENT)
+
+
 def cluster_rules(inv: Inventory, host: Host, family: Family) -> list[Rule]:
     """What `host` admits from the other members of its clusters: each peer's training
     addresses of this family, for each protocol, on the cluster's ports (every port when it
@@ -165,7 +172,7 @@ def cluster_rules(inv: Inventory, host: Host, family: Family) -> list[Rule]:
                         if key in seen:
                             continue
                         seen.add(key)
-                        rules.append(Rule("ACCEPT", f"cluster {c.name}: {peer}",
+                        rules.append(Rule("ACCEPT", f"{CLUSTER_COMMENT}{c.name}: {peer}",
                                           source=key[0], proto=proto, dport=lo, dport_to=hi,
                                           ctstate=("NEW",)))
     return rules

@@ -20,7 +20,7 @@ from provision.facts import Facts
 from provision.facts import sshd_config as SC
 from provision.facts.sshd_effective import SshdEffective, settings_of
 from provision.firewall import parse as FP
-from provision.firewall.rules import HOOKS, Family, Ruleset
+from provision.firewall.rules import HOOKS, Family, Ruleset, is_cluster_rule
 from provision.text import printable
 
 from . import sshd_effect as E
@@ -94,8 +94,8 @@ TOOLS = (("ufw", "ufw"), ("f2b-", "fail2ban"), ("DOCKER", "Docker"), ("KUBE-", "
 def what(rule: FP.LiveRule) -> str:
     """A rule of the hook chain named by the tool that put it there, when we can tell."""
     target = rule.target
-    if target == "ACCEPT":
-        return "an ACCEPT rule"
+    if target in ("ACCEPT", "DROP", "REJECT"):
+        return f"a{'n' if target == 'ACCEPT' else ''} {target} rule"
     for prefix, tool in TOOLS:
         if target.startswith(prefix):
             return f"{tool}'s chain {target}"
@@ -142,6 +142,37 @@ def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
     return out
 
 
+def drops_peers(live: FP.LiveFilter, rendered: Ruleset) -> list[str]:
+    """Rules before our jump that drop what our chain accepts from a cluster's peers (a
+    training job would hang on them). Other narrowing (fail2ban banning an address from
+    ssh) is the other tool's business; a peer's connection is ours to keep open."""
+    chain, hook = rendered.chain, rendered.hook
+    hooked = live.chain(hook)
+    jump = next((i for i, r in enumerate(hooked.rules) if r.target == chain), None) \
+        if hooked is not None else None
+    if hooked is None or jump is None:
+        return []
+    out: list[str] = []
+    for want in rendered.rules:
+        if not is_cluster_rule(want) or want.source is None or want.proto is None:
+            continue
+        port = want.dport or 1
+        lost = FP.AddressSet.of(live.family, [want.source]) - FP.admitted(
+            live, FP.Packet(want.proto, port), hook)
+        if not lost:
+            continue
+        culprit = next((r for r in hooked.rules[:jump] if r.target not in ("ACCEPT", "RETURN")
+                        and FP.AddressSet.of(live.family, [r.rule.source or
+                                                           ("0.0.0.0/0" if live.family == 4
+                                                            else "::/0")]) & lost), None)
+        who = (f"{printable(what(culprit))} before {chain} in {hook} (`{printable(culprit.text)}`)"
+               if culprit is not None else f"a rule before {chain} in {hook}")
+        out.append(f"{who} drops {want.proto}/{port} from {', '.join(lost.cidrs()[:2])}, which "
+                   f"{chain} accepts ({printable(want.comment)}): the cluster's traffic never "
+                   "reaches it")
+    return out
+
+
 def firewall_problems(files: list[tuple[str, str]], saves: dict[int, str]) -> list[str]:
     """What keeps rendered rules files (kind, content) from taking effect in the live tables
     (`iptables-save -t filter` text per family): our chain missing, different from the file
@@ -169,6 +200,7 @@ def firewall_problems(files: list[tuple[str, str]], saves: dict[int, str]) -> li
                          if d.kind != "foreign-rule"]
             if not docker:
                 problems += [f"IPv{fam}: {w}" for w in in_the_way(live, name, hook)]
+                problems += [f"IPv{fam}: {w}" for w in drops_peers(live, rs)]
     return list(dict.fromkeys(problems))
 
 

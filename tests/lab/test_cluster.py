@@ -225,3 +225,20 @@ def test_without_the_cluster_the_next_apply_closes_it(lab: Lab, cluster: dict[st
         assert _connects(lab, "gpu2", "gpu1", 29500)
     finally:
         _stop(procs)
+
+
+def test_a_rule_before_ours_dropping_a_peer_fails_the_apply_naming_it(
+        lab: Lab, cluster: dict[str, Path]) -> None:
+    """Another tool's DROP of gpu2 before our jump on gpu1: the cluster would hang, so the
+    apply fails (and rolls back) naming that rule and the peer, instead of "no changes"."""
+    rule = ["INPUT", "-s", f"{lab.addr('gpu2')}/32", "-j", "DROP"]
+    lab.host("gpu1", "iptables", "-I", *rule[:1], "1", *rule[1:])
+    try:
+        code, data, err = lab.provision_json("apply", "gpu1", "--yes", "--playbook",
+                                             str(cluster["playbook"]), "-i", str(cluster["with"]))
+        text = json.dumps(data)
+        assert code == 1, err + text
+        assert f"-A INPUT -s {lab.addr('gpu2')}/32 -j DROP" in text and "cluster train: gpu2" in text, text
+    finally:
+        lab.host("gpu1", "iptables", "-D", *rule)
+    _apply(lab, cluster["with"], cluster["playbook"])

@@ -136,3 +136,45 @@ def test_audit_reports_a_rule_in_the_way_as_an_error() -> None:
     assert f.severity == "error" and "`-A INPUT -j ACCEPT`" in f.message
     assert not [f for f in LV.report(inv, inv.node("gpu1"), parse(text)).findings
                 if f.code == "firewall-bypassed"]
+
+
+# --- a cluster's peers: dropped before our jump (issue 35) -----------------------------
+
+PEER = "10.149.2.122/32"
+CLUSTER_RULES = [f'-A PROVISION-INPUT -s {PEER} -p {p} -m conntrack --ctstate NEW '
+                 f'-m comment --comment "cluster train: gpu2" -j ACCEPT' for p in ("tcp", "udp")]
+
+
+def _with_cluster(text: str) -> str:
+    """`text` (a table or the rendered file) with the cluster rules before our final DROP."""
+    lines = text.splitlines()
+    last = max(i for i, ln in enumerate(lines) if ln.startswith("-A PROVISION-INPUT"))
+    return "\n".join([*lines[:last], *CLUSTER_RULES, *lines[last:]]) + "\n"
+
+
+def cluster_problems(*before: str, chains: tuple[str, ...] = ()) -> list[str]:
+    return firewall_problems([("iptables-v4", _with_cluster(RENDERED))],
+                             {4: _with_cluster(live(*before, chains=chains))})
+
+
+def test_a_cluster_live_as_rendered_has_no_problem() -> None:
+    assert cluster_problems() == []
+
+
+@pytest.mark.parametrize("rule", [
+    f"-A INPUT -s {PEER} -j DROP",
+    "-A INPUT -s 10.149.2.0/24 -p udp -j REJECT --reject-with icmp-port-unreachable",
+])
+def test_a_rule_before_ours_that_drops_a_peer_is_named(rule: str) -> None:
+    """A training job would hang on it: the apply fails naming the rule, the protocol and
+    the peer (before: nothing looked at what is dropped before our jump)."""
+    (p, *more) = cluster_problems(rule)
+    assert f"(`{rule}`) drops" in p and "from 10.149.2.122/32" in p, p
+    assert "(cluster train: gpu2)" in p
+    assert all("(`" + rule + "`)" in m for m in more)
+
+
+def test_fail2ban_rejecting_an_address_from_ssh_is_not_a_cluster_problem() -> None:
+    f2b = (":f2b-sshd - [0:0]", f"-A f2b-sshd -s {PEER} -j REJECT --reject-with icmp-port-unreachable",
+           "-A f2b-sshd -j RETURN")
+    assert cluster_problems("-A INPUT -p tcp -m multiport --dports 22 -j f2b-sshd", chains=f2b) == []
