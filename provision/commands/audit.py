@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 from rich.table import Table
 from rich.text import Text
 
+from provision import cluster_matrix as CM
 from provision.errors import Exit, UsageError
 from provision.exposure import Finding, live
 from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules, sg_rule
+from provision.hosts.cluster_probe import measure
 from provision.hosts.gather import HostFacts, gather_many, in_background
 from provision.inventory.model import Host, Inventory
 from provision.text import printable as p
@@ -38,15 +41,32 @@ _REACH_STYLE = {"internet": "bold red", "undeclared": "red", "declared": "yellow
               help="read the attached security groups from AWS (describe calls only); "
                    "--no-aws joins the groups as the inventory declares them")
 @click.option("--profile", default=None, help="AWS profile")
+@click.option("--cluster", "cluster_name", default=None, metavar="NAME",
+              help="measure every pair of the cluster's members instead (iperf3 on the hosts): "
+                   "rendezvous and ephemeral ports reachable, round-trip time, TCP bandwidth; "
+                   "and the bastions in front of them shut out")
+@click.option("--plot", "plot_path", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+              help="with --cluster: write the pairs' bandwidth as a heat-map PNG")
+@click.option("--seconds", type=click.FloatRange(0.5, 60), default=3.0, show_default=True,
+              help="with --cluster: how long each pair's bandwidth is measured")
 def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool, accept_new: bool,
-              forks: int, use_aws: bool, profile: str | None) -> None:
+              forks: int, use_aws: bool, profile: str | None, cluster_name: str | None,
+              plot_path: str | None, seconds: float) -> None:
     """What is reachable on each host from where, what drifted, what the sockets say.
 
     HOSTS: names, `all`, `bastions` or `role:NAME` (default: every bastion and host).
+    With --cluster NAME: the cluster's pairs instead (see --plot).
     Exit 0 when clean (warnings allowed), 1 when an error-level finding exists or a host is
-    unreachable, 2 for a bad inventory or usage.
+    unreachable (with --cluster: a pair that is not open, or an outsider that is not shut
+    out), 2 for a bad inventory or usage.
     """
     inv = load(inventory_path)
+    if cluster_name is not None:
+        if hosts:
+            raise UsageError("--cluster measures the cluster's members: name no HOSTS")
+        _cluster(inv, cluster_name, as_json, accept_new, seconds, plot_path)
+    if plot_path is not None:
+        raise UsageError("--plot goes with --cluster NAME")
     try:
         nodes = inv.select(list(hosts)) if hosts else (*inv.bastions, *inv.hosts)
     except KeyError as e:
@@ -85,6 +105,49 @@ def audit_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
         })
         raise Exit(status)
     _print(inv, reports, declared, sg.source, wall)
+    raise Exit(status)
+
+
+def _cluster(inv: Inventory, name: str, as_json: bool, accept_new: bool, seconds: float,
+             plot_path: str | None) -> None:
+    cluster = inv.cluster(name)
+    if cluster is None:
+        known = ", ".join(c.name for c in inv.clusters) or "none in the inventory"
+        raise UsageError(f"no cluster {name!r} (clusters: {known})")
+    started = time.monotonic()
+
+    def progress(probe: CM.Probe, r: CM.Result) -> None:
+        if not as_json:
+            extra = f" {r.gbps:.2f} Gb/s {r.rtt_ms or 0:.2f} ms" if r.gbps is not None else ""
+            console(stderr=True).print(Text.assemble(
+                f"  {p(probe.source)} -> {p(probe.target)} port {probe.port} ({probe.kind}): "
+                f"{r.reach}{extra} ", ("ok", "green") if r.ok else ("FAIL", "bold red")))
+
+    results = measure(inv, cluster, seconds=seconds, accept_new=accept_new, progress=progress)
+    failed = CM.failures(results)
+    if plot_path is not None:
+        from provision.cluster_plot import plot  # matplotlib: only when a plot is asked for
+
+        plot(cluster, results, Path(plot_path))
+    status = EXIT_FAILED if failed else EXIT_OK
+    if as_json:
+        emit_json({"cluster": cluster.name, "ok": not failed,
+                   "seconds": round(time.monotonic() - started, 3),
+                   "results": [r.to_json() for r in results], "failures": failed,
+                   "plot": plot_path})
+        raise Exit(status)
+    rows = CM.matrix(cluster, results)
+    table = Table(title=f"cluster {p(cluster.name)}: every pair (rendezvous {cluster.rendezvous}, "
+                        f"ephemeral {CM.ephemeral_port(cluster)})")
+    for h in rows[0]:
+        table.add_column(p(h))
+    for row in rows[1:]:
+        table.add_row(*(Text(p(c), style="bold red" if c.endswith("FAIL") else "") for c in row))
+    console().print(table)
+    for f in failed:
+        console().print(Text(p(f), style="bold red"))
+    if plot_path is not None:
+        console().print(f"heat map: {p(plot_path)}", highlight=False)
     raise Exit(status)
 
 

@@ -242,3 +242,37 @@ def test_a_rule_before_ours_dropping_a_peer_fails_the_apply_naming_it(
     finally:
         lab.host("gpu1", "iptables", "-D", *rule)
     _apply(lab, cluster["with"], cluster["playbook"])
+
+
+def test_audit_cluster_measures_every_pair_and_shuts_out_the_bastion(
+        lab: Lab, cluster: dict[str, Path]) -> None:
+    """`audit --cluster train`: gpu1 <-> gpu2 open on the rendezvous and an ephemeral port,
+    with a bandwidth and a round-trip time; the bastion closed on both, for both; the heat
+    map written."""
+    png = cluster["dir"] / "train.png"
+    code, data, err = lab.provision_json("audit", "--cluster", P.CLUSTER, "-i",
+                                         str(cluster["with"]), "--seconds", "1",
+                                         "--plot", str(png))
+    assert code == 0 and data["ok"], err + json.dumps(data, indent=1)
+    by = {(r["from"], r["to"], r["kind"]): r for r in data["results"]}
+    for a, b in (("gpu1", "gpu2"), ("gpu2", "gpu1")):
+        assert by[(a, b, "rendezvous")]["reach"] == "open"
+        eph = by[(a, b, "ephemeral")]
+        assert eph["reach"] == "open" and eph["gbps"] > 0 and eph["rtt_ms"] > 0, eph
+        assert P.EPHEMERAL_PORTS[0] <= eph["port"] <= P.EPHEMERAL_PORTS[1]
+    for b in MEMBERS:
+        for kind in ("rendezvous", "ephemeral"):
+            r = by[("bastion", b, kind)]
+            assert r["reach"] == "closed" and r["ok"], r
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # and a hole shows: gpu2's peer rule for gpu1 removed by hand -> gpu1 -> gpu2 FAILs
+    lab.host("gpu2", "sh", "-c", "iptables -S PROVISION-INPUT | grep 'cluster train: gpu1' | "
+             "sed 's/^-A/-D/' | while read -r r; do eval iptables $r; done")
+    try:
+        code, data, err = lab.provision_json("audit", "--cluster", P.CLUSTER, "-i",
+                                             str(cluster["with"]), "--seconds", "0.5")
+        assert code == 1 and not data["ok"], err
+        assert any(f.startswith("gpu1 -> gpu2") and "closed, should be open" in f
+                   for f in data["failures"]), data["failures"]
+    finally:
+        _apply(lab, cluster["with"], cluster["playbook"])
