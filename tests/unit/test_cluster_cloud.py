@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from provision.cli import main
 from provision.cloud import cluster_rules
+from provision.cloud.attach import AttachPlan, LiveInstance
+from provision.cloud.placement import LivePlacement, Outside, plan_placements
 from provision.cloud.rules import DEFAULT_EGRESS, LiveGroup, LiveRule, RuleKey, plan_groups
 from provision.exposure import findings
 from provision.exposure.live import declared_sg_rules
@@ -193,3 +195,46 @@ def test_members_behind_different_bastions_cross_sites(tmp_path: Path) -> None:
         ("warning", "cluster train", "clusters.train.hosts")]
     assert "node1 behind jump; node2 behind jump2" in found[0].message
     assert codes(load(tmp_path, doc())) == []  # one bastion: nothing
+
+
+# --- placement groups ----------------------------------------------------------------------
+
+def placed(tmp_path: Path, **clusters: dict[str, Any]) -> Inventory:
+    d = doc()
+    for n in ("node1", "node2"):
+        d["hosts"][n]["aws"] = {}
+    d["clusters"]["train"]["placement_group"] = "train-pg"
+    d["clusters"].update(clusters)
+    return load(tmp_path, d)
+
+
+def live(name: str, pg: str) -> tuple[LiveInstance, AttachPlan]:
+    i = LiveInstance(f"i-{name}", VPC, "", "eni-1", (), "running", (), pg)
+    return i, AttachPlan(name, i.id, "eni-1", (), ())
+
+
+def test_placement_decisions(tmp_path: Path) -> None:
+    inv = placed(tmp_path)
+    (i1, a1), (i2, a2) = live("node1", "train-pg"), live("node2", "")
+    [p] = plan_placements(inv, [], [i1, i2], [a1, a2])
+    assert (p.create, p.error) == (True, "")
+    assert p.outside == (Outside("node2", "i-node2", ""),)  # node1 is in it already
+    there = LivePlacement("train-pg", "cluster", "available")
+    [p] = plan_placements(inv, [there], [i1, i2], [a1, a2])
+    assert not p.has_changes and [o.machine for o in p.outside] == ["node2"]
+    # a deleted group of that name is no group: created again
+    [p] = plan_placements(inv, [LivePlacement("train-pg", "cluster", "deleted")], [i1], [a1])
+    assert p.create
+    [p] = plan_placements(inv, [LivePlacement("train-pg", "cluster", "deleting")], [i1], [a1])
+    assert "being deleted" in p.error and not p.has_changes
+    [p] = plan_placements(inv, [LivePlacement("train-pg", "partition", "available")], [i1], [a1])
+    assert "strategy partition, not cluster" in p.error
+    # an instance not found is the attachment's error, not a placement report
+    [p] = plan_placements(inv, [there], [], [])
+    assert p.outside == ()
+
+
+def test_clusters_sharing_a_placement_group_plan_it_once(tmp_path: Path) -> None:
+    inv = placed(tmp_path, eval={"hosts": ["node2"], "placement_group": "train-pg"})
+    [p] = plan_placements(inv, [], [], [])
+    assert (p.name, p.clusters, p.create) == ("train-pg", ("eval", "train"), True)
