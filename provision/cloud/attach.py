@@ -29,6 +29,7 @@ class LiveInstance:
     groups: tuple[str, ...]  # group ids on that interface
     state: str = ""
     group_names: tuple[tuple[str, str], ...] = ()  # (id, name) of those groups, for display
+    placement_group: str = ""  # the placement group it is in ("" for none)
 
 
 @record
@@ -66,7 +67,8 @@ def live_instances(reservations: Iterable[Mapping[str, Any]]) -> list[LiveInstan
                 str((primary or {}).get("NetworkInterfaceId", "")),
                 tuple(str(g.get("GroupId", "")) for g in groups),
                 str(i.get("State", {}).get("Name", "")),
-                tuple((str(g.get("GroupId", "")), str(g.get("GroupName", ""))) for g in groups)))
+                tuple((str(g.get("GroupId", "")), str(g.get("GroupName", ""))) for g in groups),
+                str(i.get("Placement", {}).get("GroupName", "") or "")))
     return out
 
 

@@ -1,4 +1,5 @@
-"""The whole security-group plan: rules, attachments, deletions, and what blocks it. Pure.
+"""The whole security-group plan: rules, attachments, deletions, the clusters' placement
+groups, and what blocks it. Pure.
 
 `build()` joins what the shell read (groups, instances, interfaces, VPCs) with the
 inventory; `sg plan` prints it and `sg apply` executes it. Everything that can be known
@@ -14,6 +15,7 @@ from provision.inventory.model import Inventory
 from provision.record import record
 
 from .attach import AttachPlan, LiveInstance, plan_attachments
+from .placement import LivePlacement, PlacementPlan, plan_placements
 from .prune import DeletePlan, LiveInterface, dropped, guard, plan_deletions
 from .rules import GroupPlan, LiveGroup, plan_groups
 
@@ -27,6 +29,7 @@ class Live:
     missing_vpcs: tuple[str, ...] = ()
     interfaces: tuple[LiveInterface, ...] = ()  # carrying a group to delete
     referencing: tuple[LiveGroup, ...] = ()  # with a rule naming a group to delete
+    placements: tuple[LivePlacement, ...] = ()  # the placement groups the clusters name
 
 
 @record
@@ -38,16 +41,18 @@ class SgPlan:
     guard: str = ""  # why --force is needed
     names: dict[str, str] = field(default_factory=dict)  # group id -> name, for display
     before: tuple[LiveGroup, ...] = ()  # the live groups the plan was made from (for a revert)
+    placements: tuple[PlacementPlan, ...] = ()
 
     @property
     def failed(self) -> bool:
         return bool(self.errors or any(p.error for p in self.groups)
-                    or any(a.error for a in self.attachments) or any(d.error for d in self.deletions))
+                    or any(a.error for a in self.attachments) or any(d.error for d in self.deletions)
+                    or any(p.error for p in self.placements))
 
     @property
     def has_changes(self) -> bool:
         return bool(any(p.has_changes for p in self.groups) or any(a.has_changes for a in self.attachments)
-                    or self.deletions)
+                    or self.deletions or any(p.has_changes for p in self.placements))
 
 
 def vpcs(inv: Inventory) -> list[str]:
@@ -72,5 +77,6 @@ def build(inv: Inventory, live: Live) -> SgPlan:
     names = {gid: name for i in live.instances for gid, name in i.group_names if name}
     names.update({g.id: g.name for g in (*live.groups, *live.referencing)})
     names.update({gid: name for name, gid in ids.items()})
+    placements = plan_placements(inv, live.placements, live.instances, attachments)
     return SgPlan(tuple(plans), tuple(attachments), tuple(deletions), (),
-                  guard(plans, live.groups, deletions), names, live.groups)
+                  guard(plans, live.groups, deletions), names, live.groups, tuple(placements))

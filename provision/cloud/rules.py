@@ -16,7 +16,8 @@ spelled one way so a plan never shows a perpetual diff:
 groups tagged `managed-by: provision`), authorize, and description updates (never revoke
 plus authorize for a description). Extra rules in foreign groups are reported as drift and
 never removed. `lost_operator_access()` says which operator SSH sources a plan would stop
-admitting, so the command can refuse it without `--force`.
+admitting, so the command can refuse it without `--force`. A group a cluster names gets the
+rules the cluster implies (`cluster_rules.py`) beside its declared ones.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from typing import Any
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import IngressRule, Inventory, SecurityGroup
 from provision.record import record
+
+from . import cluster_rules
 
 TAG_KEY, TAG_VALUE = "managed-by", "provision"
 PENDING = "sg:"  # peer prefix for a group that does not exist yet
@@ -243,11 +246,14 @@ def find_live(group: SecurityGroup, live: Sequence[LiveGroup]) -> LiveGroup | No
 
 
 def reconcile(group: SecurityGroup, live: LiveGroup | None, ids: Mapping[str, str],
-              operator: Sequence[str] = (), ssh_ports: Iterable[int] = (22,)) -> GroupPlan:
+              operator: Sequence[str] = (), ssh_ports: Iterable[int] = (22,),
+              implied: Sequence[tuple[bool, IngressRule]] = ()) -> GroupPlan:
     """Diff one declared group against its live state. Pure.
 
     `operator` are the CIDRs of the operator's SSH path in front of this group's machines;
-    the plan records which of them it would stop admitting on `ssh_ports`.
+    the plan records which of them it would stop admitting on `ssh_ports`. `implied` are
+    (egress, rule) the inventory's clusters add (`cluster_rules.py`): wanted like declared
+    rules; an implied egress rule in a group whose egress is not managed is compared alone.
     """
     if live is None and group.id is not None:
         return GroupPlan(group.name, group.id, group.vpc, group.description, False,
@@ -258,8 +264,11 @@ def reconcile(group: SecurityGroup, live: LiveGroup | None, ids: Mapping[str, st
     else:
         current, managed = live.rules, live.managed
     want = declared_keys(group, ids)
+    for egress, rule in implied:
+        for src in rule.sources:
+            want.setdefault(declared_key(rule, src, egress, ids), rule.description)
     manage_egress = group.egress is not None
-    relevant = [r for r in current if manage_egress or not r.key.egress]
+    relevant = [r for r in current if manage_egress or not r.key.egress or r.key in want]
     have: dict[RuleKey, LiveRule] = {}
     duplicates: list[LiveRule] = []
     for r in relevant:
@@ -339,7 +348,8 @@ def plan_groups(inv: Inventory, live: Sequence[LiveGroup]) -> list[GroupPlan]:
     plans = []
     for g in inv.aws.security_groups:
         path = operator_path(inv, g.name)
-        plans.append(reconcile(g, matched[g.name], ids, path.cidrs, path.ports))
+        implied = [(i.egress, i.rule) for i in cluster_rules.extra(inv, g)]
+        plans.append(reconcile(g, matched[g.name], ids, path.cidrs, path.ports, implied))
     return plans
 
 

@@ -4,8 +4,9 @@ CLI only: load the inventory, read AWS through the boto3 shell (`provision.cloud
 loads boto3 only once a client is made), build the pure plan (`provision.cloud.plan`: rules,
 attachments, deletions), print through the shared plan output. Apply order: create groups,
 reconcile rules (revoke before authorize), set each instance's groups, delete dropped
-groups. Exit codes: 0 ok (or no changes), 1 an AWS error or a refused plan, 2 a bad
-inventory or usage, 3 `plan --detailed-exitcode` found changes.
+groups; a cluster's missing placement group is created first (members outside it are
+reported, never stopped or moved). Exit codes: 0 ok (or no changes), 1 an AWS error or a
+refused plan, 2 a bad inventory or usage, 3 `plan --detailed-exitcode` found changes.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from provision.cloud import aws as shell
+from provision.cloud import placement_aws
 from provision.cloud.admission import revert_attachment, revert_group, touched
 from provision.cloud.attach import group_text, machines
+from provision.cloud.placement import STRATEGY, wanted
 from provision.cloud.plan import Live, build, vpcs
 from provision.cloud.rules import operator_path, rule_text
 from provision.errors import EXIT_FAILED, Exit, OperationError, UsageError
@@ -60,11 +63,13 @@ def _plan(inv: Inventory, ec2: Any) -> SgPlan:
     missing = shell.vpcs_missing(ec2, in_vpcs)
     groups = tuple(shell.fetch(ec2, inv.aws.security_groups, [v for v in in_vpcs if v not in missing]))
     instances = tuple(shell.fetch_instances(ec2, machines(inv)))
-    first = build(inv, Live(groups, instances, tuple(missing)))
+    placements = tuple(placement_aws.fetch(ec2, list(wanted(inv))))
+    first = build(inv, Live(groups, instances, tuple(missing), placements=placements))
     if not first.deletions:
         return first
     interfaces, referencing = shell.fetch_holders(ec2, [d.group.id for d in first.deletions])
-    return build(inv, Live(groups, instances, tuple(missing), tuple(interfaces), tuple(referencing)))
+    return build(inv, Live(groups, instances, tuple(missing), tuple(interfaces), tuple(referencing),
+                           placements))
 
 
 def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]:
@@ -112,6 +117,14 @@ def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]
         out.append(Section(title, (Change(
             "-", f"group {g.name} in {g.vpc} with its {len(g.rules)} rule(s)",
             detail=("tagged managed-by: provision and no longer in the inventory",), kind="group"),)))
+    for pg in plan.placements:
+        title = f"placement group {pg.name} (cluster {', '.join(pg.clusters)})"
+        if pg.error:
+            out.append(Section(title, error=pg.error, status="failed"))
+            continue
+        create = (Change("+", f"create placement group {pg.name} ({STRATEGY})",
+                         detail=("tagged managed-by: provision",), kind="placement group"),)
+        out.append(Section(title, create if pg.create else (), notes=tuple(o.text for o in pg.outside)))
     for e in plan.errors:
         out.append(Section("security groups", error=e, status="failed"))
     if plan.guard:
@@ -170,6 +183,9 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
             raise UsageError("not a terminal: pass --yes to apply")
         if not click.confirm("Apply these changes?", default=False):
             raise OperationError("not applied")
+    for pg in plan.placements:  # first: nothing else depends on it, nor it on anything
+        if pg.has_changes:
+            echo(placement_aws.create(ec2, pg))
     creating = [p for p in plan.groups if p.create]
     if creating:
         plan = _create_then_replan(inv, ec2, creating, force)  # checked whole there

@@ -13,6 +13,7 @@ from provision.inventory.model import Host, Inventory, Service
 from provision.tunnel.forwards import local_forwards
 
 from .cloud import findings as cloud_findings
+from .clusters import findings as cluster_findings
 from .dns import dns_findings
 from .finding import Finding, Severity, sort_findings
 from .internet import covers_internet
@@ -40,6 +41,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
         out += _port_clashes(host)
     out += _forward_collisions(inv)
     out += cloud_findings(inv)
+    out += cluster_findings(inv)
     out += dns_findings(inv)
     return sort_findings(out)
 

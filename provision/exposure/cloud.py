@@ -28,9 +28,11 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
+from provision.cloud import cluster_rules
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, IngressRule, Inventory, SecurityGroup
 
+from . import clusters
 from .finding import Finding
 from .internet import covers_internet
 from .members import group_members
@@ -51,10 +53,6 @@ def findings(inv: Inventory) -> list[Finding]:
         if attached:
             out += _joined(inv, node, attached)
     return out
-
-
-def _field(g: SecurityGroup, i: int) -> str:
-    return f"aws.security_groups.{g.name}.ingress[{i}]"
 
 
 def _cidrs(rule: IngressRule, inv: Inventory) -> list[str]:
@@ -78,7 +76,7 @@ def _open_to_internet(inv: Inventory, g: SecurityGroup) -> list[Finding]:
     watched = [(p, "SSH", "warning", "sg-ssh-open-to-world") for p in sorted(ssh_ports)]
     watched += [(p, what, "error", "sg-code-exec-public") for p, what in sorted(code_ports.items())]
     for port, what, severity, code in watched:
-        rules = [(i, r) for i, r in enumerate(g.ingress) if r.admits_tcp(port)]
+        rules = [(i, r) for i, r in enumerate(cluster_rules.ingress(inv, g)) if r.admits_tcp(port)]
         sources = [c for _, r in rules for c in _cidrs(r, inv)]
         if not rules or not covers_internet(sources):
             continue
@@ -88,12 +86,13 @@ def _open_to_internet(inv: Inventory, g: SecurityGroup) -> list[Finding]:
             out.append(Finding("warning", code, f"sg/{g.name}",
                                f"security group {g.name} opens {what} (tcp {port}) to the internet: {wide}",
                                "restrict the source to office/VPN ranges or the bastion's group",
-                               _field(g, first)))
+                               cluster_rules.field_of(inv, g, first)))
         else:
             out.append(Finding("error", code, f"sg/{g.name}",
                                f"security group {g.name} opens port {port} ({what}) to the internet: {wide}; "
                                "it runs code for whoever reaches it",
-                               "remove the rule; reach it with `provision tunnel`", _field(g, first)))
+                               "remove the rule; reach it with `provision tunnel`",
+                               cluster_rules.field_of(inv, g, first)))
     return out
 
 
@@ -133,9 +132,15 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
     section = "bastions" if node.is_bastion else "hosts"
     tunnel_only = {s.port: s for s in node.services if s.expose.kind != "public"}
     for g in attached:
-        for i, rule in enumerate(g.ingress):
+        for i, rule in enumerate(cluster_rules.ingress(inv, g)):
             if rule.protocol == "icmp":
                 continue  # the host firewall admits ICMP echo
+            where = cluster_rules.field_of(inv, g, i)
+            # a rule admitting only fellow cluster members: the cluster's own firewall rules
+            # admit them, and a service bound to loopback is not reached by them either
+            in_cluster = clusters.served(inv, node, rule)
+            odd = clusters.outside(inv, node, rule, g.name, where)
+            out += odd
             src = ", ".join(rule.sources)
             cidrs = _cidrs(rule, inv)
             # a group none of whose machines has a known address: it may admit anything
@@ -146,7 +151,8 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
                 return bool(allowed) and (by_group or any(_overlaps(c, a) for c in cidrs for a in allowed))
 
             lo, hi = (0, 65535) if rule.protocol == "all" else (rule.from_port, rule.to_port)
-            exposed = sorted(p for p in tunnel_only if lo <= p <= hi and rule.protocol in ("tcp", "all"))
+            exposed = sorted(p for p in tunnel_only if lo <= p <= hi and rule.protocol in ("tcp", "all")
+                             and not (in_cluster and tunnel_only[p].is_loopback))
             for p in exposed:
                 s = tunnel_only[p]
                 out.append(Finding(
@@ -155,13 +161,15 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
                     f"which is expose: {s.expose.kind} (bound to {s.bind}): only the host firewall stands "
                     "between it and those sources",
                     f"remove the rule from {g.name} (or narrow its ports); reach {s.name} with "
-                    "`provision tunnel`", _field(g, i)))
+                    "`provision tunnel`", where))
+            if in_cluster or odd:
+                continue  # what the host firewall admits from them: the cluster's rules
             if rule.protocol == "udp":
                 out.append(Finding(
                     "warning", "sg-port-dropped-by-host", f"{node.name}",
                     f"security group {g.name} admits {_ports_text(rule)} from {src} but {node.name}'s "
                     "firewall admits no UDP", "remove the rule, or it is for something the inventory does "
-                    "not declare", _field(g, i)))
+                    "not declare", where))
                 continue
             open_ports = sorted(p for p in admits if lo <= p <= hi and from_here(p))
             single = lo == hi
@@ -170,18 +178,19 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
                     "warning", "sg-port-dropped-by-host", node.name,
                     f"security group {g.name} admits tcp {lo} from {src} but {node.name}'s firewall drops it",
                     f"remove the rule, or declare what listens on {lo} (a public service or ssh_from)",
-                    _field(g, i)))
+                    where))
             elif not single and (hi - lo + 1) > len(open_ports) + len(exposed):
                 only = ", ".join(f"tcp {p}" for p in open_ports) or "none of them"
                 out.append(Finding(
                     "warning", "sg-port-dropped-by-host", node.name,
                     f"security group {g.name} admits {_ports_text(rule)} from {src} but {node.name}'s "
                     f"firewall admits only {only}",
-                    "narrow the rule to the ports that are served", _field(g, i)))
+                    "narrow the rule to the ports that are served", where))
     for s in node.services:
         if s.expose.kind != "public":
             continue
-        cloud = [c for g in attached for r in g.ingress if r.admits_tcp(s.port) for c in _cidrs(r, inv)]
+        cloud = [c for g in attached for r in cluster_rules.ingress(inv, g) if r.admits_tcp(s.port)
+                 for c in _cidrs(r, inv)]
         blocked = [c for c in s.expose.sources if not _covered(c, cloud)]
         if blocked:
             names = ", ".join(g.name for g in attached)

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
+from provision.cloud import cluster_rules
 from provision.facts import Facts
 from provision.facts import docker as D
 from provision.facts import iptables as IPT
@@ -107,13 +108,14 @@ def sg_rule(inv: Inventory, group: str, protocol: str, from_port: int, to_port: 
 
 
 def declared_sg_rules(inv: Inventory, host: Host) -> tuple[SgRule, ...] | None:
-    """The inventory's rules for the groups attached to `host`; None when it has none."""
+    """The inventory's rules for the groups attached to `host` (with the ones its clusters
+    add); None when it has none."""
     if inv.aws is None or not host.security_groups:
         return None
     groups = {g.name: g for g in inv.aws.security_groups}
     return tuple(sg_rule(inv, name, r.protocol, r.from_port, r.to_port, src)
                  for name in host.security_groups if name in groups
-                 for r in groups[name].ingress for src in r.sources)
+                 for r in cluster_rules.ingress(inv, groups[name]) for src in r.sources)
 
 
 @record

@@ -278,7 +278,8 @@ class _Resolver:
                      for name, p in d.team.items())
         aws = self._aws()
         clusters, hosts = cl.resolve(d.clusters, hosts, set(d.bastions),
-                                     set(d.aws.security_groups) if d.aws else set(), self.fail)
+                                     set(d.aws.security_groups) if d.aws else set(), self.fail,
+                                     aws=d.aws is not None)
         dns = self._dns()
         if self.problems:
             raise InventoryError(self.problems)

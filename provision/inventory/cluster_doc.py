@@ -57,8 +57,8 @@ class ClusterDoc(BaseModel):
         False, description="AWS EFA: the members' shared security group also needs the "
                            "all-traffic egress rule to itself")
     security_group: Name | None = Field(
-        None, description="the aws.security_groups group the members share (its all-traffic "
-                          "rule from itself is checked or added)")
+        None, description="the aws.security_groups group the members share (every member in "
+                          "it): sg plan/apply add its all-traffic rule from itself")
     placement_group: Name | None = Field(
         None, description="an AWS placement group (strategy cluster) `sg apply` creates when "
                           "missing; members not in it are reported, never moved")

@@ -141,9 +141,35 @@ def _clashes(path: FieldPath, doc: ClusterDoc, master: str, members: list[str],
              f"connections NCCL and Gloo open on them")
 
 
+def _in_group(path: FieldPath, group: str, members: list[str], hosts: Mapping[str, m.Host],
+              fail: Fail) -> None:
+    """Every member is in the cluster's security group: the rule from itself admits only them."""
+    for name in members:
+        if group not in hosts[name].security_groups:
+            fail((*path, "security_group"), f"member '{name}' is not in security group '{group}' "
+                 f"(its security_groups: {', '.join(hosts[name].security_groups) or 'none'}): "
+                 f"add '{group}' to hosts.{name}.security_groups")
+
+
+def _placed(path: FieldPath, group: str, members: list[str], hosts: Mapping[str, m.Host],
+            aws: bool, fail: Fail) -> None:
+    """A placement group is created in the inventory's AWS region, for EC2 instances."""
+    if not aws:
+        fail((*path, "placement_group"), f"placement group '{group}' needs the `aws:` section "
+             "(its region is where sg apply creates it)")
+        return
+    for name in members:
+        if hosts[name].instance is None:
+            fail((*path, "placement_group"), f"member '{name}' has no `aws:` block: provision "
+                 f"cannot tell whether its instance is in placement group '{group}'; give "
+                 f"hosts.{name}.aws (instance_id, or {{}} to find it by its address)")
+
+
 def resolve(docs: Mapping[str, ClusterDoc], hosts: tuple[m.Host, ...], bastions: set[str],
-            groups: set[str], fail: Fail) -> tuple[tuple[m.Cluster, ...], tuple[m.Host, ...]]:
-    """The clusters, and the hosts with the ephemeral port range they get from them."""
+            groups: set[str], fail: Fail, aws: bool = True
+            ) -> tuple[tuple[m.Cluster, ...], tuple[m.Host, ...]]:
+    """The clusters, and the hosts with the ephemeral port range they get from them.
+    `aws`: whether the inventory has an `aws:` section (`groups` are its security groups)."""
     by_name = {h.name: h for h in hosts}
     clusters: list[m.Cluster] = []
     for name, doc in docs.items():
@@ -162,6 +188,10 @@ def resolve(docs: Mapping[str, ClusterDoc], hosts: tuple[m.Host, ...], bastions:
         if doc.security_group is not None and doc.security_group not in groups:
             fail((*path, "security_group"), f"unknown security group '{doc.security_group}' "
                  f"(aws.security_groups: {', '.join(sorted(groups)) or 'none'})")
+        elif doc.security_group is not None:
+            _in_group(path, doc.security_group, members, by_name, fail)
+        if doc.placement_group is not None:
+            _placed(path, doc.placement_group, members, by_name, aws, fail)
         if doc.efa and doc.security_group is None:
             fail((*path, "efa"), "EFA's rules live in the members' shared security group: "
                  "name it in `security_group`")
