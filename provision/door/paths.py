@@ -17,7 +17,8 @@ SELF_SIGNED = "self-signed"  # present while fullchain.pem is the door's own pla
 
 # The proxy: its own unit, config and key maps (never Debian's haproxy.service/.cfg)
 DOOR_DIR = "/etc/provision/door"
-CONFIG = f"{DOOR_DIR}/haproxy.cfg"  # root 0640, group haproxy
+CONFIG = f"{DOOR_DIR}/haproxy.cfg"  # root 0600 (HAProxy reads it as root, then drops to haproxy)
+UNIT_FILE = "/etc/systemd/system/provision-door.service"
 UNIT = "provision-door.service"
 MASTER_SOCKET = "/run/provision-door/master.sock"
 
@@ -39,6 +40,13 @@ def combined(name: str) -> str:
     return f"{tls_dir(name)}/{COMBINED}"
 
 
-def keys_map(service: str) -> str:
-    """The map of SHA-256 key digests to client names of `service` (root 0640, group haproxy)."""
-    return f"{DOOR_DIR}/{service}.keys"
+def keys_map(service: str, digest: str) -> str:
+    """The map of SHA-256 key digests to client names of `service` (root 0600), named by
+    its content's digest: a new map never changes what the running config loaded, and a
+    config the proxy refuses leaves the old map and config serving together."""
+    return f"{DOOR_DIR}/{service}.{digest}.keys"
+
+
+# What `provision certs` runs after installing fullchain.pem and rebuilding haproxy.pem:
+# the config is checked first, and a refused one leaves the old one serving.
+RELOAD = f"systemctl reload {UNIT}"

@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     apt,
     docker,
+    door,
     files,
     guards,
     iptables,
@@ -32,6 +33,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
                                     jupyter_auth.SPEC,
+                                    door.SPEC,  # the door (provision.tasks.door)
                                     # shell steps' creates:/unless: (provision.tasks.shell)
                                     guards.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -50,6 +50,7 @@ STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "services": Lazy("provision.tasks.services:ServicesStep.build"),
     "sshd": Lazy("provision.tasks.sshd:SshdStep.build"),  # commit-confirmed (provision.hosts.confirm)
     "firewall": Lazy("provision.tasks.firewall:FirewallStep.build"),  # commit-confirmed
+    "door": Lazy("provision.tasks.door:DoorStep.build"),  # TLS, API keys, rate limits (provision.door)
 }
 
 
