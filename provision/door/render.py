@@ -1,8 +1,8 @@
 """The door's files as text (pure): the HAProxy config of a host, each service's map of
-key digests, the unit. Rendered from templates/door/ (docs/door.md#the-config).
+key digests, the unit. Rendered from templates/door/ (docs/door.md#limits).
 
 Rates become HAProxy's sliding counters: a rate of N per S seconds with a burst B (B
-defaults to N) is a counter over a window of B*S/N seconds that admits B requests; only
+is at least N) is a counter over a window of B*S/N seconds that admits B requests; only
 requests that pass count (a client that stops is served again one window later, which
 is what Retry-After says).
 """
@@ -64,7 +64,9 @@ def _error(code: str, message: str) -> str:
 
 
 def counter(rate: Rate, burst: int | None, what: str) -> Counter:
-    limit = burst or rate.count
+    # the burst never lowers a limit: per_address 100/s beside per_key 2/s with burst 6
+    # keeps its 100 a second
+    limit = max(burst or 0, rate.count)
     window_ms = max(1, limit * rate.seconds * 1000 // rate.count)
     retry = max(1, math.ceil(window_ms / 1000))
     per = "second" if rate.seconds == 1 else "minute"

@@ -76,8 +76,8 @@ class LimitsDoc(_Strict):
         "20/s", description="requests each source address may make, with or without a valid key "
                             "(a wrong or missing key counts too: keys cannot be guessed at line rate)")
     burst: Annotated[StrictInt, Field(ge=1, le=1000000)] | None = Field(
-        None, description="requests a client may make at once before the rate applies (default: "
-                          "the rate's N); the counters' window is burst / rate")
+        None, description="requests a client may make at once before the rate applies (a limit "
+                          "whose N is larger keeps its N); each counter's window is burst / rate")
     connections: Annotated[StrictInt, Field(ge=1, le=10000)] = Field(
         20, description="connections one source address may hold open at once (a slow client "
                         "cannot hold the door)")

@@ -38,11 +38,12 @@ def lib() -> str:
 
 def snippet(a: DoorApply, write: str) -> str:
     """`write`: the batch's shell for one WriteFile (provision.tasks.script)."""
-    lines = [f"provision_safe_path {quote(paths.DOOR_DIR)}",
+    # `|| exit 1`: the batch may run inside a condition, where `set -e` is off
+    lines = [f"provision_safe_path {quote(paths.DOOR_DIR)} || exit 1",
              f"mkdir -p {quote(paths.DOOR_DIR)}", f"chmod 0700 {quote(paths.DOOR_DIR)}",
-             *(f"provision_door_cert {quote(n)}" for n in a.certs), write,
+             *(f"provision_door_cert {quote(n)} || exit 1" for n in a.certs), write,
              f"provision_door_apply {quote(a.digest)} {int(a.unit_changed)} "
-             f"{quote(' '.join(map(str, a.ports)))}"]
+             f"{quote(' '.join(map(str, a.ports)))} || exit 1"]
     if a.remove:
         lines.append("provision_remove " + " ".join(quote(p) for p in a.remove))
     return "\n".join(lines)

@@ -5,35 +5,34 @@
 
 # provision_door_cert NAME: a private key made here (never leaves the host), a request for
 # `provision certs`, and until a CA's certificate is installed a self-signed one
+# (every command is checked: the batch may call this where `set -e` is off)
 provision_door_cert() {
   pc_d=/etc/provision/tls/$1
-  provision_safe_path "$pc_d"
-  mkdir -p /etc/provision/tls
-  chmod 0755 /etc/provision /etc/provision/tls
-  (umask 077; mkdir -p "$pc_d")
-  chown root:root "$pc_d"; chmod 0700 "$pc_d"
+  provision_safe_path "$pc_d" || return 1
+  mkdir -p /etc/provision/tls && chmod 0755 /etc/provision /etc/provision/tls || return 1
+  (umask 077; mkdir -p "$pc_d") && chown root:root "$pc_d" && chmod 0700 "$pc_d" || return 1
   if [ ! -s "$pc_d/privkey.pem" ]; then
-    (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pc_d/privkey.pem.new" 2>/dev/null)
-    mv -f "$pc_d/privkey.pem.new" "$pc_d/privkey.pem"
-    rm -f "$pc_d/fullchain.pem" "$pc_d/haproxy.pem"
+    (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+       -out "$pc_d/privkey.pem.new" 2>/dev/null) && mv -f "$pc_d/privkey.pem.new" "$pc_d/privkey.pem" \
+      && rm -f "$pc_d/fullchain.pem" "$pc_d/haproxy.pem" "$pc_d/request.csr" \
+      || { echo "door: could not make a key for $1" >&2; return 1; }
   fi
   if [ ! -s "$pc_d/request.csr" ]; then
     openssl req -new -key "$pc_d/privkey.pem" -subj "/CN=$1" -addext "subjectAltName=DNS:$1" \
-      -out "$pc_d/request.csr.new" 2>/dev/null
-    mv -f "$pc_d/request.csr.new" "$pc_d/request.csr"
+      -out "$pc_d/request.csr.new" 2>/dev/null && mv -f "$pc_d/request.csr.new" "$pc_d/request.csr" \
+      || { echo "door: could not make a request for $1" >&2; return 1; }
   fi
   if [ ! -s "$pc_d/fullchain.pem" ]; then
     openssl req -x509 -key "$pc_d/privkey.pem" -subj "/CN=$1" -addext "subjectAltName=DNS:$1" \
-      -days 90 -out "$pc_d/fullchain.pem.new" 2>/dev/null
-    mv -f "$pc_d/fullchain.pem.new" "$pc_d/fullchain.pem"
-    : > "$pc_d/self-signed"
+      -days 90 -out "$pc_d/fullchain.pem.new" 2>/dev/null \
+      && mv -f "$pc_d/fullchain.pem.new" "$pc_d/fullchain.pem" && : > "$pc_d/self-signed" \
+      || { echo "door: could not make a self-signed certificate for $1" >&2; return 1; }
   fi
   if [ ! -s "$pc_d/haproxy.pem" ]; then
-    (umask 077; cat "$pc_d/fullchain.pem" "$pc_d/privkey.pem" > "$pc_d/haproxy.pem.new")
-    mv -f "$pc_d/haproxy.pem.new" "$pc_d/haproxy.pem"
+    (umask 077; cat "$pc_d/fullchain.pem" "$pc_d/privkey.pem" > "$pc_d/haproxy.pem.new") \
+      && mv -f "$pc_d/haproxy.pem.new" "$pc_d/haproxy.pem" || return 1
   fi
-  chmod 0600 "$pc_d/privkey.pem" "$pc_d/haproxy.pem"
-  chmod 0644 "$pc_d/fullchain.pem" "$pc_d/request.csr"
+  chmod 0600 "$pc_d/privkey.pem" "$pc_d/haproxy.pem" && chmod 0644 "$pc_d/fullchain.pem" "$pc_d/request.csr"
 }
 
 # provision_door_port_free PORT: nothing but the door listens on PORT
@@ -59,13 +58,14 @@ provision_door_apply() {
     printf 'door: HAProxy refused the new config; the old one keeps serving:\n%s\n' "$pa_out" >&2
     return 1
   fi
-  mv -f "$pa_cfg.new" "$pa_cfg"
-  if [ "$2" = 1 ]; then systemctl daemon-reload; fi
-  systemctl enable -q provision-door.service
+  mv -f "$pa_cfg.new" "$pa_cfg" || return 1
+  if [ "$2" = 1 ]; then systemctl daemon-reload || return 1; fi
+  systemctl enable -q provision-door.service || return 1
+  # a failed reload or start is reported by the read-back below (what the port serves)
   if systemctl is-active -q provision-door.service; then
-    systemctl reload provision-door.service
+    systemctl reload provision-door.service || true
   else
-    systemctl restart provision-door.service
+    systemctl restart provision-door.service || true
   fi
   for pa_p in $3; do
     pa_i=0

@@ -133,9 +133,9 @@ def test_no_op_apply_changes_nothing(world: dict[str, Any]) -> None:
 
 def test_rate_limit_429_with_headers_then_200_after_retry_after(world: dict[str, Any]) -> None:
     lab: Lab = world["lab"]
-    urls = [f"https://{NAME}/"] * 14
+    urls = [a for _ in range(14) for a in ("-o", "/dev/null", f"https://{NAME}/")]
     # one connection, one curl: 14 requests in far less than the 3 s window
-    r = curl(lab, "-o", "/dev/null", "-w", "%{http_code}\n", *urls, key=KEYS["loop"])
+    r = curl(lab, "-w", "%{http_code}\n", *urls, key=KEYS["loop"])
     codes = r.stdout.split()
     assert codes[:6] == ["200"] * 6, codes
     assert "429" in codes[6:], codes
@@ -221,9 +221,8 @@ def test_refused_config_leaves_the_old_one_serving(world: dict[str, Any]) -> Non
 def test_port_taken_by_something_else_is_a_clear_error(world: dict[str, Any]) -> None:
     lab: Lab = world["lab"]
     before = served_digest(lab)
-    squatter = subprocess.Popen(["nsenter", "-t", str(lab.leader("gpu1")), "-a", "--", "python3", "-m",
-                                 "http.server", "--bind", "0.0.0.0", "8443"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lab.host("gpu1", "systemd-run", "--unit", "door-squatter", "--", "python3", "-m", "http.server",
+             "--bind", "0.0.0.0", "8443")
     try:
         for _ in range(50):
             if ":8443" in lab.host("gpu1", "ss", "-Hltn", "sport = :8443").stdout:
@@ -232,28 +231,35 @@ def test_port_taken_by_something_else_is_a_clear_error(world: dict[str, Any]) ->
         code, data, err = apply(world, inventory(lab, port=8443), "port-taken.yml")
         text = json.dumps(data) + err
         assert code == 1, text
-        assert "port 8443 is taken by python3" in text, text
+        assert "port 8443 is taken by python3" in text and "door-squatter.service" in text, text
         assert served_digest(lab) == before
     finally:
-        squatter.kill()
-        squatter.wait()
+        lab.host("gpu1", "systemctl", "stop", "door-squatter.service", check=False)
+
+
+# what testssl rates HIGH/CRITICAL about the door's self-signed placeholder certificate
+# (no CA to chain to, no CRL or OCSP URI): the certificate, not the TLS the door speaks;
+# a CA's certificate (provision certs) replaces it
+PLACEHOLDER = {"cert_chain_of_trust", "cert_revocation"}
 
 
 def test_testssl_grades_the_door(world: dict[str, Any]) -> None:
     lab: Lab = world["lab"]
     out = "/root/door-testssl.json"
     lab.host("bastion", "rm", "-f", out)
-    lab.host("bastion", "testssl", "--quiet", "--color", "0", "--warnings", "off", "--ip", "one",
-             "--jsonfile", out, "-p", "-f", "-S", "-U", "-h",
-             f"https://{lab.addr('gpu1', 'prv')}:443", timeout=600, check=False)
-    found = json.loads(lab.host("bastion", "cat", out).stdout)
+    r = lab.host("bastion", "testssl", "--quiet", "--color", "0", "--warnings", "off",
+                 "--ip", lab.addr("gpu1", "prv"), "--jsonfile", out, "-p", "-f", "-S", "-U", "-h",
+                 f"https://{NAME}:443", timeout=600, check=False)
+    text = lab.host("bastion", "cat", out, check=False).stdout
+    assert text.strip(), (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
+    found = json.loads(text)
     by_id = {f["id"]: f for f in found}
-    bad = [f for f in found if f.get("severity") in ("HIGH", "CRITICAL")]
+    assert "TLS1" in by_id, (r.stdout[-3000:], found[:20])
+    bad = [f for f in found if f.get("severity") in ("HIGH", "CRITICAL") and f["id"] not in PLACEHOLDER]
     assert bad == [], bad
-    assert by_id["TLS1"]["finding"] == "not offered" and by_id["TLS1_1"]["finding"] == "not offered"
+    assert by_id["SSLv2"]["finding"] == by_id["SSLv3"]["finding"] == "not offered"
+    assert by_id["TLS1"]["finding"] == by_id["TLS1_1"]["finding"] == "not offered"
     assert by_id["TLS1_3"]["finding"].startswith("offered")
-    assert by_id["SSLv2"]["finding"] == "not offered" and by_id["SSLv3"]["finding"] == "not offered"
-    summary = Path(__file__).parents[2] / "bench" / "results"
-    summary.mkdir(exist_ok=True)
-    (summary / "door-testssl.json").write_text(json.dumps(
-        [{k: f.get(k) for k in ("id", "severity", "finding")} for f in found], indent=1))
+    assert by_id["PFS"]["finding"] == "offered" and by_id["ALPN_HTTP2"]["finding"] == "h2"
+    # only forward-secret suites (ECDHE, or TLS 1.3's): no RSA key transport, no static DH
+    assert by_id["ROBOT"]["finding"].startswith("not vulnerable, no RSA key transport")

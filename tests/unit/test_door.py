@@ -100,7 +100,9 @@ def _c(rate: Rate, burst: int | None) -> tuple[int, int, int]:
 def test_counter_windows() -> None:
     assert _c(Rate(5, 1), None) == (5, 1000, 1)
     assert _c(Rate(2, 1), 6) == (6, 3000, 3)  # 6 at once, then 2 a second
-    assert _c(Rate(300, 60), 30) == (30, 6000, 6)
+    assert _c(Rate(100, 1), 6) == (100, 1000, 1)  # the burst never lowers a limit
+    assert _c(Rate(300, 60), 30) == (300, 60000, 60)
+    assert _c(Rate(10, 60), 30) == (30, 180000, 180)
     assert _c(Rate(1, 60), None) == (1, 60000, 60)
 
 
@@ -217,3 +219,31 @@ def test_door_fact_parses_and_refuses_junk() -> None:
     assert fact.certs == {"api.example.org": D.CertFact("api.example.org", "ab" * 32, 1767225600,
                                                         True, True, True)}
     assert fact.served == {443: D.ServedFact(443, "0123456789abcdef0123456789abcdef", None)}
+
+
+# --- provision keys -----------------------------------------------------------------------
+
+
+def test_keys_new_shows_the_key_once_and_its_hash_matches() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from provision.cli import main
+    from provision.inventory.https import check_digest
+
+    example = str(Path(__file__).parents[2] / "inventories" / "example.yml")
+    r = CliRunner().invoke(main, ["keys", "new", "model-api", "carol", "-i", example, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["hash"] == "sha256:" + hashlib.sha256(out["key"].encode()).hexdigest()
+    assert check_digest(out["hash"]) == out["hash"] and out["key"].startswith("pk-")
+    assert out["fields"] == ["hosts.gpu1.services.model-api.https.keys"] and out["replaces"] == []
+    r = CliRunner().invoke(main, ["keys", "new", "model-api", "alice", "-i", example, "--json"])
+    assert json.loads(r.output)["replaces"] == ["hosts.gpu1.services.model-api.https.keys"]
+    r = CliRunner().invoke(main, ["keys", "new", "jupyter", "carol", "-i", example])
+    assert r.exit_code == 2 and "with https:" in r.output
+    r = CliRunner().invoke(main, ["keys", "new", "model-api", "a b", "-i", example])
+    assert r.exit_code == 2
+    r = CliRunner().invoke(main, ["keys", "hash"], input="pk-abc\n")
+    assert r.output == "sha256:" + hashlib.sha256(b"pk-abc").hexdigest() + "\n"
