@@ -157,21 +157,25 @@ def test_rate_limit_429_with_headers_then_200_after_retry_after(world: dict[str,
 def test_slow_connections_from_one_address_do_not_stop_another(world: dict[str, Any]) -> None:
     lab: Lab = world["lab"]
     script = f"""
-import socket, sys, time
-held = []
+import socket, sys
+held, failed = [], 0
 for _ in range(200):
-    s = socket.create_connection(({lab.addr('gpu1', 'prv')!r}, 443), timeout=5)
-    held.append(s)
+    try:
+        held.append(socket.create_connection(({lab.addr('gpu1', 'prv')!r}, 443), timeout=5))
+    except OSError:
+        failed += 1  # refused or reset: the door turned it away too
 print("held", flush=True)
 sys.stdin.readline()
-closed = 0
+still = 0
 for s in held:
     s.settimeout(0.2)
     try:
-        closed += s.recv(1) == b""
+        still += s.recv(1) != b""
+    except socket.timeout:
+        still += 1  # open, waiting for us
     except OSError:
-        closed += 1
-print("closed", closed, flush=True)
+        pass
+print("open", still, "failed", failed, flush=True)
 """
     p = subprocess.Popen(["nsenter", "-t", str(lab.leader("bastion")), "-a", "--", "python3", "-c", script],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -186,7 +190,7 @@ print("closed", closed, flush=True)
     finally:
         p.kill()
         p.wait()
-    assert out[0] == "closed" and int(out[1]) >= 180, out  # 20 at once per address
+    assert out[0] == "open" and 1 <= int(out[1]) <= 20, out  # 20 at once per address
 
 
 def test_revoked_key_refused_after_next_apply(world: dict[str, Any]) -> None:
