@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "exec": ("provision.commands.exec:exec_cmd", "run a command on every selected host"),
     "import": ("provision.commands.import_:import_group", "write existing resources as inventory YAML"),
+    "keys": ("provision.commands.keys:keys_group", "API keys of the door: make one, hash one"),
     "lab": ("provision.commands.lab:lab_group", "a local lab of real hosts (root)"),
     "plan": ("provision.commands.converge:plan_cmd", "show what apply would change"),
     "recap": ("provision.commands.recap:recap_group", "merge the --json recaps of shards"),

@@ -8,6 +8,7 @@ from . import (
     addresses,
     apt,
     docker,
+    door,
     files,
     guards,
     iptables,
@@ -33,6 +34,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
                                     jupyter_auth.SPEC,
+                                    door.SPEC,  # the door (provision.tasks.door)
                                     # shell steps' creates:/unless: (provision.tasks.shell)
                                     guards.SPEC,
                                     # clusters: which interface holds a member's address

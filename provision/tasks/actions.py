@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from provision.record import record
 
+from .door_script import DoorApply
 from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
 
@@ -242,4 +243,4 @@ class EnsureGroup:
 
 Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload | LoadNewUnits | EnableUnit | StartUnit | RestartUnit
-          | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv)
+          | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv | DoorApply)

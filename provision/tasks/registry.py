@@ -51,6 +51,7 @@ STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "cluster": Lazy("provision.tasks.cluster:ClusterStep.build"),  # sysctl, job environment
     "sshd": Lazy("provision.tasks.sshd:SshdStep.build"),  # commit-confirmed (provision.hosts.confirm)
     "firewall": Lazy("provision.tasks.firewall:FirewallStep.build"),  # commit-confirmed
+    "door": Lazy("provision.tasks.door:DoorStep.build"),  # TLS, API keys, rate limits (provision.door)
 }
 
 

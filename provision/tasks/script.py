@@ -26,7 +26,7 @@ from shlex import quote
 
 from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
-from provision.tasks import apt_script, python_env_script
+from provision.tasks import apt_script, door_script, python_env_script
 from provision.tasks.actions import (
     Action,
     AptSources,
@@ -48,6 +48,7 @@ from provision.tasks.actions import (
     StartUnit,
     WriteFile,
 )
+from provision.tasks.door_script import DoorApply
 from provision.tasks.python_env_script import BuildPythonEnv
 from provision.tasks.shell import RunCommand
 from provision.tasks.users import HOME_MODE, NOLOGIN
@@ -289,6 +290,8 @@ def snippet(action: Action) -> str:
                                             (a.user, a.creates, a.unless, a.command))])
     if isinstance(a, BuildPythonEnv):
         return python_env_script.snippet(a)
+    if isinstance(a, DoorApply):
+        return door_script.snippet(a, "\n".join(snippet(WriteFile(p, c, m)) for p, c, m in a.writes))
     raise TypeError(f"no shell for {a!r}")
 
 
@@ -325,6 +328,7 @@ def build(actions: list[Action]) -> str:
                                   for a in actions) else []),
         *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
         *([python_env_script.lib()] if any(isinstance(a, BuildPythonEnv) for a in actions) else []),
+        *([door_script.lib()] if any(isinstance(a, DoorApply) for a in actions) else []),
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",

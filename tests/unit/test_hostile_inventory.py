@@ -397,9 +397,14 @@ CASES: list[Case] = [
     Case("exposure__sg_ssh_two_halves", "security group", "warning:sg-ssh-open-to-world",
          inv(("aws", {"region": "us-east-1", "security_groups": {"gpu-sg": {
              "vpc": "vpc-0abc1234", "ingress": [{"port": 22, "from": HALVES}]}}}))),
-    Case("exposure__public_model_api_is_legit", "host firewall", "ok",
+    # issue 36: plain HTTP to the world is an error now, unless the inventory says why
+    Case("exposure__public_plain_http_model_api", "host firewall", "error:plain-http-public",
          inv(cmd("/opt/venv/bin/uvicorn app:api --host {bind} --port {port}", bind="0.0.0.0",
                  expose={"from": ["0.0.0.0/0", "::/0"]}))),
+    Case("exposure__public_plain_http_with_a_reason_is_legit", "host firewall", "ok",
+         inv(cmd("/opt/venv/bin/uvicorn app:api --host {bind} --port {port}", bind="0.0.0.0",
+                 expose={"from": ["0.0.0.0/0", "::/0"]},
+                 plain_http="a public mirror of open data, nothing secret"))),
     # (8) control characters and escape sequences in keys and values ---------------------------
     Case("control__ansi_host_name_key", "error message on a terminal", "refuse",
          inv(("hosts.\x1b[2J\x1b[32mok", {"address": "10.0.0.9", "ssh_from": ["10.0.0.0/8"]}))),
