@@ -28,6 +28,7 @@ from provision.dns import providers
 from provision.dns.visibility import Visibility
 from provision.text import printable, unsafe
 
+from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .fields import (
     IP,
@@ -496,6 +497,8 @@ class InventoryDoc(Strict):
                                     description=_ENVS_DESCRIPTION + ", built on every host")
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None
+    acme: AcmeDoc | None = Field(None, description="the ACME CA that issues certificates "
+                                 "(DNS-01 through the inventory's zones)")
 
 
 @functools.cache
