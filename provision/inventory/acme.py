@@ -115,6 +115,7 @@ def resolve(doc: AcmeDoc, local_path: Callable[[tuple[str, ...], str], str],
     `local_path` resolves a file the inventory names (relative to its file);
     `secret_problem` says why a file may not be a secret of this inventory."""
     problems: Problems = []
+    why: str | None
     directory = KNOWN_CAS.get(doc.ca, doc.ca)
     if doc.ca not in KNOWN_CAS:
         if not re.match(r"^[a-z]+://", doc.ca):
