@@ -16,6 +16,7 @@ import yaml
 
 from provision.acme import issue as acme_issue
 from provision.acme.dns01 import Dns01
+from provision.errors import OperationError
 from provision.inventory import Inventory, load_inventory
 from tests.support.pebble_server import Pebble, pebble_server
 from tests.support.powerdns_server import Pdns, pdns_server
@@ -126,7 +127,7 @@ def test_someone_elses_challenge_is_not_touched(
     inv = _inv(tmp_path, pdns, pebble, zone)
     name = f"other.{zone.rstrip('.')}"
     pdns.set_rrset(zone, f"_acme-challenge.{name}.", "TXT", 60, ['"certbot-was-here"'])
-    with pytest.raises(acme_issue.OperationError, match="no ownership marker of this inventory"):
+    with pytest.raises(OperationError, match="no ownership marker of this inventory"):
         acme_issue.issue(inv, _csr(name), [name])
     assert pdns.rrsets(zone)[(f"_acme-challenge.{name}.", "TXT")][1] == ['"certbot-was-here"']
 
@@ -137,7 +138,12 @@ def test_caa_forbidding_the_ca_is_refused_before_any_order(
     pdns.set_rrset(zone, zone, "CAA", 300, ['0 issue "letsencrypt.org"'])
     ca = acme_issue.Ca(inv)
     orders: list[bytes] = []
-    ca.client.new_order = lambda csr, profile=None: orders.append(csr)  # type: ignore[method-assign]
+
+    def spy(csr: bytes, profile: str | None = None) -> Any:
+        orders.append(csr)
+        raise AssertionError("an order was placed")
+
+    ca.client.new_order = spy  # type: ignore[method-assign]
     name = f"caa.{zone.rstrip('.')}"
     with pytest.raises(acme_issue.CaaRefused, match=r"allow letsencrypt\.org to issue"):
         acme_issue.issue(inv, _csr(name), [name], ca=ca)
