@@ -143,7 +143,7 @@ def test_caa_forbidding_the_ca_is_refused_before_any_order(
         orders.append(csr)
         raise AssertionError("an order was placed")
 
-    ca.client.new_order = spy  # type: ignore[method-assign]
+    ca.client.new_order = spy  # type: ignore[method-assign,assignment]
     name = f"caa.{zone.rstrip('.')}"
     with pytest.raises(acme_issue.CaaRefused, match=r"allow letsencrypt\.org to issue"):
         acme_issue.issue(inv, _csr(name), [name], ca=ca)
