@@ -14,6 +14,7 @@ from provision.tunnel.forwards import local_forwards
 
 from .cloud import findings as cloud_findings
 from .dns import dns_findings
+from .door import door_findings
 from .finding import Finding, Severity, sort_findings
 from .internet import covers_internet
 
@@ -37,6 +38,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
     for host in inv.hosts:
         for s in host.services:
             out += _service_findings(host, s)
+            out += door_findings(host, s)
         out += _port_clashes(host)
     out += _forward_collisions(inv)
     out += cloud_findings(inv)
@@ -47,7 +49,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
 def _port_sources(host: Host, port: int) -> list[str]:
     """Every source any public service of `host` admits on `port` (their union is what the
     firewall opens there)."""
-    return [c for o in host.services if o.port == port and o.expose.kind == "public"
+    return [c for o in host.services if o.public_port == port and o.expose.kind == "public"
             for c in o.expose.sources]
 
 
@@ -60,7 +62,7 @@ def _service_findings(host: Host, s: Service) -> list[Finding]:
     subject = f"{host.name}/{s.name}"
     field = f"hosts.{host.name}.services.{s.name}"
     out = []
-    if s.expose.kind == "public" and s.is_loopback:
+    if s.expose.kind == "public" and s.is_loopback and s.https is None:  # the door is what listens
         out.append(Finding("warning", "public-but-loopback", subject,
                            f"declared public but bound to {s.bind}: unreachable from {', '.join(s.expose.sources)}",
                            "set bind: 0.0.0.0 (or the host's address), or expose: tunnel", field))
@@ -70,7 +72,7 @@ def _service_findings(host: Host, s: Service) -> list[Finding]:
                            "and only the host firewall stands in front of it",
                            "set bind: 127.0.0.1 (tunnels reach loopback)", field))
     if s.expose.kind == "public" and s.runs_code:
-        sources = _port_sources(host, s.port)
+        sources = _port_sources(host, s.public_port)
         if covers_internet(sources):
             out.append(Finding("error", "code-exec-public", subject,
                                f"{s.name} runs {s.program}, which runs code for whoever reaches it, "

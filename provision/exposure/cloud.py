@@ -104,7 +104,7 @@ def host_admits(inv: Inventory, node: Host) -> dict[int, tuple[str, ...]]:
     admits: dict[int, tuple[str, ...]] = {node.port: ssh}
     for s in node.services:
         if s.expose.kind == "public":
-            admits[s.port] = (*admits.get(s.port, ()), *s.expose.sources)
+            admits[s.public_port] = (*admits.get(s.public_port, ()), *s.expose.sources)
     return admits
 
 
@@ -181,14 +181,14 @@ def _joined(inv: Inventory, node: Host, attached: list[SecurityGroup]) -> list[F
     for s in node.services:
         if s.expose.kind != "public":
             continue
-        cloud = [c for g in attached for r in g.ingress if r.admits_tcp(s.port) for c in _cidrs(r, inv)]
+        cloud = [c for g in attached for r in g.ingress if r.admits_tcp(s.public_port) for c in _cidrs(r, inv)]
         blocked = [c for c in s.expose.sources if not _covered(c, cloud)]
         if blocked:
             names = ", ".join(g.name for g in attached)
             out.append(Finding(
                 "error", "sg-public-service-unreachable", f"{node.name}/{s.name}",
-                f"{s.name} is declared public on tcp {s.port} and {node.name}'s firewall admits it, but no "
+                f"{s.name} is declared public on tcp {s.public_port} and {node.name}'s firewall admits it, but no "
                 f"security group of {node.name} ({names}) does: unreachable from {', '.join(blocked)}",
-                f"add {{port: {s.port}, from: [{', '.join(blocked)}]}} to one of its groups, or attach a "
+                f"add {{port: {s.public_port}, from: [{', '.join(blocked)}]}} to one of its groups, or attach a "
                 "group that has it", f"{section}.{node.name}.services.{s.name}"))
     return out

@@ -128,12 +128,12 @@ def input_ruleset(inv: Inventory, host: Host, family: Family) -> Ruleset:
     for src in _split(ssh_sources(inv, host), family):
         rules.append(Rule("ACCEPT", "ssh", source=src, proto="tcp", dport=host.port,
                           ctstate=("NEW",)))
-    for svc in sorted(host.services, key=lambda s: (s.port, s.name)):
+    for svc in sorted(host.services, key=lambda s: (s.public_port, s.name)):
         if svc.expose.kind != "public":
             continue
-        for src in _split(sorted_cidrs(svc.expose.sources), family):
+        for src in _split(sorted_cidrs(svc.expose.sources), family):  # the door's port, if any
             rules.append(Rule("ACCEPT", f"service {svc.name}", source=src, proto="tcp",
-                              dport=svc.port, ctstate=("NEW",)))
+                              dport=svc.public_port, ctstate=("NEW",)))
     rules.append(Rule("DROP", "everything else"))
     return Ruleset(family, INPUT_CHAIN, HOOKS[INPUT_CHAIN], tuple(rules))
 
@@ -151,7 +151,7 @@ def docker_ruleset(host: Host, family: Family) -> Ruleset:
         Rule("RETURN", "from containers on user-defined bridges", in_iface="br-+"),
     ]
     for svc in sorted(host.services, key=lambda s: (s.port, s.name)):
-        if svc.expose.kind != "public":
+        if svc.expose.kind != "public" or svc.https:  # behind the door: on loopback only
             continue
         for src in _split(sorted_cidrs(svc.expose.sources), family):
             rules.append(Rule("RETURN", f"published service {svc.name}", source=src, proto="tcp",

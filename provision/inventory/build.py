@@ -27,6 +27,7 @@ from provision.dns.secrets import placement_problem
 
 from . import acme as acme_section
 from . import from_hosts as gen
+from . import https as door
 from . import model as m
 from .catalog import (
     ACCOUNT_MAX,
@@ -446,6 +447,9 @@ class _Resolver:
             resolved = tuple(x for sname, (sp, sd) in services.items()
                              for x in self._per_user(sp, sd, self._service(sp, sname, sd)))
         self._accounts_apart(path, resolved)
+        for sname, why in door.host_problems(resolved, h.port or d.port).items():
+            where = services[sname][0] if sname in services else path
+            self.fail((*where, "https", "port"), why)
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
@@ -601,12 +605,22 @@ class _Resolver:
                       "is added to a team directory's group, and this one grants more than the "
                       "directory); name a group of the team's own, e.g. 'ml'")
         venv, env = self._service_venv(path, name, s, command)
-        return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
-                         command=command, user=user, logdir=logdir,
-                         notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
-                         scheme=entry.scheme if entry else "http", env=env,
-                         memory_max=s.memory_max, group=group, own_account=s.user is None,
-                         private_tmp=s.private_tmp is not False)
+        https = None
+        if s.https is not None:
+            zones = self.doc.dns.zones if self.doc.dns else {}
+            https, problems = door.build(s.https, zones)
+            for where, why in problems:
+                self.fail((*path, "https", *where), why)
+        service = m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
+                            command=command, user=user, logdir=logdir,
+                            notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
+                            scheme=entry.scheme if entry else "http", env=env,
+                            memory_max=s.memory_max, group=group, own_account=s.user is None,
+                            private_tmp=s.private_tmp is not False, https=https,
+                            plain_http=s.plain_http)
+        for where, why in door.service_problems(service, s.bind is not None):
+            self.fail((*path, *where), why)
+        return service
 
     def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
         """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""

@@ -28,6 +28,41 @@ class Expose:
 
 
 @record
+class Rate:
+    """N requests per `seconds` (1 or 60)."""
+
+    count: int
+    seconds: int
+
+
+@record
+class Limits:
+    """The door's limits (docs/door.md#limits)."""
+
+    per_key: Rate
+    per_address: Rate
+    burst: int | None  # None: each rate's own count (its window is then its period)
+    connections: int  # open at once per source address
+
+
+@record
+class ApiKey:
+    client: str
+    digest: str  # the SHA-256 of the key, 64 lower-case hex digits
+
+
+@record
+class Https:
+    """A service's front door: TLS on `port` for `name`, keys and limits (provision.door)."""
+
+    name: str  # an FQDN, lower case, no trailing dot
+    zone: str  # the inventory's zone that holds it
+    port: int
+    keys: tuple[ApiKey, ...]
+    limits: Limits
+
+
+@record
 class Service:
     name: str
     port: int
@@ -52,6 +87,13 @@ class Service:
     own_account: bool = False  # `user` is the service's own account, made by provision (svc-NAME)
     socket: str | None = None  # a member's server: the Unix socket it listens on (else `port`)
     private_tmp: bool = True  # systemd PrivateTmp=: a /tmp of its own
+    https: Https | None = None  # served through the door (provision.door)
+    plain_http: str | None = None  # why a public service has no door (the opt-out's reason)
+
+    @property
+    def public_port(self) -> int:
+        """The port the world reaches it on: the door's when it has one."""
+        return self.https.port if self.https else self.port
 
     @property
     def unit_name(self) -> str:

@@ -52,6 +52,7 @@ from .fields import (
     User,
     ZoneName,
 )
+from .https import HttpsDoc, Reason
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 
 
@@ -168,6 +169,12 @@ class ServiceDoc(Strict):
                           "path) whose bin/ holds the service's program; jupyter and tensorboard "
                           "default to the envs jupyterlab and tensorboard")
     restart: StrictBool = True
+    https: HttpsDoc | None = Field(
+        None, description="serve it through the door: TLS for `name` on `port` (443), API keys "
+                          "and rate limits; the service binds 127.0.0.1 behind it (docs/door.md)")
+    plain_http: Reason | None = Field(
+        None, description="why this public service is served as plain HTTP without the door "
+                          "(the opt-out `check` asks for; e.g. a public mirror of open data)")
 
 
 ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from provision.cli import main
 from provision.exposure import findings
+from provision.firewall.rules import input_ruleset
 from provision.inventory import load_inventory
 
 HEAD = """version: 1
@@ -93,3 +94,55 @@ def test_schema_is_json_schema() -> None:
     schema = json.loads(result.output)
     assert schema["additionalProperties"] is False
     assert "hosts" in schema["properties"] and "version" in schema["required"]
+
+
+_PUBLIC = """hosts:
+  gpu1:
+    address: 10.0.0.1
+    via: jump
+    services:
+      api:
+        port: 8000
+        command: /opt/api/bin/serve
+        expose: {from: [0.0.0.0/0, "::/0"]}
+"""
+_ZONE = """dns:
+  zones:
+    example.org: {provider: route53}
+"""
+_KEY = "sha256:" + "ab" * 32
+
+
+def test_plain_http_to_the_internet_is_an_error(tmp_path: Path) -> None:
+    # the example's model-api as it was: bound to 0.0.0.0:8000, open to the world, "no findings"
+    got = codes(tmp_path, _PUBLIC.replace("port: 8000", "port: 8000\n        bind: 0.0.0.0"))
+    assert got == {"plain-http-public": "error"}
+
+
+def test_plain_http_with_a_reason_is_accepted(tmp_path: Path) -> None:
+    got = codes(tmp_path, _PUBLIC.replace("port: 8000", "port: 8000\n        bind: 0.0.0.0\n"
+                                          "        plain_http: a public mirror of open data"))
+    assert got == {}
+
+
+def test_plain_http_to_a_private_range_is_not_the_internet(tmp_path: Path) -> None:
+    got = codes(tmp_path, _PUBLIC.replace('[0.0.0.0/0, "::/0"]', "[10.0.0.0/8]")
+                .replace("port: 8000", "port: 8000\n        bind: 0.0.0.0"))
+    assert got == {}
+
+
+def test_door_without_keys_is_a_warning_naming_it(tmp_path: Path) -> None:
+    p = tmp_path / "inv.yml"
+    p.write_text(HEAD + _PUBLIC + "        https: {name: api.example.org}\n" + _ZONE)
+    found = findings(load_inventory(p))
+    assert [(f.code, f.severity, f.subject) for f in found] == [("door-without-keys", "warning", "gpu1/api")]
+    assert "https://api.example.org:443" in found[0].message
+
+
+def test_door_with_keys_is_clean_and_opens_its_own_port(tmp_path: Path) -> None:
+    got = codes(tmp_path, _PUBLIC + f"        https: {{name: api.example.org, keys: {{alice: '{_KEY}'}}}}\n"
+                + _ZONE)
+    assert got == {}
+    inv = load_inventory(tmp_path / "inv.yml")
+    ports = {r.dport for r in input_ruleset(inv, inv.hosts[0], 4).rules if r.comment == "service api"}
+    assert ports == {443}
