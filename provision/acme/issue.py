@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from provision.errors import OperationError
+from provision.inventory.acme import KNOWN_CAS, Acme
 from provision.inventory.model import Inventory
 from provision.record import record
 from provision.text import printable
@@ -84,9 +85,8 @@ class Ca:
         from josepy.jwa import ES256
         from josepy.jwk import JWKEC
 
-        assert inv.acme is not None
         self.inv = inv
-        self.settings = inv.acme
+        self.settings = settings_of(inv)
         url = self.settings.directory
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -155,6 +155,14 @@ class Ca:
         if when is not None and when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
         return when
+
+
+def settings_of(inv: Inventory) -> Acme:
+    """The inventory's acme: section; without one, Let's Encrypt with no contact."""
+    if inv.acme is not None:
+        return inv.acme
+    return Acme(ca="letsencrypt", directory=KNOWN_CAS["letsencrypt"],
+                caa_identities=("letsencrypt.org",))
 
 
 def _read_hmac(inv: Inventory, path: str) -> str:
