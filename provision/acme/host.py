@@ -53,15 +53,16 @@ class Installed:
         return bool(self.fingerprint) and self.served == self.fingerprint
 
 
-def read_script(names: Sequence[str]) -> str:
-    return render("certs/read.sh.j2", names=list(names), tls_root=paths.TLS_ROOT,
+def read_script(names: Sequence[str], tls_root: str = paths.TLS_ROOT) -> str:
+    return render("certs/read.sh.j2", names=list(names), tls_root=tls_root,
                   privkey=paths.PRIVKEY, csr=paths.CSR, fullchain=paths.FULLCHAIN,
                   self_signed=paths.SELF_SIGNED)
 
 
-def install_script(name: str, fullchain_pem: bytes, connect: str, unit: str = paths.UNIT) -> str:
+def install_script(name: str, fullchain_pem: bytes, connect: str, unit: str = paths.UNIT,
+                   tls_root: str = paths.TLS_ROOT) -> str:
     chain_b64 = base64.b64encode(fullchain_pem).decode("ascii")
-    return render("certs/install.sh.j2", name=name, dir=paths.tls_dir(name),
+    return render("certs/install.sh.j2", name=name, dir=f"{tls_root}/{name}",
                   chain_b64=chain_b64, privkey=paths.PRIVKEY, fullchain=paths.FULLCHAIN,
                   combined=paths.COMBINED, self_signed=paths.SELF_SIGNED, unit=unit,
                   connect=connect, tries=READBACK_TRIES)
