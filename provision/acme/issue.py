@@ -146,9 +146,7 @@ class Ca:
         could not be asked; the third-of-lifetime rule then decides)."""
         from acme import errors as acme_errors
 
-        if "renewalInfo" not in self.directory:
-            return None
-        try:
+        try:  # the library returns None itself when the directory has no renewalInfo
             when, _ = self.client.renewal_time(cert_pem)
         except acme_errors.ARIError:
             return None

@@ -101,8 +101,12 @@ def test_issue_through_powerdns_chains_to_pebbles_root_and_cleans_up(
     inv = _inv(tmp_path, pdns, pebble, zone)
     name = f"api.{zone.rstrip('.')}"
     said: list[str] = []
-    issued = acme_issue.issue(inv, _csr(name), [name], log=said.append)
+    ca = acme_issue.Ca(inv)
+    issued = acme_issue.issue(inv, _csr(name), [name], ca=ca, log=said.append)
     _chains_to(issued.fullchain_pem, pebble.roots(), name)
+    # the CA's renewal information, when it offers it, is a time (it once raised KeyError)
+    when = ca.renewal_time(issued.fullchain_pem)
+    assert when is None or when.tzinfo is not None
     assert any("every authoritative server answers" in s for s in said), said
     assert _challenges(pdns, zone) == []
     key = Path(tmp_path / "state").rglob("account.key")
