@@ -15,6 +15,9 @@ import stat
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
 from provision import state
 from provision.dns.localfile import read_regular
 
@@ -48,9 +51,6 @@ def load_key(directory_url: str) -> bytes:
     path = d / "account.key"
     if os.path.lexists(path):
         return _read_private(path, "ACME account key")
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption())

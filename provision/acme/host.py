@@ -16,6 +16,9 @@ import binascii
 import ipaddress
 from collections.abc import Sequence
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+
 from provision.door import paths
 from provision.record import record
 from provision.render.env import render
@@ -130,8 +133,6 @@ def parse_install(stdout: str) -> Installed:
 
 def csr_problem(csr_pem: bytes, name: str) -> str:
     """Why the CSR the host sent is not one to have signed for `name`, or ""."""
-    from cryptography import x509
-
     try:
         csr = x509.load_pem_x509_csr(csr_pem)
     except ValueError:
@@ -151,8 +152,6 @@ def csr_problem(csr_pem: bytes, name: str) -> str:
 
 def held(fullchain_pem: bytes) -> Held | None:
     """The first certificate's validity and names, or None when it does not parse."""
-    from cryptography import x509
-
     try:
         cert = x509.load_pem_x509_certificates(fullchain_pem)[0]
     except (ValueError, IndexError):
@@ -166,8 +165,5 @@ def held(fullchain_pem: bytes) -> Held | None:
 
 
 def fingerprint(fullchain_pem: bytes) -> str:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-
     cert = x509.load_pem_x509_certificates(fullchain_pem)[0]
     return cert.fingerprint(hashes.SHA256()).hex().upper()

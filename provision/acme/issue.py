@@ -17,6 +17,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import requests
+from acme import challenges, client, messages
+from acme import errors as acme_errors
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from josepy.jwa import ES256
+from josepy.jwk import JWKEC
+
+from provision.dns.secrets import read_bound
 from provision.errors import OperationError
 from provision.inventory.acme import KNOWN_CAS, Acme
 from provision.inventory.model import Inventory
@@ -24,6 +32,7 @@ from provision.record import record
 from provision.text import printable
 
 from . import account, caa, problems
+from .challenge import record_name
 from .dns01 import Dns01
 
 Log = Callable[[str], None]
@@ -47,10 +56,6 @@ class Issued:
 @contextmanager
 def _ca(what: str, url: str) -> Iterator[None]:
     """Every failure of a call to the CA as one CaError naming it."""
-    import requests
-    from acme import errors as acme_errors
-    from acme import messages
-
     try:
         yield
     except messages.Error as e:
@@ -81,15 +86,9 @@ class Ca:
     """A session with the inventory's CA: its directory, and (once asked) the account."""
 
     def __init__(self, inv: Inventory, timeout: int = 30):
-        from acme import client
-        from josepy.jwa import ES256
-        from josepy.jwk import JWKEC
-
         self.inv = inv
         self.settings = settings_of(inv)
         url = self.settings.directory
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
         key = load_pem_private_key(account.load_key(url), None)
         self.key: Any = JWKEC(key=key)
         self.net = client.ClientNetwork(self.key, alg=ES256, user_agent="provision",
@@ -110,9 +109,6 @@ class Ca:
 
     def register(self) -> str:
         """The account's URL: the one remembered, else found by key, else made."""
-        from acme import errors as acme_errors
-        from acme import messages
-
         url = self.settings.directory
         if self._account:
             return self._account
@@ -144,8 +140,6 @@ class Ca:
     def renewal_time(self, cert_pem: bytes) -> dt.datetime | None:
         """When the CA's renewal information says to renew (None: it offers none, or
         could not be asked; the third-of-lifetime rule then decides)."""
-        from acme import errors as acme_errors
-
         try:  # the library returns None itself when the directory has no renewalInfo
             when, _ = self.client.renewal_time(cert_pem)
         except acme_errors.ARIError:
@@ -164,8 +158,6 @@ def settings_of(inv: Inventory) -> Acme:
 
 
 def _read_hmac(inv: Inventory, path: str) -> str:
-    from provision.dns.secrets import read_bound
-
     try:
         raw = read_bound(path, 4096, "EAB HMAC key", inv.tree)
     except OSError as e:
@@ -186,8 +178,6 @@ def issue(inv: Inventory, csr_pem: bytes, names: Sequence[str], *, ca: Ca | None
           dns: Dns01 | None = None, log: Log = lambda _: None,
           order_timeout: float = 90.0) -> Issued:
     """The full chain (PEM) for `csr_pem`, whose names are `names`."""
-    from acme import challenges
-
     ca = ca or Ca(inv)
     dns = dns or Dns01(inv)
     url = ca.settings.directory
@@ -217,7 +207,7 @@ def issue(inv: Inventory, csr_pem: bytes, names: Sequence[str], *, ca: Ca | None
             written.append(name)
             rname = dns.write(name, values)
             log(f"wrote {rname} TXT")
-        dns.wait_served({dns_name(n): v for n, v in records.items()})
+        dns.wait_served({record_name(n): v for n, v in records.items()})
         log("every authoritative server answers the challenge")
         with _ca("answering the challenge", url):
             for chall, response in answers:
@@ -232,8 +222,3 @@ def issue(inv: Inventory, csr_pem: bytes, names: Sequence[str], *, ca: Ca | None
         raise CaError(f"the CA at {printable(url)} finalized the order without a certificate")
     return Issued(order.fullchain_pem.encode(), tuple(names), account_url)
 
-
-def dns_name(name: str) -> str:
-    from .challenge import record_name
-
-    return record_name(name)

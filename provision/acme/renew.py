@@ -13,20 +13,18 @@ import datetime as dt
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from provision.errors import OperationError
 from provision.inventory.model import Host, Https, Inventory
 from provision.record import record
+from provision.ssh.connect import connect
+from provision.ssh.session import Remote
 from provision.text import printable
 
 from . import host as on_host
 from .dns01 import Dns01
 from .issue import Ca, issue
 from .renewal import decide
-
-if TYPE_CHECKING:
-    from provision.ssh.session import Remote
 
 Log = Callable[[str], None]
 
@@ -65,9 +63,6 @@ def doors(inv: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, list[Https]
 def renew(inv: Inventory, hosts: Sequence[Host], *, force: bool = False,
           accept_new: bool = False, log: Log = lambda _: None,
           now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> list[Outcome]:
-    from provision.ssh.connect import connect
-    from provision.ssh.session import Remote
-
     outcomes: list[Outcome] = []
     ca: Ca | None = None
     dns = Dns01(inv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from provision.acme.renew import doors, renew
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -38,8 +39,6 @@ def renew_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     Exit status: 0 when nothing was due or everything due was renewed and is served; 1 when
     any certificate failed (the one in place keeps serving). Safe to run from cron or CI.
     """
-    from provision.acme.renew import doors, renew
-
     inv = load(inventory_path)
     try:
         selected = inv.select(list(hosts))

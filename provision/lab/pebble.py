@@ -15,6 +15,11 @@ import datetime as dt
 import ipaddress
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 ACME_PORT = 14000
 MANAGEMENT_PORT = 15000
 ENV = {"PEBBLE_VA_NOSLEEP": "1", "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_AUTHZREUSE": "0"}
@@ -40,11 +45,6 @@ def listener_certificate(addresses: list[str], days: int = 30) -> tuple[bytes, b
     """(root PEM, leaf certificate PEM, leaf key PEM): a one-off root and a certificate
     for Pebble's listener at `addresses` (IP addresses or names). The root is what an
     inventory's acme.ca_bundle names; its key is thrown away."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     root_key = ec.generate_private_key(ec.SECP256R1())
     root_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
