@@ -22,6 +22,7 @@ from provision.ssh.session import Remote
 from provision.text import printable
 
 from . import host as on_host
+from . import record as seen
 from .dns01 import Dns01
 from .issue import Ca, issue
 from .renewal import decide
@@ -57,6 +58,17 @@ def doors(inv: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, list[Https]
                 seen.setdefault(s.https.name, s.https)
         if seen:
             out.append((h, list(seen.values())))
+    return out
+
+
+def maybe_due(hosts: Sequence[Host], now: dt.datetime) -> list[Host]:
+    """The hosts with a door whose certificate may be due by what this machine last saw
+    (none seen yet counts as due); the others need no remote command."""
+    out = []
+    for h in hosts:
+        names = {s.https.name for s in h.services if s.https is not None}
+        if any(decide(seen.load(h.name, n), n, now).renew for n in names):
+            out.append(h)
     return out
 
 
@@ -108,6 +120,8 @@ def _one(inv: Inventory, h: Host, c: Https, held_now: on_host.OnHost, ca: Ca, dn
     ari = ca.renewal_time(chain) if chain and current else None
     d = decide(current, c.name, now, ari)
     if not d.renew and not force:
+        if chain and current:
+            seen.save(h.name, c.name, on_host.fingerprint(chain), current)
         return Outcome(h.name, c.name, "current", d.reason,
                        on_host.fingerprint(chain) if chain else "",
                        not_after=current.not_after.isoformat() if current else "")
@@ -135,4 +149,6 @@ def _one(inv: Inventory, h: Host, c: Https, held_now: on_host.OnHost, ca: Ca, dn
         return Outcome(h.name, c.name, "failed", f"installed and reloaded, but port {c.port} "
                        f"serves {inst.served or 'nothing'} for {c.name}", inst.fingerprint,
                        inst.served, after)
+    if new is not None:
+        seen.save(h.name, c.name, inst.fingerprint, new)
     return Outcome(h.name, c.name, "renewed", reason, inst.fingerprint, inst.served, after)

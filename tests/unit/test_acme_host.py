@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,30 @@ def test_connect_address() -> None:
     assert host.connect_address("10.0.0.5", 443) == "10.0.0.5:443"
     assert host.connect_address("fd00::5", 443) == "[fd00::5]:443"
     assert host.connect_address("gpu1.example.org", 8443) == "127.0.0.1:8443"
+
+
+def test_apply_asks_a_host_only_when_its_certificate_may_be_due(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    from provision.acme import record
+    from provision.acme.renew import maybe_due
+    from provision.acme.renewal import Held
+    from provision.inventory.model import Expose, Host, Https, Limits, Rate, Service
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    https = Https("api.x.org", "x.org", 443, (), Limits(Rate(1, 1), Rate(1, 1), None, 8))
+    svc = Service("api", 8000, "127.0.0.1", Expose("public", ("0.0.0.0/0",)), "x", "svc-api",
+                  https=https)
+    gpu = Host("gpu1", "10.0.0.1", "admin", 22, None, (), services=(svc,))
+    now = dt.datetime(2026, 1, 10, tzinfo=dt.UTC)
+    assert maybe_due([gpu], now) == [gpu]  # never seen: ask the host
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    record.save("gpu1", "api.x.org", "AB" * 32, Held(t0, t0 + dt.timedelta(days=90),
+                                                     ("api.x.org",)))
+    assert maybe_due([gpu], now) == []  # seen current: no remote command
+    assert maybe_due([gpu], t0 + dt.timedelta(days=61)) == [gpu]  # due by then
+    f = state / "acme" / "installed" / "gpu1" / "api.x.org.json"
+    assert oct(f.stat().st_mode & 0o777) == "0o600"
