@@ -143,9 +143,11 @@ def test_issue_install_serve_renew(lab: Lab, tmp_path: Path, state: Path, door: 
     assert _fingerprint(chain[0]) == again["fingerprint"]
     root = lab.host("ns1", "curl", "-sk", "https://127.0.0.1:15000/roots/0").stdout.encode()
     _verify(chain, root)
-    # the private key never left gpu1: the operator's state holds the ACME account only
-    assert sorted(p.name for p in state.rglob("*") if p.is_file()) == ["account.key",
-                                                                      "account.url"]
+    # the private key never left gpu1: the operator's state holds the ACME account and the
+    # record of what was installed (a fingerprint and dates), no key of the door's
+    assert sorted(p.name for p in state.rglob("*") if p.is_file()) == [
+        "account.key", "account.url", f"{NAME}.json"]
+    assert "PRIVATE" not in next(state.rglob(f"{NAME}.json")).read_text()
 
 
 def _verify(chain: list[bytes], root_pem: bytes) -> None:
