@@ -26,6 +26,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("provision.commands.converge:apply_cmd", "converge hosts to the inventory"),
     "audit": ("provision.commands.audit:audit_cmd", "live exposure, drift and socket report"),
+    "certs": ("provision.commands.certs:certs_group", "TLS certificates of the doors (ACME)"),
     "check": ("provision.commands.check:check_cmd", "validate the inventory and report findings (offline)"),
     "dns": ("provision.commands.dns:dns_group", "DNS records as code, and what every server answers"),
     "exec": ("provision.commands.exec:exec_cmd", "run a command on every selected host"),

@@ -267,4 +267,10 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
         _json(runs, "apply", job, shard_text, memory)
     else:
         _print_recap(runs, f"apply: {job.pb.name}")
-    raise Exit(EXIT_FAILED if _failed(runs) else EXIT_OK)
+    certs_failed = False
+    converged = [r.host for r in runs if r.status not in ("failed", "unreachable")]
+    if any(s.https is not None for h in converged for s in h.services):
+        from provision.commands.certs import after_apply  # the ACME library: doors only
+
+        certs_failed = after_apply(job.inv, converged, accept_new)
+    raise Exit(EXIT_FAILED if _failed(runs) or certs_failed else EXIT_OK)

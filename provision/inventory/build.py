@@ -25,6 +25,7 @@ from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
 from provision.dns.secrets import placement_problem
 
+from . import acme as acme_section
 from . import clusters as cl
 from . import from_hosts as gen
 from . import https as door
@@ -282,6 +283,7 @@ class _Resolver:
                                      set(d.aws.security_groups) if d.aws else set(), self.fail,
                                      aws=d.aws is not None)
         dns = self._dns()
+        acme = self._acme()
         if self.problems:
             raise InventoryError(self.problems)
         positions = {dotted(k): (v.file, v.line, v.column) for k, v in self.source.positions.items()}
@@ -292,8 +294,7 @@ class _Resolver:
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, clusters=clusters,
-            positions=positions,
-            tree=self.source.tree)
+            positions=positions, tree=self.source.tree, acme=acme)
 
     def _logins(self) -> set[str]:
         """Every account the operator logs in as (passwordless sudo on the hosts)."""
@@ -841,6 +842,16 @@ class _Resolver:
             if why:
                 self.fail(("aws", "endpoint_url"), why)
         return m.Aws(a.region, a.endpoint_url, tuple(groups))
+
+    def _acme(self) -> acme_section.Acme | None:
+        if self.doc.acme is None:
+            return None
+        acme, problems = acme_section.resolve(
+            self.doc.acme, lambda p, v: self._local_path(("acme", *p), v) or v,
+            lambda path: placement_problem(path, self.source.tree))
+        for path, why in problems:
+            self.fail(("acme", *path), why)
+        return acme
 
     def _dns(self) -> m.Dns | None:
         dd = self.doc.dns

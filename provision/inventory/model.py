@@ -11,6 +11,7 @@ from provision.dns.names import canonical
 from provision.dns.visibility import Visibility
 from provision.record import record
 
+from .acme import Acme
 from .programs import Program, program
 from .python_envs import PythonEnv
 
@@ -316,6 +317,7 @@ class Inventory:
     dns: Dns | None = None
     clusters: tuple[Cluster, ...] = ()
     apt_lock_timeout: int = 300
+    acme: Acme | None = None  # the ACME CA (provision.inventory.acme)
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dns.secrets)
     tree: str = field(default="", compare=False)

@@ -28,6 +28,7 @@ from provision.dns import providers
 from provision.dns.visibility import Visibility
 from provision.text import printable, unsafe
 
+from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .cluster_doc import ClusterDoc, Ephemeral
 from .fields import (
@@ -510,6 +511,8 @@ class InventoryDoc(Strict):
                                           "each other on their addresses, to nobody else")
     aws: AwsDoc | None = None
     dns: DnsDoc | None = None
+    acme: AcmeDoc | None = Field(None, description="the ACME CA that issues certificates "
+                                 "(DNS-01 through the inventory's zones)")
 
 
 @functools.cache

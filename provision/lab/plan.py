@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import re
 from dataclasses import field
 from typing import Any
@@ -27,6 +28,8 @@ from typing import Any
 from provision.errors import UsageError
 from provision.record import record
 from provision.render.env import render as _render
+
+from . import pebble
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
@@ -160,6 +163,7 @@ class LabPlan:
             "team": f"{d}/team",
             "hosts": f"{d}/hosts",
             "state": f"{self.state_dir}/state.json",
+            "pebble_bundle": f"{d}/pebble-listener.pem",  # acme.ca_bundle of the inventory
         }
 
 
@@ -426,6 +430,28 @@ def sudoers(user: str = "admin") -> str:
     return render("sudoers.j2", user=user)
 
 
+PEBBLE_DIR = "/etc/provision-lab/pebble"
+PEBBLE_UNIT = "provision-lab-pebble.service"
+PEBBLE_CAA_IDENTITY = f"pebble.{ZONE}"  # what a CAA record names to allow the lab's CA
+
+
+def pebble_directory(plan: LabPlan) -> str:
+    """The lab CA's ACME directory URL (Pebble on ns1's dns-segment address)."""
+    return f"https://{plan.address('ns1')}:{pebble.ACME_PORT}/dir"
+
+
+def pebble_files(plan: LabPlan) -> dict[str, str]:
+    """ns1's Pebble: its config and unit (path in the container -> content); the listener
+    certificate and key are made by the shell (`pebble.listener_certificate`)."""
+    conf = pebble.config(f"{plan.address('ns1')}:{pebble.ACME_PORT}",
+                         f"127.0.0.1:{pebble.MANAGEMENT_PORT}",  # roots and keys: loopback only
+                         f"{PEBBLE_DIR}/cert.pem", f"{PEBBLE_DIR}/key.pem")
+    unit = render("pebble.service.j2", env=pebble.ENV,
+                  command=pebble.command(f"{PEBBLE_DIR}/pebble.json", f"{plan.address('ns1')}:53"))
+    return {f"{PEBBLE_DIR}/pebble.json": json.dumps(conf, indent=2) + "\n",
+            f"/etc/systemd/system/{PEBBLE_UNIT}": unit}
+
+
 def unit_dropins(node: Node) -> dict[str, str]:
     """Drop-ins under /etc/systemd/system (path -> content)."""
     if node.kind == "resolver":
@@ -539,6 +565,8 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) ->
         "hosts": {n.name: {"address": n.primary.ipv4, "via": "bastion", "roles": ["gpu-server"]}
                   for n in plan.gpu_hosts},
         **({"clusters": {CLUSTER: cluster_doc(plan)}} if len(plan.gpu_hosts) >= 2 else {}),
+        "acme": {"ca": pebble_directory(plan), "ca_bundle": p["pebble_bundle"],
+                 "caa_identities": [PEBBLE_CAA_IDENTITY]},
         "dns": {
             "resolvers": [plan.address("resolver")],
             "zones": {ZONE: {"provider": "rfc2136", "server": plan.address("ns1"),

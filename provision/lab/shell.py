@@ -33,6 +33,7 @@ from provision.inventory import load_inventory
 from provision.render import render_ssh_config
 from provision.text import printable_lines
 
+from . import pebble
 from . import plan as P
 from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
 
@@ -299,6 +300,7 @@ def prepare_root(plan: P.LabPlan, node: P.Node, root: Path, lab_pubkey: str) -> 
         for old in (root / "var/lib/bind").glob(f"db.{P.ZONE}*"):
             old.unlink()
         _write(root, f"var/lib/bind/db.{P.ZONE}", P.zone_file(plan), 0o644, (bind_uid, bind_gid))
+        _pebble(plan, root)
     if node.kind == "resolver":
         _write(root, "etc/unbound/unbound.conf", P.unbound_conf(plan))
     return (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().strip()
@@ -473,6 +475,30 @@ def _login(plan: P.LabPlan, node: P.Node, user: str = "admin") -> tuple[bool, st
     return r.returncode == 0, f"ssh {user}@: exit {r.returncode} {r.stderr.strip()[-200:]}"
 
 
+def _pebble(plan: P.LabPlan, root: Path) -> None:
+    """ns1's Pebble: a listener certificate made for its address (its root is the
+    operator's acme.ca_bundle), its config, and its unit enabled."""
+    ca, cert, key = pebble.listener_certificate([plan.address("ns1")])
+    Path(plan.paths["pebble_bundle"]).write_bytes(ca)
+    _write(root, f"{P.PEBBLE_DIR}/cert.pem", cert.decode())
+    _write(root, f"{P.PEBBLE_DIR}/key.pem", key.decode(), 0o600)
+    for rel, content in P.pebble_files(plan).items():
+        _write(root, rel, content)
+    wants = root / "etc/systemd/system/multi-user.target.wants" / P.PEBBLE_UNIT
+    wants.parent.mkdir(parents=True, exist_ok=True)
+    if wants.is_symlink() or wants.exists():
+        wants.unlink()
+    wants.symlink_to(f"/etc/systemd/system/{P.PEBBLE_UNIT}")
+
+
+def _listening(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
     """Poll until the host is really ready: sshd answers, boot has finished, a login as the
     login user succeeds (and DNS answers, on ns1/resolver). Returns seconds waited."""
@@ -483,6 +509,8 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
               _Check("login", lambda: _login(plan, node))]
     if node.kind in ("ns1", "resolver"):
         checks.append(_Check("DNS answers", lambda: (_dns_ok(addr, f"ns1.{P.ZONE}"), "")))
+    if node.kind == "ns1":
+        checks.append(_Check("Pebble listens", lambda: (_listening(addr, pebble.ACME_PORT), "")))
     with in_netns(node.netns):
         pending = list(checks)
         while pending:
