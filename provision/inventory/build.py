@@ -24,6 +24,7 @@ from provision.dns.provider import ProviderSettings
 from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
 from provision.dns.secrets import placement_problem
+from provision.secrets.check import inventory_problems, service_problems
 
 from . import from_hosts as gen
 from . import model as m
@@ -277,6 +278,9 @@ class _Resolver:
                      for name, p in d.team.items())
         aws = self._aws()
         dns = self._dns()
+        for where, message in inventory_problems(d.secrets, [(p.name, p.keys) for p in team],
+                                                 d.recipients):
+            self.fail(where, message)
         if self.problems:
             raise InventoryError(self.problems)
         positions = {dotted(k): (v.file, v.line, v.column) for k, v in self.source.positions.items()}
@@ -287,7 +291,8 @@ class _Resolver:
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, positions=positions,
-            tree=self.source.tree)
+            tree=self.source.tree, secrets=tuple(d.secrets.items()),
+            recipients=tuple(d.recipients.items()))
 
     def _logins(self) -> set[str]:
         """Every account the operator logs in as (passwordless sudo on the hosts)."""
@@ -599,12 +604,19 @@ class _Resolver:
                       "is added to a team directory's group, and this one grants more than the "
                       "directory); name a group of the team's own, e.g. 'ml'")
         venv, env = self._service_venv(path, name, s, command)
+        for where, message in service_problems(path, s.environment, s.secrets, list(self.doc.secrets),
+                                               s.per_user not in (None, False)):
+            self.fail(where, message)
         return m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                          command=command, user=user, logdir=logdir,
                          notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
                          scheme=entry.scheme if entry else "http", env=env,
                          memory_max=s.memory_max, group=group, own_account=s.user is None,
-                         private_tmp=s.private_tmp is not False)
+                         private_tmp=s.private_tmp is not False,
+                         environment=tuple(s.environment.items()),
+                         secrets=tuple(m.SecretUse(k, v, None) if isinstance(v, str)
+                                       else m.SecretUse(k, None, v.file)
+                                       for k, v in s.secrets.items()))
 
     def _per_user(self, path: FieldPath, s: ServiceDoc, base: m.Service) -> tuple[m.Service, ...]:
         """The service itself, or with `per_user` one server per member (docs/tunnels.md)."""
