@@ -6,6 +6,7 @@ from typing import Any
 
 from . import (
     apt,
+    credentials,
     docker,
     files,
     guards,
@@ -33,5 +34,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
                                     jupyter_auth.SPEC,
                                     # shell steps' creates:/unless: (provision.tasks.shell)
-                                    guards.SPEC)
+                                    guards.SPEC,
+                                    # services' secrets (provision.secrets.delivery)
+                                    credentials.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -1181,7 +1181,9 @@ def _overlay(base: ServiceDoc, top: ServiceDoc | None) -> ServiceDoc:
     """Fields set on `top` win over `base` (host over role)."""
     if top is None:
         return base
-    merged = base.model_dump(by_alias=True, exclude_unset=True)
-    merged.update(top.model_dump(by_alias=True, exclude_unset=True))
+    # warnings off: a service's secret target ({file: ...}) is a tagged union pydantic's
+    # serializer warns about, and dumps right
+    merged = base.model_dump(by_alias=True, exclude_unset=True, warnings=False)
+    merged.update(top.model_dump(by_alias=True, exclude_unset=True, warnings=False))
     return ServiceDoc.model_validate(merged, strict=False)
 

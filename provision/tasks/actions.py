@@ -4,6 +4,7 @@ executor in `provision.tasks.script` turns them into one shell script."""
 from __future__ import annotations
 
 from provision.record import record
+from provision.secrets.vault import Sealed
 
 from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
@@ -24,6 +25,22 @@ class WriteFile:
     def describe(self) -> str:
         verb = "create" if self.old is None else "update"
         return f"{verb} {self.path} ({self.mode:04o} {self.owner}:{self.group})"
+
+
+@record
+class WriteSecret:
+    """Write a secret's file (root, 0400): sent inside the batch over the SSH channel,
+    never on a command line; described by name only. Makes the host's fingerprint salt
+    first when there is none."""
+
+    path: str
+    secret: str
+    service: str
+    content: Sealed
+    new: bool = False
+
+    def describe(self) -> str:
+        return f"secret {self.secret} of {self.service} {'set' if self.new else 'changed'} ({self.path})"
 
 
 @record
@@ -227,6 +244,6 @@ class EnsureGroup:
         return "; ".join([head, *changes])
 
 
-Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
+Action = (WriteFile | WriteSecret | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
           | InstallPackages | AptUpdate | AptSources | DaemonReload | LoadNewUnits | EnableUnit | StartUnit | RestartUnit
           | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv)
