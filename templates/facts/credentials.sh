@@ -8,6 +8,10 @@ fact_credentials() {
     fc_salt=$(cat -- "$fc_root/.salt")
   fi
   printf 'credsalt\t%s\n' "${fc_salt:-absent}"
+  # the root directory itself (its mode and owner decide whether it is made again)
+  if [ -d "$fc_root" ] && [ ! -L "$fc_root" ]; then
+    printf 'creddir\t%s\t%s\n' "$fc_root" "$(stat -c '%a %U' "$fc_root" | tr ' ' "$T")"
+  fi
   for a in "$@"; do
     case $a in K:"$fc_root"/*) ;; *) continue ;; esac
     d=${a#K:}

@@ -1,0 +1,194 @@
+"""A service gets HF_TOKEN from a secret in the inventory (issue 37; docs/secrets.md), on a
+real host with a member without sudo on it (bob, over his own SSH login).
+
+The secret is encrypted here with the age binary to the lab team's SSH keys; the operator
+decrypts with alice's private key ($PROVISION_IDENTITY). On gpu1, bob finds the value in
+no file he can read, in no process's command line or environment he can read, not in
+`ps`, `systemctl show` nor the journal (root's whole journal neither); root finds it only
+in the service's root-only credentials file and the service's own environment; the
+service itself sees it. Changing the secret restarts that service only, and the apply
+after that changes nothing, in one remote command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import Lab, one_host_inventory
+
+pytestmark = pytest.mark.lab
+
+HOST = "gpu1"
+TRAINER, OTHER = "provision-trainer.service", "provision-other.service"
+CRED_FILE = "/etc/provision/credentials/trainer/hf_token.env"
+# the service's own check of what it was given: its PID and sha256 of $HF_TOKEN, in its
+# home (0600); the script then execs the server, so the PID is the unit's MainPID
+SEEN = "/var/lib/provision-services/svc-trainer/hf_token.sha256"
+SCRIPT = "/usr/local/bin/provision-test-trainer"
+SCRIPT_TEXT = """#!/bin/sh
+umask 077
+echo "$$ $(printf %s "$HF_TOKEN" | sha256sum | cut -d' ' -f1)" > hf_token.sha256
+exec /usr/bin/python3 -m http.server --bind "$1" "$2"
+"""
+PLAYBOOK = "name: secrets\nhosts: [all]\nsteps: [users, services]\n"
+# where bob looks (recursively where a directory)
+BOB_LOOKS = "/etc /run /var/lib/provision* /var/log /proc/[0-9]*/environ /proc/[0-9]*/cmdline"
+
+
+def encrypt(lab: Lab, value: str) -> str:
+    """`value` encrypted with the age binary to alice's and bob's SSH keys (the team's)."""
+    args = []
+    for who in ("alice", "bob"):
+        args += ["-r", (lab.dir / "team" / f"{who}.pub").read_text().strip()]
+    return subprocess.run(["age", "--encrypt", "--armor", *args], input=value.encode(),
+                          capture_output=True, check=True, timeout=60).stdout.decode()
+
+
+def write_inventory(lab: Lab, d: Path, value: str) -> Path:
+    doc = one_host_inventory(lab, HOST, services={
+        "trainer": {"port": 8141, "command": f"{SCRIPT} {{bind}} {{port}}",
+                    "environment": {"NCCL_DEBUG": "INFO"}, "secrets": {"hf_token": "HF_TOKEN"}},
+        "other": {"port": 8142, "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}})
+    doc["secrets"] = {"hf_token": encrypt(lab, value)}
+    path = d / "inventory.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def apply(lab: Lab, world: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+    return lab.provision_json("apply", HOST, "--yes", "-i", str(world["inventory"]),
+                              "--playbook", str(world["playbook"]),
+                              env={"PROVISION_IDENTITY": str(lab.dir / "team" / "alice")})
+
+
+def as_bob(lab: Lab, command: str, value: str = "") -> subprocess.CompletedProcess[str]:
+    """A shell command as bob over his own SSH login; `value` arrives on its stdin (so the
+    plaintext is on no command line of the host while he looks for it)."""
+    return lab.op("ssh", "-F", str(lab.ssh_config), "-o", f"UserKnownHostsFile={lab.known_hosts}",
+                  "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                  "-o", "ClearAllForwardings=yes", "-o", "ConnectTimeout=5",
+                  "-l", "bob", "-i", str(lab.dir / "team" / "bob"), "-o", "IdentitiesOnly=yes",
+                  HOST, shlex.join(["sh", "-c", command]), input=value, check=False)
+
+
+def as_root(lab: Lab, command: str, value: str) -> subprocess.CompletedProcess[str]:
+    """A shell command as root on the host (nsenter), `value` on its stdin."""
+    return subprocess.run(["nsenter", "-t", str(lab.leader(HOST)), "-a", "--", "sh", "-c", command],
+                          input=value, capture_output=True, text=True, timeout=120, check=False)
+
+
+def unit_state(lab: Lab, unit: str) -> tuple[str, str]:
+    out = lab.host(HOST, "systemctl", "show", "-p", "MainPID", "-p", "ActiveEnterTimestamp",
+                   "--value", unit).stdout.split("\n")
+    return out[0], out[1]
+
+
+def sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def seen_by_service(lab: Lab) -> str:
+    """The sha256 of $HF_TOKEN that the unit's current main process wrote (waiting until
+    it has: the file names the PID that wrote it)."""
+    pid = unit_state(lab, TRAINER)[0]
+    got = lab.host(HOST, "sh", "-c", f"for i in $(seq 300); do read -r p h < {SEEN} && "
+                   f"[ \"$p\" = {pid} ] && echo \"$h\" && exit; sleep 0.1; done", check=False)
+    return got.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    d = tmp_path_factory.mktemp("secrets")
+    lab.host(HOST, "sh", "-c", f"cat > {SCRIPT} <<'EOF'\n{SCRIPT_TEXT}EOF\nchmod 0755 {SCRIPT}")
+    value = f"hf_{secrets.token_hex(16)}"
+    world: dict[str, Any] = {"dir": d, "value": value, "playbook": d / "playbook.yml",
+                             "inventory": write_inventory(lab, d, value)}
+    world["playbook"].write_text(PLAYBOOK)
+    code, data, err = apply(lab, world)
+    world["first"] = (code, data, err)
+    assert code == 0, err + json.dumps(data, indent=1)
+    yield world
+    lab.host(HOST, "sh", "-c", f"systemctl disable --now {TRAINER} {OTHER}; "
+             f"rm -f /etc/systemd/system/{TRAINER} /etc/systemd/system/{OTHER} {SCRIPT}; "
+             "rm -rf /etc/provision/credentials; systemctl daemon-reload", check=False)
+
+
+def test_the_service_sees_its_secret_and_the_unit_names_only_a_root_only_file(
+        lab: Lab, world: dict[str, Any]) -> None:
+    assert seen_by_service(lab) == sha(world["value"])
+    st = lab.host(HOST, "stat", "-c", "%U %a", "/etc/provision/credentials",
+                  "/etc/provision/credentials/trainer", CRED_FILE).stdout.split("\n")
+    assert st[:3] == ["root 700", "root 700", "root 400"], st
+    show = lab.host(HOST, "systemctl", "show", "-p", "EnvironmentFiles", "-p", "Environment",
+                    TRAINER).stdout
+    assert f"EnvironmentFiles={CRED_FILE} " in show and "NCCL_DEBUG=INFO" in show, show
+    # the apply said which secret it set, never the value
+    _, data, err = world["first"]
+    said = [a["description"] for h in data["hosts"] for a in h.get("actions", [])]
+    assert f"secret hf_token of trainer set ({CRED_FILE})" in said, said
+    assert world["value"] not in json.dumps(data) + err
+
+
+def test_bob_finds_the_value_nowhere_he_can_look(lab: Lab, world: dict[str, Any]) -> None:
+    value = world["value"]
+    # bob looks with the value on his stdin: first into a copy of it he keeps (the search
+    # works), then everywhere he can read; `ps` and `systemctl show` as well
+    look = (f"cat > ~/canary; grep -rlsF -f ~/canary ~/canary {BOB_LOOKS}; "
+            f"echo ps:; ps auxeww | grep -cF -f ~/canary; "
+            f"echo show:; systemctl show {TRAINER} {OTHER} | grep -cF -f ~/canary; "
+            f"systemctl show -p EnvironmentFiles --value {TRAINER}; "
+            "echo journal:; journalctl --no-pager -o export 2>/dev/null | grep -caF -f ~/canary; "
+            "rm -f ~/canary")
+    r = as_bob(lab, look, value)
+    assert r.stdout.split("\n")[:8] == [
+        "/home/bob/canary", "ps:", "0", "show:", "0", f"{CRED_FILE} (ignore_errors=no)",
+        "journal:", "0"], r.stdout + r.stderr
+    # he cannot read the file it is in
+    denied = as_bob(lab, f"cat {CRED_FILE}")
+    assert denied.returncode != 0 and "Permission denied" in denied.stderr
+    # root finds it where it is meant to be and nowhere else on disk; in the environment
+    # of the service's process alone; never in the journal or a command line
+    pid = unit_state(lab, TRAINER)[0]
+    found = as_root(lab, "umask 077; cat > /root/.hf; "
+                    # the machine's own lab directories, seen through the overlay, aside
+                    "grep -rlsF --exclude-dir=provision-lab -f /root/.hf /root/.hf /etc /run "
+                    "/var/lib /var/log /proc/[0-9]*/environ /proc/[0-9]*/cmdline; "
+                    "echo journal:; journalctl --no-pager -o export | grep -caF -f /root/.hf; "
+                    "rm -f /root/.hf", value).stdout
+    assert sorted(found.split("\n")[:-3]) == sorted(
+        [CRED_FILE, "/root/.hf", f"/proc/{pid}/environ"]), found
+    assert found.split("\n")[-3:] == ["journal:", "0", ""], found
+
+
+def test_a_changed_secret_restarts_its_service_only_then_nothing_changes(
+        lab: Lab, world: dict[str, Any]) -> None:
+    before_trainer, before_other = unit_state(lab, TRAINER), unit_state(lab, OTHER)
+    new = f"hf_{secrets.token_hex(16)}"
+    write_inventory(lab, world["dir"], new)
+    code, data, err = apply(lab, world)
+    assert code == 0, err + json.dumps(data, indent=1)
+    said = [a["description"] for h in data["hosts"] for a in h.get("actions", [])]
+    assert f"secret hf_token of trainer changed ({CRED_FILE})" in said, said
+    assert any(s.startswith(f"systemctl restart {TRAINER}") and "secret hf_token changed" in s
+               for s in said), said
+    assert not any(OTHER in s for s in said), said
+    assert new not in json.dumps(data) + err and world["value"] not in json.dumps(data) + err
+    assert unit_state(lab, OTHER) == before_other
+    assert unit_state(lab, TRAINER)[0] != before_trainer[0]
+    assert seen_by_service(lab) == sha(new)
+    world["value"] = new
+    # converged: nothing to do, one remote command
+    code, data, err = apply(lab, world)
+    assert code == 0, err
+    (h,) = data["hosts"]
+    assert (h["status"], h["changed"], h["changes"], h["remote_execs"]) == ("ok", 0, 0, 1), h
