@@ -12,6 +12,7 @@ from dataclasses import field
 
 from provision.record import record
 
+from .files import _mode
 from .spec import FactsError, FactSpec, Rec
 
 _HEX = frozenset("0123456789abcdef")
@@ -47,9 +48,9 @@ def parse(records: Sequence[Rec]) -> Credentials:
         if r.kind == "credsalt" and len(f) == 1:
             salt = None if f[0] == "absent" else _hex(f[0], r, "salt")
         elif r.kind == "creddir" and len(f) == 3:
-            dirs[f[0]] = (int(f[1], 8), f[2])
+            dirs[f[0]] = (_mode(f[1], r), f[2])
         elif r.kind == "credfile" and len(f) == 4:
-            files[f[0]] = SecretFile(f[0], int(f[1], 8), f[2], _hex(f[3], r, "fingerprint"))
+            files[f[0]] = SecretFile(f[0], _mode(f[1], r), f[2], _hex(f[3], r, "fingerprint"))
         else:
             raise FactsError(f"line {r.line}: malformed {r.kind} record")
     return Credentials(salt, files, dirs)
