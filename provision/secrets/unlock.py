@@ -13,6 +13,7 @@ from provision.inventory.model import Host, Inventory
 
 from . import age
 from .armor import ArmorError, read
+from .delivery import deliveries
 from .recipients import recipients
 from .vault import Sealed, Vault
 
@@ -69,9 +70,17 @@ def needed(hosts: Iterable[Host]) -> tuple[str, ...]:
 
 
 def vault_for(inv: Inventory, hosts: Iterable[Host]) -> Vault | None:
-    """The secrets `hosts` need, decrypted (None when they need none: no key is asked for)."""
+    """The secrets `hosts` need, decrypted (None when they need none: no key is asked for).
+    Every value is checked against what it is for here, before any host is connected to:
+    a value only decryption shows unfit (a newline in an environment variable) fails the
+    run (exit 1) with nothing applied anywhere."""
+    hosts = tuple(hosts)
     names = needed(hosts)
     if not names:
         return None
     ids = identities(inv)
-    return Vault({n: open_secret(inv, n, ids) for n in names})
+    vault = Vault({n: open_secret(inv, n, ids) for n in names})
+    for h in hosts:
+        for s in h.services:
+            deliveries(s, vault)
+    return vault

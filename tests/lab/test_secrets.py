@@ -12,6 +12,7 @@ after that changes nothing, in one remote command.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import secrets
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import Lab, one_host_inventory
+from .conftest import FAULTY, PROVISION, Lab, one_host_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -192,3 +193,54 @@ def test_a_changed_secret_restarts_its_service_only_then_nothing_changes(
     assert code == 0, err
     (h,) = data["hosts"]
     assert (h["status"], h["changed"], h["changes"], h["remote_execs"]) == ("ok", 0, 0, 1), h
+
+
+def forbidden(*values: str) -> list[bytes]:
+    """What no output may hold: each value, and the base64 of the file sent for it (what a
+    batch script echoed back would show)."""
+    out = []
+    for v in values:
+        sent = f'HF_TOKEN="{v}"\n'.encode()
+        out += [v.encode(), base64.encodebytes(sent).split(b"\n")[0]]
+    return out
+
+
+def test_plan_and_apply_print_no_value_and_a_bad_value_applies_nothing(
+        lab: Lab, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan and apply, as text and --json, stdout and stderr, and the batch's own output
+    on the host, hold neither the old nor the new value; then a value with a newline for
+    HF_TOKEN fails the run (exit 1) before the host is touched."""
+    monkeypatch.setenv("PROVISION_IDENTITY", str(lab.dir / "team" / "alice"))
+    old, new = world["value"], f"hf_{secrets.token_hex(16)}"
+    write_inventory(lab, world["dir"], new)
+    args = (HOST, "-i", str(world["inventory"]), "--playbook", str(world["playbook"]))
+    batch = world["dir"] / "batch-output"
+    outputs: dict[str, bytes] = {}
+    for name, cmd in (("plan", [*PROVISION, "plan", *args]),
+                      ("plan --json", [*PROVISION, "plan", *args, "--json"]),
+                      ("apply", [*FAULTY, "--batch-output", str(batch), "--", "apply", "--yes", *args]),
+                      ("apply --json", [*PROVISION, "apply", "--yes", *args, "--json"])):
+        r = lab.op(*cmd, check=False, timeout=240)
+        outputs[name] = (r.stdout + r.stderr).encode()
+        assert r.returncode == 0, (name, r.stdout, r.stderr)
+    outputs["batch"] = batch.read_bytes()
+    assert b"secret hf_token of trainer changed" in outputs["plan"], outputs["plan"]
+    assert b"secret hf_token of trainer changed" in outputs["apply"], outputs["apply"]
+    assert b"@done" in outputs["batch"], outputs["batch"]  # the batch ran and said so
+    leaks = {name: v for name, out in outputs.items() for v in forbidden(old, new) if v in out}
+    assert leaks == {}, leaks
+    assert seen_by_service(lab) == sha(new)
+    world["value"] = new
+
+    # a value the environment file cannot hold: exit 1 naming the way out, nothing applied
+    before = unit_state(lab, TRAINER), lab.host(HOST, "stat", "-c", "%Y %s", CRED_FILE).stdout
+    write_inventory(lab, world["dir"], "hf_first_line\nhf_second_line")
+    for cmd in (["plan", *args], ["apply", "--yes", *args], ["apply", "--yes", *args, "--json"]):
+        r = lab.op(*PROVISION, *cmd, check=False, timeout=240)
+        out = r.stdout + r.stderr
+        assert r.returncode == 1 and "cannot be the environment variable HF_TOKEN" in out, out
+        assert "hf_first_line" not in out and "hf_second_line" not in out, out
+    after = unit_state(lab, TRAINER), lab.host(HOST, "stat", "-c", "%Y %s", CRED_FILE).stdout
+    assert after == before
+    assert seen_by_service(lab) == sha(new)
+    write_inventory(lab, world["dir"], new)
