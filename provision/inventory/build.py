@@ -1002,6 +1002,10 @@ class _Resolver:
         for f in model.local_files:
             values[f] = self._local_path((*zpath, f), values[f])
         settings = model.model_validate(values)
+        for f in model.secret_fields:
+            if values[f] is not None and values[f] not in self.doc.secrets:
+                self.fail((*zpath, f), f"no secret '{values[f]}' in the inventory's `secrets:` "
+                          f"(secrets: {', '.join(self.doc.secrets) or 'none'})")
         bound = settings.bound_names()
         for f in model.local_files:
             path = values[f]

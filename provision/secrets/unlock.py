@@ -64,6 +64,13 @@ def open_secret(inv: Inventory, name: str, ids: list[str]) -> Sealed:
                              f"is encrypted to: {', '.join(who) or 'nobody listed in the team'}") from None
 
 
+def one(inv: Inventory, name: str) -> Sealed:
+    """Secret `name`: the run's, else decrypted now (a command that needs one secret,
+    e.g. a DNS key where a provider is made)."""
+    found = inv.vault.get(name) if inv.vault is not None else None
+    return found if found is not None else open_secret(inv, name, identities(inv))
+
+
 def needed(hosts: Iterable[Host]) -> tuple[str, ...]:
     """The secrets the services of `hosts` use, each once."""
     return tuple(dict.fromkeys(u.secret for h in hosts for s in h.services for u in s.secrets))

@@ -25,7 +25,10 @@ from typing import Any
 import pytest
 import yaml
 
+from provision.lab import plan as P
+
 from .conftest import FAULTY, PROVISION, Lab, one_host_inventory
+from .test_dns import _ask
 
 pytestmark = pytest.mark.lab
 
@@ -244,3 +247,47 @@ def test_plan_and_apply_print_no_value_and_a_bad_value_applies_nothing(
     assert after == before
     assert seen_by_service(lab) == sha(new)
     write_inventory(lab, world["dir"], new)
+
+
+def test_the_tsig_key_from_a_secret_updates_the_labs_bind(lab: Lab, tmp_path: Path) -> None:
+    """The lab's zone with `tsig_key_secret` instead of `tsig_key_file`: dns apply decrypts
+    the key (alice's identity), ns1 serves the record, a second plan is empty; `check`
+    decrypts nothing; no output holds the key's secret."""
+    key_text = lab.tsig_key_file.read_text()
+    secret = key_text.split('secret "')[1].split('"')[0]
+    doc = yaml.safe_load(lab.inventory.read_text())
+    zone = doc["dns"]["zones"][P.ZONE]
+    del zone["tsig_key_file"]
+    zone["tsig_key_secret"] = "lab_tsig"
+    new_app = f"10.{lab.plan.octet}.1.202"
+    zone["records"]["app"] = {"type": "A", "values": [new_app], "ttl": 60}
+    doc["secrets"] = {"lab_tsig": encrypt(lab, key_text)}
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    alice = {"PROVISION_IDENTITY": str(lab.dir / "team" / "alice")}
+    outputs = []
+    code, data, err = lab.provision_json("check", "-i", str(inv),
+                                         env={"PROVISION_IDENTITY": str(tmp_path / "absent")})
+    outputs.append(json.dumps(data) + err)
+    assert code == 0 and "TSIG key from secret lab_tsig" in json.dumps(data), (data, err)
+    try:
+        code, data, err = lab.provision_json("dns", "apply", "-i", str(inv), "--yes", env=alice)
+        outputs.append(json.dumps(data) + err)
+        assert code == 0 and data["zones"][0]["applied"] is True, (data, err)
+        assert _ask(lab, lab.addr("ns1"), "app", "A") == ("NOERROR", [new_app], True)
+        code, data, err = lab.provision_json("dns", "plan", "-i", str(inv), "--detailed-exitcode",
+                                             env=alice)
+        outputs.append(json.dumps(data) + err)
+        assert code == 0 and data["summary"] == {"add": 0, "change": 0, "destroy": 0}, (data, err)
+        # bob's key decrypts it too (he is in the team), a stranger's does not: exit 1
+        stranger = tmp_path / "stranger"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
+                       check=True)
+        code, data, err = lab.provision_json("dns", "plan", "-i", str(inv),
+                                             env={"PROVISION_IDENTITY": str(stranger)})
+        outputs.append(json.dumps(data) + err)
+        assert code == 1 and "encrypted to: alice, bob" in err, (data, err)
+        assert [o for o in outputs if secret in o] == []
+    finally:
+        code, data, err = lab.provision_json("dns", "apply", "-i", str(lab.inventory), "--yes")
+        assert code == 0, (data, err)
