@@ -12,6 +12,7 @@ from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory
 from provision.secrets import age, edit, unlock
 from provision.secrets.armor import read
+from provision.secrets.check import adding
 from provision.secrets.fields import check_secret_name
 from provision.secrets.recipients import recipients
 from provision.secrets.status import owners, status
@@ -62,8 +63,9 @@ def secrets_group() -> None:
 def set_cmd(name: str, inventory_path: str | None, raw: bool) -> None:
     """Encrypt a value (from stdin, or a prompt that does not echo) as secret NAME, to
     every team member's key and the recipients, and write it into the inventory."""
-    inv = load(inventory_path)
     _name(name)
+    with adding():  # services may name it, and others, before they are set
+        inv = load(inventory_path)
     if sys.stdin.isatty():
         text = click.prompt(f"value of {name}", hide_input=True, confirmation_prompt=True,
                             err=True)
@@ -77,7 +79,8 @@ def set_cmd(name: str, inventory_path: str | None, raw: bool) -> None:
     if len(value) > MAX_VALUE:
         raise UsageError(f"the value is over {MAX_VALUE} bytes; a secret is a token or a small file")
     armored = age.encrypt(value, _targets(inv))
-    file = _write(inv, {name: armored})
+    with adding():  # the file is loaded again with the new value before it is written
+        file = _write(inv, {name: armored})
     who = sorted({r.owner for r in recipients([(p.name, p.keys) for p in inv.team],
                                               dict(inv.recipients))[0]})
     echo(f"secret {name} set in {file}, encrypted to: {', '.join(who)}")

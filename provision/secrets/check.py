@@ -3,14 +3,31 @@ inventory's build, each problem becomes a located error (exit 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .armor import ArmorError, read
 from .recipients import recipients
 
 Path = tuple[str | int, ...]
+
+# While `provision secrets set` loads the inventory, services may name secrets not set
+# yet: that is how one writes an inventory (the services first, then `secrets set` for
+# each), and adding a secret cannot make it worse. Every other command refuses them.
+_ADDING: ContextVar[bool] = ContextVar("adding_secrets", default=False)
+
+
+@contextlib.contextmanager
+def adding() -> Iterator[None]:
+    """Within: a service naming a secret not declared yet is not an error."""
+    token = _ADDING.set(True)
+    try:
+        yield
+    finally:
+        _ADDING.reset(token)
 
 
 def service_problems(path: Path, environment: Mapping[str, str], uses: Mapping[str, Any],
@@ -24,7 +41,7 @@ def service_problems(path: Path, environment: Mapping[str, str], uses: Mapping[s
     files: set[str] = set()
     for name, target in uses.items():
         where: Path = (*path, "secrets", name)
-        if name not in known:
+        if name not in known and not _ADDING.get():
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             yield (where, f"unknown secret '{name}'{hint} (declared in the top-level "

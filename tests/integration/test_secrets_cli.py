@@ -125,3 +125,21 @@ def test_value_is_never_taken_from_argv_and_bad_names_are_refused(tmp_path: Path
     empty = _cli(["secrets", "set", "hf_token", "-i", str(inv)], stdin=b"\n")
     assert empty.exit_code == 2 and "empty" in empty.output
     assert "secrets" not in inv.read_text()
+
+
+def test_a_service_may_name_its_secrets_before_they_are_set(tmp_path: Path) -> None:
+    """The inventory is written service first, then `secrets set` for each secret: set
+    does not refuse it for the secrets still to come; every other command does."""
+    alice, alice_pub = _key(tmp_path, "alice")
+    inv = _inventory(tmp_path, {"alice": alice_pub})
+    inv.write_text(inv.read_text() + "hosts:\n  gpu1:\n    address: 10.0.0.5\n"
+                   "    ssh_from: [10.0.0.0/8]\n    services:\n      trainer:\n"
+                   "        port: 9000\n        command: /usr/bin/python3 -m http.server 9000\n"
+                   "        secrets: {hf_token: HF_TOKEN, wandb_key: {file: wandb-key}}\n")
+    early = _cli(["check", "-i", str(inv)])
+    assert early.exit_code == 2 and "unknown secret 'hf_token'" in early.output
+    for name in ("hf_token", "wandb_key"):
+        r = _cli(["secrets", "set", name, "-i", str(inv)], stdin=VALUE + b"\n")
+        assert r.exit_code == 0, r.output
+    assert _cli(["check", "-i", str(inv)]).exit_code == 0
+    assert _show(inv, alice).stdout_bytes == VALUE
