@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recap": ("provision.commands.recap:recap_group", "merge the --json recaps of shards"),
     "render": ("provision.commands.render:render_cmd", "write every artifact to a directory"),
     "schema": ("provision.commands.check:schema_cmd", "print the inventory JSON Schema"),
+    "secrets": ("provision.commands.secrets:secrets_group", "age-encrypted secrets: set, show, rekey, check"),
     "sg": ("provision.commands.sg:sg_group", "AWS security groups: plan and apply"),
     "ssh": ("provision.commands.tunnel:ssh_cmd", "interactive ssh through the jump chain"),
     "ssh-config": ("provision.commands.render:ssh_config_cmd", "print or install the ssh_config"),

@@ -14,6 +14,7 @@ imports that take place while the key exchanges and logins are under way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -31,6 +32,7 @@ from provision.inventory.model import Host, Inventory
 from provision.playbook import DEFAULT_PLAYBOOK, Playbook
 from provision.playbook import load as load_playbook
 from provision.record import record
+from provision.secrets import unlock
 from provision.shard import parse_shard, split
 from provision.ssh.connect import Chain, Gateways
 from provision.ssh.limits import machine_forks
@@ -95,6 +97,12 @@ def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...
         if bastions:
             echo(f"shard {shard}: bastions are global, left to their own run "
                  f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
+    # the selected hosts' secrets, decrypted here on the operator's machine (exit 1 naming
+    # whose keys a secret is for when the operator's is not among them); check and render
+    # never decrypt
+    vault = unlock.vault_for(inv, selected)
+    if vault is not None:
+        inv = dataclasses.replace(inv, vault=vault)
     return Run(inv, pb, tuple(selected), imported)
 
 

@@ -32,13 +32,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, ClassVar
 from urllib.parse import quote, urlsplit
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from provision.errors import UsageError
 from provision.inventory.fields import Address, FilePath, Port, Url
+from provision.secrets.fields import SecretName
 from provision.text import printable, unsafe
 
-from . import endpoint
+from . import endpoint, secret_keys
 from .offline import MAX_SECRET, secret_problem
 from .propagation import authoritative_targets, wait_served
 from .provider import (
@@ -74,11 +75,16 @@ class Settings(ProviderSettings):
                           "~/.config/provision, named for the server: HOST_PORT.key (e.g. "
                           "pdns.example.net_8081.key); default: $PROVISION_POWERDNS_API_KEY, "
                           "when $PROVISION_POWERDNS_API_URL names this api_url's server")
+    api_key_secret: SecretName | None = Field(
+        None, description="the API key from the inventory's secret NAME, whose value is `URL KEY` "
+                          "(the key goes only to the server URL names), instead of api_key_file; "
+                          "decrypted only by the commands that talk to the server")
     dns_address: Address | None = Field(
         None, description="where the server answers DNS queries (default: the API's host)")
     dns_port: Port = Field(53, description="the server's DNS port")
 
     local_files: ClassVar[Mapping[str, FileKind]] = {"api_key_file": "secret"}
+    secret_fields: ClassVar[tuple[str, ...]] = ("api_key_secret",)
     pattern_words: ClassVar[Mapping[str, str]] = {
         "server_id": "a PowerDNS server id: letters, digits, '.', '_' and '-' (usually "
                      "localhost)"}
@@ -94,6 +100,13 @@ class Settings(ProviderSettings):
         checked = endpoint.checked(url, "the api_url")
         assert checked is not None
         return checked
+
+    @model_validator(mode="after")
+    def _one_key(self) -> Settings:
+        if self.api_key_file is not None and self.api_key_secret is not None:
+            raise ValueError("give the API key as one of api_key_file and api_key_secret, "
+                             "not both")
+        return self
 
     def bound_names(self) -> Mapping[str, str]:
         return {"api_key_file": url_key_name(self.api_url)} if self.api_key_file else {}
@@ -122,7 +135,7 @@ def make(zone: Zone, inv: Inventory) -> PowerDnsProvider:
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
     host = urlsplit(s.api_url).hostname or ""
-    return PowerDnsProvider(zone.name, s.api_url, _api_key(s, inv.tree, os.environ),
+    return PowerDnsProvider(zone.name, s.api_url, _api_key(s, inv, os.environ),
                             server_id=s.server_id,
                             dns_address=_address_of(s.dns_address or host), dns_port=s.dns_port,
                             resolvers=inv.dns.resolvers if inv.dns else ())
@@ -135,6 +148,8 @@ def key_source(s: Settings, env: Mapping[str, str]) -> tuple[str, str] | str:
     api_url that variable does not name."""
     if s.api_key_file is not None:
         return ("file", s.api_key_file)
+    if s.api_key_secret is not None:
+        return ("secret", f"secret {s.api_key_secret}")
     want = origin(s.api_url)
     if ENV_KEY not in env:
         return (f"${ENV_KEY} is not set; set it and {ENV_URL}={want}, or give api_key_file "
@@ -154,7 +169,7 @@ def key_source(s: Settings, env: Mapping[str, str]) -> tuple[str, str] | str:
     return ("env", f"${ENV_KEY} (for {want}, as ${ENV_URL} says)")
 
 
-def _api_key(s: Settings, tree: str, env: Mapping[str, str]) -> str:
+def _api_key(s: Settings, inv: Inventory, env: Mapping[str, str]) -> str:
     """The API key (`key_source`); UsageError (bad input, exit 2, nothing sent) when there
     is none for this server, or it is not one line of text."""
     source = key_source(s, env)
@@ -162,6 +177,10 @@ def _api_key(s: Settings, tree: str, env: Mapping[str, str]) -> str:
         raise UsageError(f"powerdns: no API key for {origin(s.api_url)}: {source}; nothing "
                          "was sent")
     kind, where = source
+    if s.api_key_secret is not None:
+        name = s.api_key_secret
+        return secret_keys.api_key(name, secret_keys.value(inv, name), s.api_url)
+    tree = inv.tree
     if kind == "env":
         data = env[ENV_KEY].encode("utf-8", "replace")
     else:

@@ -59,6 +59,9 @@ class ProviderSettings(BaseModel):
     # fields naming files on the operator's machine: `~` expanded and a relative path
     # taken from the inventory file's directory when loaded; read by `provision check`
     local_files: ClassVar[Mapping[str, FileKind]] = {}
+    # fields naming a secret of the inventory's `secrets:` (provision.dns.secret_keys): the
+    # name must be there (checked at load); decrypted only where a provider is made
+    secret_fields: ClassVar[tuple[str, ...]] = ()
     # what a field's pattern allows, in words (the pattern stays in the JSON Schema for
     # editors; a user reading an error should not have to read a regular expression)
     pattern_words: ClassVar[Mapping[str, str]] = {}

@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from provision.errors import UsageError
 from provision.inventory.fields import Address, FilePath, Port
+from provision.secrets.fields import SecretName
 
-from . import tsig
+from . import secret_keys, tsig
 from .localfile import read_regular
 from .provider import Capabilities, Credential, FileKind, ProviderSettings
 from .secrets import read_bound
@@ -30,17 +31,30 @@ if TYPE_CHECKING:
 class Settings(ProviderSettings):
     server: Address = Field(description="the primary: where updates and zone transfers go")
     port: Port = Field(53, description="the primary's DNS port")
-    tsig_key_file: FilePath = Field(
-        description="the TSIG key (a BIND key file, as tsig-keygen writes it, or "
-                    "algorithm:name:secret), in the inventory's directory tree or "
-                    "~/.config/provision")
+    tsig_key_file: FilePath | None = Field(
+        None, description="the TSIG key (a BIND key file, as tsig-keygen writes it, or "
+                          "algorithm:name:secret), in the inventory's directory tree or "
+                          "~/.config/provision; or tsig_key_secret")
+    tsig_key_secret: SecretName | None = Field(
+        None, description="the TSIG key from the inventory's secret NAME (its value as in a "
+                          "key file), instead of tsig_key_file; decrypted only by the commands "
+                          "that talk to the primary")
 
     local_files: ClassVar[Mapping[str, FileKind]] = {"tsig_key_file": "tsig"}
+    secret_fields: ClassVar[tuple[str, ...]] = ("tsig_key_secret",)
+
+    @model_validator(mode="after")
+    def _one_key(self) -> Settings:
+        if (self.tsig_key_file is None) == (self.tsig_key_secret is None):
+            raise ValueError("give the TSIG key as exactly one of tsig_key_file (a file) and "
+                             "tsig_key_secret (the name of a secret in `secrets:`)")
+        return self
 
     def credential(self, zone: str, env: Mapping[str, str],
                    aws_endpoint_url: str | None) -> Credential:
         # the secret never leaves: it signs (HMAC) what is sent to the primary
-        return Credential("rfc2136", zone, "TSIG key", self.tsig_key_file,
+        source = self.tsig_key_file or f"secret {self.tsig_key_secret}"
+        return Credential("rfc2136", zone, "TSIG key", source,
                           f"signs the requests sent to {self.server} port {self.port}")
 
 
@@ -57,7 +71,10 @@ def make(zone: Zone, inv: Inventory) -> Rfc2136Provider:
 
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
-    return Rfc2136Provider(zone.name, s.server, s.port, s.tsig_key_file,
+    key = None
+    if s.tsig_key_secret is not None:
+        key = secret_keys.tsig_key(s.tsig_key_secret, secret_keys.value(inv, s.tsig_key_secret))
+    return Rfc2136Provider(zone.name, s.server, s.port, s.tsig_key_file, key=key,
                            resolvers=inv.dns.resolvers if inv.dns else (), tree=inv.tree)
 
 

@@ -52,7 +52,8 @@ class Rfc2136Provider:
     kind = "rfc2136"
     capabilities = CAPABILITIES
 
-    def __init__(self, zone: str, server: str, port: int, key_file: str, *,
+    def __init__(self, zone: str, server: str, port: int, key_file: str | None, *,
+                 key: tuple[str, str, str] | None = None,
                  resolvers: tuple[str, ...] = (), timeout: float = 5.0,
                  tree: str | None = None):
         self.zone = zone.rstrip(".").lower() + "."
@@ -60,12 +61,17 @@ class Rfc2136Provider:
         self.port = port
         self.timeout = timeout
         self.resolvers = resolvers
-        self.key_name, bind_algorithm, secret = read_tsig_key(key_file, tree)
+        # `key`: (name, algorithm, secret) from an inventory secret (provision.dns.secret_keys)
+        if key is None:
+            assert key_file is not None, "a TSIG key file or key"
+            key = read_tsig_key(key_file, tree)
+        self.key_name, bind_algorithm, secret = key
         self.algorithm = tsig.ALGORITHMS[bind_algorithm]   # the name dnspython signs with
         try:
             self.keyring = dns.tsigkeyring.from_text({self.key_name: (self.algorithm, secret)})
-        except Exception as e:
-            raise ProviderError(f"{key_file}: unusable TSIG key: {e}") from None
+        except Exception:
+            # dnspython's words could quote the key; the source is named instead
+            raise ProviderError(f"{key_file or 'the TSIG key secret'}: unusable TSIG key") from None
 
     @property
     def direct(self) -> tuple[str, int]:

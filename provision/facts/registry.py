@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     addresses,
     apt,
+    credentials,
     docker,
     door,
     files,
@@ -38,5 +39,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # shell steps' creates:/unless: (provision.tasks.shell)
                                     guards.SPEC,
                                     # clusters: which interface holds a member's address
-                                    addresses.SPEC)
+                                    addresses.SPEC,
+                                    # services' secrets (provision.secrets.delivery)
+                                    credentials.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

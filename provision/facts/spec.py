@@ -73,6 +73,7 @@ class Request:
     guards: tuple[str, ...] = ()  # `G:...` arguments of shell steps' guards (provision.facts.guards)
     groups: tuple[str, ...] = ()  # groups and their members (`R:`, the users fact)
     member_sockets: tuple[str, ...] = ()  # `MEMBER:SOCKET` of members' own servers (`J:`, jupyter_auth)
+    credentials: tuple[str, ...] = ()  # services' secret directories (`K:`, credentials)
 
     def merge(self, other: Request) -> Request:
         def m(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -82,14 +83,16 @@ class Request:
                        m(self.units, other.units), m(self.packages, other.packages),
                        m(self.facts, other.facts), m(self.sshd_users, other.sshd_users),
                        m(self.guards, other.guards), m(self.groups, other.groups),
-                       m(self.member_sockets, other.member_sockets))
+                       m(self.member_sockets, other.member_sockets),
+                       m(self.credentials, other.credentials))
 
     def args(self) -> list[str]:
         return ([f"F:{p}" for p in self.files] + [f"D:{p}" for p in self.dirs]
                 + [f"L:{p}" for p in self.prefixes] + [f"U:{u}" for u in self.users]
                 + [f"S:{u}" for u in self.units] + [f"P:{p}" for p in self.packages]
                 + [f"C:{u}" for u in self.sshd_users] + list(self.guards)
-                + [f"R:{g}" for g in self.groups] + [f"J:{j}" for j in self.member_sockets])
+                + [f"R:{g}" for g in self.groups] + [f"J:{j}" for j in self.member_sockets]
+                + [f"K:{d}" for d in self.credentials])
 
     def spec_names(self) -> frozenset[str]:
         """The specs whose fragments this request needs."""
@@ -108,4 +111,6 @@ class Request:
             names.add("guards")
         if self.member_sockets:
             names.add("jupyter_auth")
+        if self.credentials:
+            names.add("credentials")
         return frozenset(names)

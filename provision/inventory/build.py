@@ -24,6 +24,7 @@ from provision.dns.provider import ProviderSettings
 from provision.dns.rdata import DATA_TYPES, BadValue
 from provision.dns.rdata import declared as declared_value
 from provision.dns.secrets import placement_problem
+from provision.secrets.check import inventory_problems, service_problems
 
 from . import acme as acme_section
 from . import clusters as cl
@@ -284,6 +285,9 @@ class _Resolver:
                                      aws=d.aws is not None)
         dns = self._dns()
         acme = self._acme()
+        for where, message in inventory_problems(d.secrets, [(p.name, p.keys) for p in team],
+                                                 d.recipients):
+            self.fail(where, message)
         if self.problems:
             raise InventoryError(self.problems)
         positions = {dotted(k): (v.file, v.line, v.column) for k, v in self.source.positions.items()}
@@ -294,7 +298,8 @@ class _Resolver:
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, clusters=clusters,
-            positions=positions, tree=self.source.tree, acme=acme)
+            positions=positions, tree=self.source.tree, acme=acme, secrets=tuple(d.secrets.items()),
+            recipients=tuple(d.recipients.items()))
 
     def _logins(self) -> set[str]:
         """Every account the operator logs in as (passwordless sudo on the hosts)."""
@@ -617,13 +622,20 @@ class _Resolver:
             https, problems = door.build(s.https, zones)
             for where, why in problems:
                 self.fail((*path, "https", *where), why)
+        for spot, message in service_problems(path, s.environment, s.secrets, list(self.doc.secrets),
+                                              s.per_user not in (None, False)):
+            self.fail(spot, message)
         service = m.Service(name=name, port=port, bind=s.bind or DEFAULT_BIND, expose=expose,
                             command=command, user=user, logdir=logdir,
                             notebook_dir=s.notebook_dir, venv=venv, restart=s.restart,
                             scheme=entry.scheme if entry else "http", env=env,
                             memory_max=s.memory_max, group=group, own_account=s.user is None,
                             private_tmp=s.private_tmp is not False, https=https,
-                            plain_http=s.plain_http)
+                            plain_http=s.plain_http,
+                            environment=tuple(s.environment.items()),
+                            secrets=tuple(m.SecretUse(k, v, None) if isinstance(v, str)
+                                          else m.SecretUse(k, None, v.file)
+                                          for k, v in s.secrets.items()))
         for where, why in door.service_problems(service, s.bind is not None):
             self.fail((*path, *where), why)
         return service
@@ -1022,6 +1034,10 @@ class _Resolver:
         for f in model.local_files:
             values[f] = self._local_path((*zpath, f), values[f])
         settings = model.model_validate(values)
+        for f in model.secret_fields:
+            if values[f] is not None and values[f] not in self.doc.secrets:
+                self.fail((*zpath, f), f"no secret '{values[f]}' in the inventory's `secrets:` "
+                          f"(secrets: {', '.join(self.doc.secrets) or 'none'})")
         bound = settings.bound_names()
         for f in model.local_files:
             path = values[f]
@@ -1201,7 +1217,9 @@ def _overlay(base: ServiceDoc, top: ServiceDoc | None) -> ServiceDoc:
     """Fields set on `top` win over `base` (host over role)."""
     if top is None:
         return base
-    merged = base.model_dump(by_alias=True, exclude_unset=True)
-    merged.update(top.model_dump(by_alias=True, exclude_unset=True))
+    # warnings off: a service's secret target ({file: ...}) is a tagged union pydantic's
+    # serializer warns about, and dumps right
+    merged = base.model_dump(by_alias=True, exclude_unset=True, warnings=False)
+    merged.update(top.model_dump(by_alias=True, exclude_unset=True, warnings=False))
     return ServiceDoc.model_validate(merged, strict=False)
 

@@ -17,6 +17,17 @@ from .python_envs import PythonEnv
 
 if TYPE_CHECKING:
     from provision.dns.provider import ProviderSettings
+    from provision.secrets.vault import Vault
+
+
+@record
+class SecretUse:
+    """A secret a service gets: as the environment variable `env`, or as the file `file`
+    of its $CREDENTIALS_DIRECTORY (docs/secrets.md)."""
+
+    secret: str
+    env: str | None = None
+    file: str | None = None
 
 
 @record
@@ -89,6 +100,8 @@ class Service:
     private_tmp: bool = True  # systemd PrivateTmp=: a /tmp of its own
     https: Https | None = None  # served through the door (provision.door)
     plain_http: str | None = None  # why a public service has no door (the opt-out's reason)
+    environment: tuple[tuple[str, str], ...] = ()  # plain values, written into the unit
+    secrets: tuple[SecretUse, ...] = ()  # delivered root-only, never in the unit
 
     @property
     def public_port(self) -> int:
@@ -321,6 +334,10 @@ class Inventory:
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dns.secrets)
     tree: str = field(default="", compare=False)
+    secrets: tuple[tuple[str, str], ...] = ()  # name -> armored age ciphertext
+    recipients: tuple[tuple[str, str], ...] = ()  # label -> extra public key
+    # the secrets decrypted for one plan or apply (None in check, render and the rest)
+    vault: Vault | None = field(default=None, compare=False, repr=False)
     # where each field path was defined, for findings that point at the file
     positions: dict[str, tuple[str, int, int]] = field(default_factory=dict, compare=False, hash=False)
 

@@ -26,6 +26,14 @@ from pydantic import (
 
 from provision.dns import providers
 from provision.dns.visibility import Visibility
+from provision.secrets.fields import (
+    Armored,
+    EnvValue,
+    EnvVar,
+    RecipientKey,
+    SecretName,
+    SecretTarget,
+)
 from provision.text import printable, unsafe
 
 from .acme import AcmeDoc
@@ -176,6 +184,13 @@ class ServiceDoc(Strict):
     plain_http: Reason | None = Field(
         None, description="why this public service is served as plain HTTP without the door "
                           "(the opt-out `check` asks for; e.g. a public mirror of open data)")
+    environment: dict[EnvVar, EnvValue] = Field(
+        default_factory=dict, description="plain environment variables (NAME -> value) written "
+                                          "into the unit: nothing secret (see `secrets`)")
+    secrets: dict[SecretName, SecretTarget] = Field(
+        default_factory=dict, description="secrets (names in the top-level `secrets`) this "
+        "service gets: secret -> ENV_VAR, or -> {file: NAME} (a file of $CREDENTIALS_DIRECTORY); "
+        "kept root-only on the host, never in the unit (docs/secrets.md)")
 
 
 ViaDoc = Name | Annotated[list[Name], Field(min_length=1)]
@@ -513,6 +528,12 @@ class InventoryDoc(Strict):
     dns: DnsDoc | None = None
     acme: AcmeDoc | None = Field(None, description="the ACME CA that issues certificates "
                                  "(DNS-01 through the inventory's zones)")
+    secrets: dict[SecretName, Armored] = Field(
+        default_factory=dict, description="secret name -> its value encrypted with age to the "
+        "team's SSH keys and `recipients`, ASCII-armored (`provision secrets set NAME`)")
+    recipients: dict[SecretName, RecipientKey] = Field(
+        default_factory=dict, description="further keys every secret is encrypted to (a deploy "
+        "key, CI, a member's age1 key): label -> ssh-ed25519, ssh-rsa or age1... public key")
 
 
 @functools.cache

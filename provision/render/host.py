@@ -39,6 +39,7 @@ from provision.firewall.rules import (
 )
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Host, Inventory, Service
+from provision.secrets import delivery
 
 from .apt import apt_artifacts
 from .artifact import Artifact
@@ -235,8 +236,13 @@ def _service(host: Host, service: Service) -> list[Artifact]:
     unit = _render("service.unit.j2", host=host.name, service=service,
                    exec_start=exec_start(host, service), bind_ro=tmp_binds(service),
                    working_directory=service.notebook_dir or "~",
-                   environment=[("PYTHONUNBUFFERED", "1")])
+                   environment=[("PYTHONUNBUFFERED", "1"), *service.environment],
+                   credentials=delivery.unit_lines(service))
     out.append(Artifact(f"{UNIT_DIR}/{service.unit_name}", unit, "unit", service=service.unit_name))
+    # a secret's file, in the rendered tree only as a placeholder (apply delivers the value)
+    out += [Artifact(delivery.path(service, use), delivery.placeholder(service, use),
+                     "secret-placeholder", mode=delivery.MODE, service=service.unit_name)
+            for use in service.secrets]
     return out
 
 

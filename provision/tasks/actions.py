@@ -4,6 +4,7 @@ executor in `provision.tasks.script` turns them into one shell script."""
 from __future__ import annotations
 
 from provision.record import record
+from provision.secrets.vault import Sealed
 
 from .door_script import DoorApply
 from .python_env_script import BuildPythonEnv
@@ -25,6 +26,22 @@ class WriteFile:
     def describe(self) -> str:
         verb = "create" if self.old is None else "update"
         return f"{verb} {self.path} ({self.mode:04o} {self.owner}:{self.group})"
+
+
+@record
+class WriteSecret:
+    """Write a secret's file (root, 0400): sent inside the batch over the SSH channel,
+    never on a command line; described by name only. Makes the host's fingerprint salt
+    first when there is none."""
+
+    path: str
+    secret: str
+    service: str
+    content: Sealed
+    new: bool = False
+
+    def describe(self) -> str:
+        return f"secret {self.secret} of {self.service} {'set' if self.new else 'changed'} ({self.path})"
 
 
 @record
@@ -241,6 +258,7 @@ class EnsureGroup:
         return "; ".join([head, *changes])
 
 
-Action = (WriteFile | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser | RetireUser
-          | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload | LoadNewUnits | EnableUnit | StartUnit | RestartUnit
-          | RetireUnit | EnsureGroup | RunCommand | BuildPythonEnv | DoorApply)
+Action = (WriteFile | WriteSecret | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser
+          | RetireUser | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload
+          | LoadNewUnits | EnableUnit | StartUnit | RestartUnit | RetireUnit | EnsureGroup
+          | RunCommand | BuildPythonEnv | DoorApply)

@@ -26,6 +26,7 @@ from shlex import quote
 
 from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
+from provision.secrets.delivery import SALT
 from provision.tasks import apt_script, door_script, python_env_script
 from provision.tasks.actions import (
     Action,
@@ -47,6 +48,7 @@ from provision.tasks.actions import (
     SetSysctl,
     StartUnit,
     WriteFile,
+    WriteSecret,
 )
 from provision.tasks.door_script import DoorApply
 from provision.tasks.python_env_script import BuildPythonEnv
@@ -227,6 +229,8 @@ def snippet(action: Action) -> str:
         args = [a.path, a.owner, a.group, f"{a.mode:04o}", *([a.validate] if a.validate else [])]
         return (f"provision_write {' '.join(quote(x) for x in args)} <<'{EOF_MARK}'\n"
                 f"{_b64(a.content)}{EOF_MARK}")
+    if isinstance(a, WriteSecret):
+        return secret_snippet(a)
     if isinstance(a, SetAttrs):
         return "provision_attrs " + " ".join(quote(x) for x in
                                              (a.path, a.owner, a.group, f"{a.mode:04o}"))
@@ -293,6 +297,16 @@ def snippet(action: Action) -> str:
     if isinstance(a, DoorApply):
         return door_script.snippet(a, "\n".join(snippet(WriteFile(p, c, m)) for p, c, m in a.writes))
     raise TypeError(f"no shell for {a!r}")
+
+
+def secret_snippet(a: WriteSecret) -> str:
+    """A secret's file: the host's salt made if missing (umask 077, in the 0700 root
+    directory), then the value from the batch's own text (a here-document: dash passes it
+    through a pipe, no temporary file) written 0400 root like any file."""
+    value = base64.encodebytes(a.content.reveal()).decode()
+    return (f"[ -s {quote(SALT)} ] || ( umask 077; head -c 32 /dev/urandom | od -An -tx1 | "
+            f"tr -d ' \\n' > {quote(SALT)} )\n"
+            f"provision_write {quote(a.path)} root root 0400 <<'{EOF_MARK}'\n{value}{EOF_MARK}")
 
 
 def settle_args(actions: list[Action]) -> list[str]:

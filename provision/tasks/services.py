@@ -34,6 +34,8 @@ from .actions import (
     StartUnit,
     WriteFile,
 )
+from .credentials import directories as secret_dirs
+from .credentials import secret_actions
 from .files import diff_file
 from .member_servers import check_members, gpu_warnings, retired_instances
 from .refused import Refused
@@ -87,7 +89,8 @@ class ServicesStep:
                                                   *(o for _, o, _ in team_dirs),
                                                   *members, *team))),
                        units=(*(s.unit_name for s in self.host.services), *patterns),
-                       groups=groups)
+                       groups=groups,
+                       credentials=secret_dirs(self.host, bool(self.inv.secrets)))
 
     def diff(self, facts: Facts) -> list[Action]:
         check_members(self.host, facts)  # Refused: nothing is applied
@@ -105,6 +108,8 @@ class ServicesStep:
                 if a.kind == "unit":
                     units_written.append(a.service)
             writes += acts
+        secrets, secret_changed = secret_actions(self.host, self.inv.vault, facts)
+        writes += secrets
         dirs: list[Action] = []
         for path, owner in self.directories:
             if facts.dir(path).kind == "absent":
@@ -133,6 +138,9 @@ class ServicesStep:
                 units.append(RestartUnit(s.unit_name, "unit or config changed", ports))
             elif unit.need_daemon_reload:
                 units.append(RestartUnit(s.unit_name, "unit file changed on disk", ports))
+            elif s.unit_name in secret_changed:
+                names = ", ".join(dict.fromkeys(secret_changed[s.unit_name]))
+                units.append(RestartUnit(s.unit_name, f"secret {names} changed", ports))
             elif s.template_unit in changed:
                 units.append(RestartUnit(s.unit_name, "template unit changed", ports))
             elif unit.active_since is not None and max(

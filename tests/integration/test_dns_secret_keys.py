@@ -1,0 +1,116 @@
+"""A PowerDNS API key from the inventory's secrets (`api_key_secret`), against the real
+PowerDNS Authoritative Server on 127.0.0.1 (tests/support/powerdns_server.py): decrypted
+only by the commands that talk to the server, sent only to the server its value is bound
+to, and printed nowhere. (The TSIG key from a secret is tested against the lab's BIND:
+tests/lab/test_secrets.py.)"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from provision.dns.secret_keys import api_key, tsig_key
+from provision.errors import OperationError
+from tests.support.powerdns_server import Pdns, pdns_server
+
+pytestmark = pytest.mark.skipif(shutil.which("age") is None or shutil.which("ssh-keygen") is None,
+                                reason="needs age and ssh-keygen")
+
+
+@pytest.fixture(scope="module")
+def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
+    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
+        yield p
+
+
+def _key(tmp: Path, name: str) -> tuple[Path, str]:
+    path = tmp / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)],
+                   check=True)
+    return path, (tmp / f"{name}.pub").read_text().strip()
+
+
+def _inventory(tmp: Path, pub: str, pdns: Pdns, zone: str, value: str) -> Path:
+    armored = subprocess.run(["age", "--encrypt", "--armor", "-r", pub], input=value.encode(),
+                             capture_output=True, check=True).stdout.decode()
+    doc: dict[str, Any] = {
+        "version": 1, "team": {"alice": {"keys": [pub]}},
+        "secrets": {"pdns_key": armored},
+        "dns": {"zones": {zone.rstrip("."): {
+            "provider": "powerdns", "api_url": pdns.url, "api_key_secret": "pdns_key",
+            "dns_address": "127.0.0.1", "dns_port": pdns.dns_port,
+            "records": {"api": {"type": "A", "values": ["127.0.0.10"], "ttl": 120}}}}}}
+    path = tmp / "inventory.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _cli(*args: str, identity: Path) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(identity.parent),
+                               "PROVISION_IDENTITY": str(identity)})
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_api_key_comes_from_a_secret_bound_to_its_server(pdns: Pdns, tmp_path: Path) -> None:
+    zone = "secretkey.example.org."
+    pdns.create_zone(zone)
+    try:
+        alice, pub = _key(tmp_path, "alice")
+        inv = str(_inventory(tmp_path, pub, pdns, zone, f"{pdns.url} {pdns.key}\n"))
+        outputs = []
+        # check names where the key comes from and decrypts nothing (no identity file)
+        code, out = _cli("check", "-i", inv, identity=tmp_path / "absent")
+        outputs.append(out)
+        assert code == 0 and f"API key from secret pdns_key, sent to {pdns.url}" in out, out
+        # dns apply decrypts it (no $PROVISION_POWERDNS_API_KEY anywhere) and the server
+        # answers what the inventory says; then nothing is left to do
+        code, out = _cli("dns", "apply", "-i", inv, "--yes", identity=alice)
+        outputs.append(out)
+        assert code == 0, out
+        assert pdns.query(f"api.{zone}", "A") == ("NOERROR", ["127.0.0.10"], True, 120)
+        for extra in ((), ("--json",)):
+            code, out = _cli("dns", "plan", "-i", inv, "--detailed-exitcode", *extra,
+                             identity=alice)
+            outputs.append(out)
+            assert code == 0, out
+        # a key bound to another server is not sent to this one: exit 1, nothing changed
+        other = _inventory(tmp_path, pub, pdns, zone, f"http://127.0.0.1:1 {pdns.key}")
+        code, out = _cli("dns", "plan", "-i", str(other), identity=alice)
+        outputs.append(out)
+        assert code == 1 and "bound to another server" in out, out
+        # a key that does not decrypt with the operator's: exit 1, naming whom it is for
+        carol, _ = _key(tmp_path, "carol")
+        code, out = _cli("dns", "plan", "-i", inv, identity=carol)
+        outputs.append(out)
+        assert code == 1 and "encrypted to: alice" in out, out
+        leaked = [o for o in outputs if pdns.key in o]
+        assert leaked == []
+    finally:
+        pdns.delete_zone(zone)
+
+
+def test_the_parsers_name_the_secret_and_never_quote_its_value() -> None:
+    url = "https://pdns.example.net:8081"
+    assert api_key("k", b"https://PDNS.example.net:8081/ abc123\n", url) == "abc123"
+    assert api_key("k", b"https://pdns.example.net:8081 abc123", url + "/api") == "abc123"
+    for value in (b"abc123", b"https://pdns.example.net:8082 abc123", b"abc123 https://pdns.example.net:8081",
+                  b"http://pdns.example.net:8081 abc123", b"https://pdns.example.net:8081 abc123 x",
+                  b"https://pdns.example.net:8081 abc\xff123"):
+        with pytest.raises(OperationError) as e:
+            api_key("k", value, url)
+        assert "abc" not in str(e.value) and "secret 'k'" in str(e.value), (value, e.value)
+    assert tsig_key("t", b"hmac-sha256:lab-key:c2VjcmV0") == ("lab-key", "hmac-sha256", "c2VjcmV0")
+    for value in (b"hmac-sha256:lab-key", b"SECRETALG:lab-key:c2VjcmV0", b"hmac-sha256:SECRET NAME:x",
+                  b"\xff"):
+        with pytest.raises(OperationError) as e:
+            tsig_key("t", value)
+        assert "SECRET" not in str(e.value) and "secret 't' is not a usable TSIG key" in str(e.value)
