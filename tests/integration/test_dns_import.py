@@ -137,7 +137,7 @@ def test_import_needs_the_zone_or_a_provider_that_needs_no_settings(
     r = _cli("import", "dns", "-i", str(inv), "--zone", "other.org")
     assert r.exit_code == 2 and "zone other.org is not in the inventory" in r.output
     r = _cli("import", "dns", "-i", str(inv), "--zone", "other.org", "--provider", "rfc2136")
-    assert r.exit_code == 2 and "--provider rfc2136 needs server, tsig_key_file" in r.output
+    assert r.exit_code == 2 and "--provider rfc2136 needs server" in r.output
     r = _cli("import", "dns", "-i", str(inv), "--zone", "example.org", "--provider", "route53")
     assert r.exit_code == 2 and "with provider clouddns" in r.output
     r = _cli("import", "dns", "-i", str(inv), "--zone", "bad\x1bzone")

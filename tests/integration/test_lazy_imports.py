@@ -17,6 +17,11 @@ FORBIDDEN = ("boto3", "botocore", "google", "fabric", "paramiko", "jinja2", "ssh
 
 # (module file, module imported as written) -> why it is imported only when used
 ALLOWED: dict[tuple[str, str], str] = {
+    ("provision/commands/audit.py", "provision.cluster_plot"):
+        "matplotlib (~0.5 s, an optional extra): only `audit --cluster --plot` draws",
+    ("provision/cluster_plot.py", "matplotlib"):
+        "an optional extra (provision[plot]): a clear error when it is missing",
+    ("provision/cluster_plot.py", "matplotlib.pyplot"): "as matplotlib, after choosing Agg",
     ("provision/commands/converge_run.py", "provision.commands.certs"):
         "the ACME library, josepy and requests (~0.2 s): `apply` loads them only when a "
         "converged host has a door",
