@@ -524,7 +524,7 @@ EPHEMERAL_PORTS = (40000, 44999)
 def cluster_doc(plan: LabPlan) -> dict[str, Any]:
     """Every GPU host trains together, on its v4 and v6 address, the kernel's ports for
     NCCL and Gloo narrowed to a range (each lab host is a network namespace: its own)."""
-    return {"hosts": ["role:gpu-server"],
+    return {"hosts": [n.name for n in plan.gpu_hosts],
             "addresses": {n.name: [n.primary.ipv4, n.primary.ipv6] for n in plan.gpu_hosts},
             "ephemeral_ports": list(EPHEMERAL_PORTS)}
 

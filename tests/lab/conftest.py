@@ -172,6 +172,7 @@ def one_host_inventory(lab: Lab, host: str,
     doc = yaml.safe_load(lab.inventory.read_text())
     doc.pop("dns", None)
     doc.pop("roles", None)
+    doc.pop("clusters", None)  # one host trains with nobody
     entry = doc["hosts"][host]
     if services is None:
         doc["hosts"] = {host: {k: v for k, v in entry.items() if k != "roles"}}

@@ -51,6 +51,7 @@ def _inventory(lab: Lab, tmp_path: Path) -> Path:
         "command": "/usr/bin/python3 -m http.server --bind {bind} {port}",
         "https": {"name": NAME}}}}}
     doc.pop("roles", None)
+    doc.pop("clusters", None)
     doc["dns"]["owner"] = "certs-test"
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump(doc))
@@ -99,8 +100,9 @@ def _challenges(lab: Lab) -> list[str]:
 @pytest.fixture(scope="module")
 def door(lab: Lab) -> Iterator[None]:
     """The stand-in door on gpu1, started by the test once a certificate is there."""
+    # the real door's unit (in /etc, which wins over /run) may be left by another test
     lab.host("gpu1", "sh", "-c", f"systemctl stop provision-door.service 2>/dev/null; "
-             f"rm -rf /etc/provision/tls/{NAME}")
+             f"rm -rf /etc/provision/tls/{NAME} /etc/systemd/system/provision-door.service")
     lab.host("gpu1", "sh", "-c", f"cat > /run/stand-in-door.cfg <<'EOF'\n"
              f"{STAND_IN.format(name=NAME)}EOF\n"
              f"cat > /run/systemd/system/provision-door.service <<'EOF'\n{UNIT}EOF\n"

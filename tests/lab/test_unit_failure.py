@@ -35,7 +35,7 @@ def broken(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
                            "services": {SERVICE: {
                                "port": 8123, "restart": False,
                                "command": f"/bin/ls {MARKER}"}}}}
-    for key in ("roles", "dns"):
+    for key in ("roles", "dns", "clusters"):
         doc.pop(key, None)
     inventory = d / "inventory.yml"
     inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
