@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The lab half of `make demo` (root): real hosts, real sshd/systemd/iptables/Jupyter.
-# lab up -> bootstrap through the bastion -> plan shows nothing to do -> tunnel to
+# lab up -> bootstrap through the bastion -> plan shows nothing to do -> the public model
+# API through its door (a certificate from the lab's CA, 200 with a key, 401 without) -> the
+# training cluster: one command on every member, a Gloo all-reduce, audit --cluster -> tunnel to
 # Jupyter and TensorBoard, fetch both pages -> one Jupyter per person, bob (no sudo) opens
 # his own through his tunnel -> a real DNS cutover on BIND driven by the
 # inventory (seconds of TTL), checked on ns1 and the resolver, then `dns plan` is empty -> lab down.
@@ -27,6 +29,26 @@ $P lab exec -- "$P" apply -i "$INV" --yes
 
 step "plan again: nothing to do (exit 0 with --detailed-exitcode)"
 $P lab exec -- "$P" plan -i "$INV" --detailed-exitcode
+
+GPU1=$("$PWD/.venv/bin/python" -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['hosts']['gpu1']['address'])" "$INV")
+NAME=model.lab.test
+ON_BASTION() { $P lab exec -- ssh -F "$DIR/ssh_config" -o BatchMode=yes bastion "$@"; }
+step "the public model API on gpu1, from the bastion (the internet): HTTPS on 443 with a certificate from the lab's CA (Pebble, DNS-01 through the lab's zone)"
+ON_BASTION "openssl s_client -connect $GPU1:443 -servername $NAME </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer -enddate"
+step "a request with alice's key (HTTP/2, 200), then one without (401, JSON)"
+KEY=$(cat "$DIR/api-keys/alice")
+ON_BASTION "curl -sk --http2 --resolve $NAME:443:$GPU1 -H 'Authorization: Bearer $KEY' -o /dev/null -w 'with a key: HTTP/%{http_version} %{http_code}\n' https://$NAME/"
+ON_BASTION "curl -sk --resolve $NAME:443:$GPU1 -w '\nwithout: %{http_code}\n' https://$NAME/"
+
+step "the training cluster 'train' (gpu1, gpu2): one command on every member, each with its rank and interface"
+$P lab exec -- "$P" exec cluster:train -i "$INV" -- 'echo rank $NODE_RANK of $NNODES, rendezvous $MASTER_ADDR:$MASTER_PORT, Gloo on $GLOO_SOCKET_IFNAME, ports $(sysctl -n net.ipv4.ip_local_port_range)'
+step "a real Gloo all-reduce (Debian's python3-torch) between the members, through the hardened firewall"
+$P lab exec -- "$P" exec cluster:train -i "$INV" --timeout 120 -- 'python3 -c "
+import os, torch, torch.distributed as d
+d.init_process_group(\"gloo\", init_method=\"tcp://%s:%s\" % (os.environ[\"MASTER_ADDR\"], os.environ[\"MASTER_PORT\"]), rank=int(os.environ[\"NODE_RANK\"]), world_size=int(os.environ[\"NNODES\"]))
+t = torch.tensor([float(d.get_rank() + 1)]); d.all_reduce(t); print(\"rank\", d.get_rank(), \"sum\", t.item())"'
+step "provision audit --cluster train: every pair open (RTT, Gb/s), the bastion shut out"
+$P lab exec -- "$P" audit --cluster train -i "$INV" --seconds 1
 
 step "provision tunnel gpu1: Jupyter and TensorBoard on 127.0.0.1, pages fetched through the tunnel"
 $P lab exec -- "$P" tunnel -i "$INV" gpu1 --check

@@ -22,6 +22,7 @@ findings of `provision.exposure.findings` (exactly what `check` prints) beside t
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 from provision.cloud import cluster_rules
 from provision.facts import Facts
 from provision.facts import docker as D
+from provision.facts import door as DOOR
 from provision.facts import iptables as IPT
 from provision.facts import jupyter_auth as J
 from provision.facts import listeners as L
@@ -48,12 +50,13 @@ from provision.tasks.users import authorized_keys
 from provision.tasks.verify import drops_peers, in_the_way
 
 from . import findings
+from .door_live import served_findings
 from .finding import Finding, sort_findings
 from .internet import covers_internet
 from .members import group_members
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
-AUDIT_FACTS = ("listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
+AUDIT_FACTS = ("door", "listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
                "docker", "jupyter_auth")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
 # Client ports every DHCP-configured server listens on (replies come back to them): never an
@@ -240,7 +243,7 @@ def expected(inv: Inventory, host: Host) -> Expected:
 
 
 def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] | None = None,
-           want: Expected | None = None) -> HostReport:
+           want: Expected | None = None, now: float | None = None) -> HostReport:
     """Everything `audit` says about one host (declared-only findings are not included:
     they are per inventory, see `declared_findings`). `want`: `expected(inv, host)`."""
     want = want or expected(inv, host)
@@ -262,6 +265,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     found += _listener_findings(inv, host, ports, listeners)
     found += _jupyter_findings(host, jupyter)
     found += member_server_findings(host, auth)
+    found += served_findings(host, facts.get(DOOR.SPEC), time.time() if now is None else now)
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     states = facts.get(TS.SPEC)

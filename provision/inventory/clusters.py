@@ -112,6 +112,8 @@ def _service_ports(host: m.Host) -> dict[int, str]:
     for s in host.services:
         if s.socket is None:
             out.setdefault(s.port, f"service {s.name}")
+        if s.https is not None:
+            out.setdefault(s.https.port, f"service {s.name}'s door")
     return out
 
 

@@ -164,6 +164,7 @@ class LabPlan:
             "hosts": f"{d}/hosts",
             "state": f"{self.state_dir}/state.json",
             "pebble_bundle": f"{d}/pebble-listener.pem",  # acme.ca_bundle of the inventory
+            "api_keys": f"{d}/api-keys",  # the model API's keys (alice, bob), 0600: the door keeps hashes
         }
 
 
@@ -529,7 +530,22 @@ def cluster_doc(plan: LabPlan) -> dict[str, Any]:
             "ephemeral_ports": list(EPHEMERAL_PORTS)}
 
 
-def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) -> dict[str, Any]:
+DOOR_NAME = f"model.{ZONE}"
+
+
+def model_api(api_keys: dict[str, str]) -> dict[str, Any]:
+    """gpu1's public model API behind the door: the world may reach port 443 (the bastion
+    stands for the internet), a name in the lab's zone (its certificate from the lab's CA),
+    keys for alice and bob (`api_keys`: name -> digest), a few requests a second per address,
+    so that a short loop shows the 429s."""
+    return {"port": 8000, "expose": {"from": ["0.0.0.0/0", "::/0"]},
+            "command": "/usr/bin/python3 -m http.server --bind {bind} {port}",
+            "https": {"name": DOOR_NAME, "keys": dict(sorted(api_keys.items())),
+                      "limits": {"per_address": "5/s", "burst": 5, "connections": 32}}}
+
+
+def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool,
+                  api_keys: dict[str, str] | None = None) -> dict[str, Any]:
     p = plan.paths
     b = plan.node("bastion")
     prv = b.on("prv")
@@ -562,7 +578,9 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool) ->
                 "tensorboard": {"logdir": "/srv/runs", "venv": plan.venv},
             }},
         },
-        "hosts": {n.name: {"address": n.primary.ipv4, "via": "bastion", "roles": ["gpu-server"]}
+        "hosts": {n.name: {"address": n.primary.ipv4, "via": "bastion", "roles": ["gpu-server"],
+                           **({"services": {"model-api": model_api(api_keys)}}
+                              if api_keys and n.name == "gpu1" else {})}
                   for n in plan.gpu_hosts},
         **({"clusters": {CLUSTER: cluster_doc(plan)}} if len(plan.gpu_hosts) >= 2 else {}),
         "acme": {"ca": pebble_directory(plan), "ca_bundle": p["pebble_bundle"],

@@ -28,6 +28,7 @@ import dns.query
 import dns.rcode
 import yaml
 
+from provision.door import keys as door_keys
 from provision.errors import OperationError
 from provision.inventory import load_inventory
 from provision.render import render_ssh_config
@@ -139,6 +140,17 @@ def ensure_keypair(path: str, comment: str) -> str:
         Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path])
     return Path(path + ".pub").read_text().strip()
+
+
+def ensure_api_key(path: str) -> str:
+    """A model API key for the lab's door, kept 0600 for the demo and the tests; its digest
+    (what the inventory holds)."""
+    if not os.path.exists(path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(door_keys.new_key() + "\n")
+    return door_keys.digest(Path(path).read_text().strip())
 
 
 def ensure_tsig(path: str) -> None:
@@ -617,7 +629,8 @@ def write_operator_files(plan: P.LabPlan, host_keys: dict[str, str], team_keys: 
     paths = plan.paths
     Path(paths["known_hosts"]).write_text(P.known_hosts(plan, host_keys))
     jupyter = importlib.util.find_spec("jupyter_server") is not None
-    doc = P.inventory_doc(plan, team_keys, jupyter=jupyter)
+    api_keys = {p: ensure_api_key(f"{paths['api_keys']}/{p}") for p in ("alice", "bob")}
+    doc = P.inventory_doc(plan, team_keys, jupyter=jupyter, api_keys=api_keys)
     Path(paths["inventory"]).write_text(
         f"# lab {plan.name}: written by `provision lab up`\n" + yaml.safe_dump(doc, sort_keys=False))
     Path(paths["ssh_config"]).write_text(render_ssh_config(load_inventory(paths["inventory"])))
