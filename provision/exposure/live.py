@@ -40,7 +40,7 @@ from provision.facts import sysctl as SYS
 from provision.facts import tcpstates as TS
 from provision.facts.spec import Request
 from provision.firewall import parse as FP
-from provision.firewall.rules import Family, HostFirewall, host_firewall, ssh_sources
+from provision.firewall.rules import Family, HostFirewall, cluster_sources, host_firewall, ssh_sources
 from provision.inventory.model import Host, Inventory, Service
 from provision.record import record
 from provision.render import SSHD_DROPIN, render_host
@@ -332,7 +332,9 @@ def _ports(inv: Inventory, host: Host, listeners: Sequence[L.Listener],
     for proto, port in keys:
         here = [s for s in listeners if (s.proto, s.port) == (proto, port)]
         wants = wanted.get(port, []) if proto == "tcp" else []
-        declared_srcs = tuple(c for w in wants for c in w.sources)
+        # a cluster's peers are declared sources of every port the cluster opens
+        declared_srcs = (*(c for w in wants for c in w.sources),
+                         *cluster_sources(inv, host, proto, port))
         sides: dict[int, Side] = {}
         fams: tuple[Family, ...] = (4, 6)
         for fam in fams:

@@ -151,6 +151,19 @@ def is_cluster_rule(rule: Rule) -> bool:
     return rule.target == "ACCEPT" and rule.comment.startswith(CLUSTER_COMMENT)
 
 
+def cluster_sources(inv: Inventory, host: Host, proto: str, port: int) -> tuple[str, ...]:
+    """The peers' addresses (`/32`, `/128`) `host` admits on `proto`/`port` for its clusters:
+    declared by the inventory as surely as a service's sources."""
+    out: list[str] = []
+    for c in inv.clusters_of(host.name):
+        if proto not in c.protocols or (c.ports and not any(lo <= port <= hi
+                                                            for lo, hi in c.ports)):
+            continue
+        out += [_host_net(a) for peer in c.members if peer != host.name
+                for a in c.addresses_of(peer)]
+    return tuple(dict.fromkeys(out))
+
+
 def cluster_rules(inv: Inventory, host: Host, family: Family) -> list[Rule]:
     """What `host` admits from the other members of its clusters: each peer's training
     addresses of this family, for each protocol, on the cluster's ports (every port when it

@@ -54,6 +54,9 @@ MASKED_UNITS = (
     "getty@.service", "container-getty@.service", "machines.target",
     "systemd-networkd.service", "systemd-networkd.socket", "systemd-resolved.service",
     "networking.service",
+    # daemons Debian starts on install that no lab host asks for: iperf3 would listen on
+    # *:5201 on every host, haproxy.service beside the door's own unit (provision-door)
+    "iperf3.service", "haproxy.service",
 )
 UNMASKED_FOR = {
     "ns1": ("named.service", "bind9.service"),
