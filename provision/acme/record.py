@@ -44,3 +44,16 @@ def load(host: str, name: str) -> Held | None:
                     tuple(str(n) for n in doc["names"]))
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def fingerprint(host: str, name: str) -> str | None:
+    """The SHA-256 fingerprint (lower-case hex) of the certificate last installed or seen for
+    `name` on `host`; None when unknown."""
+    p = _path(host, name)
+    if not state.existing(p.parent) or not os.path.lexists(p):
+        return None
+    try:
+        value = json.loads(_read_private(p, "certificate record"))["fingerprint"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value.replace(":", "").lower() if isinstance(value, str) else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from provision.errors import OperationError
@@ -61,15 +61,29 @@ def doors(inv: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, list[Https]
     return out
 
 
-def maybe_due(hosts: Sequence[Host], now: dt.datetime) -> list[Host]:
+def maybe_due(hosts: Sequence[Host], now: dt.datetime,
+              on_host: Mapping[str, Mapping[str, str | None]] | None = None) -> list[Host]:
     """The hosts with a door whose certificate may be due by what this machine last saw
-    (none seen yet counts as due); the others need no remote command."""
+    (none seen yet counts as due); the others need no remote command. `on_host`: host ->
+    name -> the fingerprint the host holds (from the facts the run already read; None: a
+    placeholder or nothing): a host that holds another certificate than the one this
+    machine recorded (a new host under an old name, a placeholder just made) is due."""
     out = []
     for h in hosts:
         names = {s.https.name for s in h.services if s.https is not None}
-        if any(decide(seen.load(h.name, n), n, now).renew for n in names):
+        held = (on_host or {}).get(h.name)
+        if any(decide(seen.load(h.name, n), n, now).renew or _stale(h.name, n, held)
+               for n in names):
             out.append(h)
     return out
+
+
+def _stale(host: str, name: str, held: Mapping[str, str | None] | None) -> bool:
+    """The host holds another certificate for `name` than this machine recorded."""
+    if held is None:
+        return False
+    mine = seen.fingerprint(host, name)
+    return mine is None or held.get(name) != mine
 
 
 def renew(inv: Inventory, hosts: Sequence[Host], *, force: bool = False,

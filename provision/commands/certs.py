@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import click
 
@@ -69,11 +69,13 @@ def renew_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     raise Exit(EXIT_FAILED if any(o.status == "failed" for o in outcomes) else EXIT_OK)
 
 
-def after_apply(inv: Inventory, hosts: Sequence[Host], accept_new: bool) -> bool:
+def after_apply(inv: Inventory, hosts: Sequence[Host], accept_new: bool,
+                on_host: Mapping[str, Mapping[str, str | None]] | None = None) -> bool:
     """`apply` renews too: the doors of the converged `hosts` whose certificate may be due
-    (by what this machine last saw: none of them costs a remote command otherwise). Says
-    what it did on stderr; whether any certificate failed."""
-    due = maybe_due([h for h, _ in doors(inv, hosts)], dt.datetime.now(dt.UTC))
+    (by what this machine last saw, and what the run's facts say each host holds: none of
+    them costs a remote command otherwise). Says what it did on stderr; whether any
+    certificate failed."""
+    due = maybe_due([h for h, _ in doors(inv, hosts)], dt.datetime.now(dt.UTC), on_host)
     if not due:
         return False
     outcomes = renew(inv, due, accept_new=accept_new, log=lambda line: echo(f"  {line}", err=True))

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.errors import Exit
+from provision.facts import door as DOOR
 from provision.hosts.confirm import execute_guarded
 from provision.hosts.converge import (
     Contention,
@@ -203,6 +204,21 @@ def _json(runs: list[HostRun], command: str, job: Run, shard: str | None,
                "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
 
 
+def _held(runs: Sequence[HostRun]) -> dict[str, dict[str, str | None]]:
+    """host -> door name -> the certificate the run's facts saw there (None: the door's
+    placeholder, or none yet)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for run in runs:
+        if run.facts is None or "door" not in run.facts.values:
+            continue
+        fact = run.facts.get(DOOR.SPEC)
+        out[run.host.name] = {
+            s.https.name: (None if (c := fact.certs.get(s.https.name)) is None or c.self_signed
+                           else c.fingerprint)
+            for s in run.host.services if s.https is not None}
+    return out
+
+
 def _failed(runs: list[HostRun]) -> bool:
     return any(r.status in ("failed", "unreachable") for r in runs)
 
@@ -272,5 +288,5 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
     if any(s.https is not None for h in converged for s in h.services):
         from provision.commands.certs import after_apply  # the ACME library: doors only
 
-        certs_failed = after_apply(job.inv, converged, accept_new)
+        certs_failed = after_apply(job.inv, converged, accept_new, _held(runs))
     raise Exit(EXIT_FAILED if _failed(runs) or certs_failed else EXIT_OK)

@@ -40,7 +40,13 @@ from provision.facts import sysctl as SYS
 from provision.facts import tcpstates as TS
 from provision.facts.spec import Request
 from provision.firewall import parse as FP
-from provision.firewall.rules import Family, HostFirewall, cluster_sources, host_firewall, ssh_sources
+from provision.firewall.rules import (
+    Family,
+    HostFirewall,
+    cluster_sources,
+    host_firewall,
+    ssh_sources,
+)
 from provision.inventory.model import Host, Inventory, Service
 from provision.record import record
 from provision.render import SSHD_DROPIN, render_host
@@ -192,6 +198,9 @@ def _wanted(inv: Inventory, host: Host) -> dict[int, list[_Want]]:
     out: dict[int, list[_Want]] = {host.port: [_Want("ssh", None, ssh_sources(inv, host))]}
     for s in host.services:
         srcs = s.expose.sources if s.expose.kind == "public" else ()
+        if s.https is not None:  # the world reaches the door; the service only on loopback
+            out.setdefault(s.https.port, []).append(_Want(f"the door of {s.name}", None, srcs))
+            srcs = ()
         out.setdefault(s.port, []).append(_Want(f"service {s.name}", s.bind, srcs, s))
     return out
 
@@ -396,6 +405,14 @@ def _listener_findings(inv: Inventory, host: Host, ports: Sequence[PortReach],
             elif (p.proto, p.port) in CLIENT_PORTS and not exposed:
                 out.append(Finding("info", "client-port", subject,
                                    f"{', '.join(p.listeners)}{proc}: {CLIENT_PORTS[p.proto, p.port]}", ""))
+            elif exposed and p.level == "declared":  # undeclared ports: a cluster's peers only
+                names = ", ".join(c.name for c in inv.clusters_of(host.name))
+                out.append(Finding("warning", "undeclared-listener-cluster", subject,
+                                   f"undeclared {', '.join(p.listeners)}{proc} is reachable by the "
+                                   f"members of cluster {names} only (every account on them): "
+                                   f"{_where(p)}",
+                                   "bind it to 127.0.0.1 unless the cluster's jobs use it, or "
+                                   "narrow the cluster's `ports`"))
             elif exposed:
                 out.append(Finding("error", "undeclared-listener-exposed", subject,
                                    f"undeclared {', '.join(p.listeners)}{proc} is reachable: {_where(p)}",
@@ -409,7 +426,7 @@ def _listener_findings(inv: Inventory, host: Host, ports: Sequence[PortReach],
             continue
         for w in wants:
             if w.service is None:
-                continue  # sshd: its sources are checked below
+                continue  # sshd and doors: their sources are checked below
             s = w.service
             sub = f"{host.name}/{s.name}"
             if not here:

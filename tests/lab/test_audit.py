@@ -144,7 +144,11 @@ def test_clean_bootstrapped_lab_audits_clean(lab: Lab, world: dict[str, Any]) ->
         assert h["status"] == "ok" and bad == [] and h["drift"] == [], (h["host"], bad, h["drift"])
         assert h["remote_execs"] == 1  # one probe per host
     ports = {p["port"]: p for p in host_json(data)["ports"]}
-    assert ports[22]["reach"] == "jump" and ports[8888]["reach"] == "host" and ports[8888]["tunnel"]
+    # 22: the bastion and gpu2, gpu1's peer in the lab's cluster (both declared)
+    assert ports[22]["reach"] == "declared" and ports[8888]["reach"] == "host" and ports[8888]["tunnel"]
+    # the public model API: the world reaches its door, the service itself only loopback
+    assert ports[443]["reach"] == "internet" and "the door of model-api" in ports[443]["declared"]
+    assert ports[8000]["reach"] == "host"
     assert {p["port"]: p["reach"] for p in host_json(data, "bastion")["ports"]} == {22: "declared"}
     # one model: the declared layer is what `check` reports for the same inventory
     r = lab.op(*PROVISION, "check", "-i", world["inventory"], "--json", check=False)
@@ -164,8 +168,10 @@ def test_undeclared_listener_is_a_warning_until_opened_by_hand(lab: Lab, world: 
         assert listening(lab, HOST, 9999)
         code, data, err = audit(lab, HOST)
         assert code == 0, err + json.dumps(data, indent=1)
-        (f,) = found(data, "undeclared-listener")
+        # gpu2, gpu1's peer in the lab's cluster `train` (every port), reaches it; nobody else
+        (f,) = found(data, "undeclared-listener-cluster")
         assert f["severity"] == "warning" and f["subject"] == "gpu1:9999/tcp" and "python3" in f["message"]
+        assert "cluster train only" in f["message"] and lab.addr("gpu2") in f["message"]
         assert not reach(lab, "bastion", addr, 9999)
 
         lab.host(HOST, "iptables", "-w", "-I", "PROVISION-INPUT", "1", *HAND_RULE)

@@ -94,5 +94,10 @@ def test_apply_asks_a_host_only_when_its_certificate_may_be_due(
                                                      ("api.x.org",)))
     assert maybe_due([gpu], now) == []  # seen current: no remote command
     assert maybe_due([gpu], t0 + dt.timedelta(days=61)) == [gpu]  # due by then
+    # what the run's facts say the host holds: the recorded one, another, a placeholder
+    assert maybe_due([gpu], now, {"gpu1": {"api.x.org": "ab" * 32}}) == []
+    assert maybe_due([gpu], now, {"gpu1": {"api.x.org": "cd" * 32}}) == [gpu]  # a new host
+    assert maybe_due([gpu], now, {"gpu1": {"api.x.org": None}}) == [gpu]  # placeholder: before,
+    # a record left by an earlier host of that name kept the new one on its placeholder
     f = state / "acme" / "installed" / "gpu1" / "api.x.org.json"
     assert oct(f.stat().st_mode & 0o777) == "0o600"
