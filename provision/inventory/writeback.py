@@ -152,14 +152,19 @@ def rewrite(text: str, file: str, zone: str, name: str, rtype: str,
                 seq = rec["values"]
                 style = seq[0] if len(seq) else None
                 # a value kept stays where it is, with its comment; one that goes takes
-                # its comment with it; new ones are added at the end
+                # its comment with it; new ones are added at the end. One value for one
+                # (a cutover: `- OLD  # note` becomes `- NEW  # note`) is the same line
+                # changed, comment kept, as a flow list's `[OLD]  # note` is
+                present = {str(v) for v in seq}
+                added = [v for v in values if v not in present]
+                gone = [i for i in range(len(seq)) if str(seq[i]) not in values]
+                if len(gone) == 1 and len(added) == 1:
+                    seq[gone[0]] = _styled(seq[gone[0]], added.pop())
                 for i in reversed(range(len(seq))):
                     if str(seq[i]) not in values:
                         del seq[i]
-                kept = {str(v) for v in seq}
-                for v in values:
-                    if v not in kept:
-                        seq.append(_styled(style, v))
+                for v in added:
+                    seq.append(_styled(style, v))
                 written = tuple(str(v) for v in seq)
             out = io.StringIO()
             y.dump(doc, out)

@@ -49,6 +49,8 @@ def _changed(old: str, new: str) -> list[tuple[str, str]]:
      [("              - 10.1.0.20   # first", "")]),
     ("both", "A", ("10.1.0.20", "10.1.0.99"),  # ... with its comment
      [("              - 10.1.0.21", "              - 10.1.0.99")]),
+    ("both", "A", ("10.1.0.99", "10.1.0.21"),  # one for one: the line changes, its comment stays
+     [("              - 10.1.0.20   # first", "              - 10.1.0.99   # first")]),
     ("both", "AAAA", ("fd00::2",),
      [('          - {type: AAAA, values: ["fd00::1"]}', '          - {type: AAAA, values: ["fd00::2"]}')]),
 ])
