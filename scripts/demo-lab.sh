@@ -41,7 +41,7 @@ ON_BASTION "curl -sk --http2 --resolve $NAME:443:$GPU1 -H 'Authorization: Bearer
 ON_BASTION "curl -sk --resolve $NAME:443:$GPU1 -w '\nwithout: %{http_code}\n' https://$NAME/"
 
 step "the training cluster 'train' (gpu1, gpu2): one command on every member, each with its rank and interface"
-$P lab exec -- "$P" exec cluster:train -i "$INV" -- 'echo rank $NODE_RANK of $NNODES, rendezvous $MASTER_ADDR:$MASTER_PORT, Gloo on $GLOO_SOCKET_IFNAME, ports $(sysctl -n net.ipv4.ip_local_port_range)'
+$P lab exec -- "$P" exec cluster:train -i "$INV" -- 'echo rank $NODE_RANK of $NNODES, rendezvous $MASTER_ADDR:$MASTER_PORT, Gloo on $GLOO_SOCKET_IFNAME, ports $(tr "\\t" - </proc/sys/net/ipv4/ip_local_port_range)'
 step "a real Gloo all-reduce (Debian's python3-torch) between the members, through the hardened firewall"
 $P lab exec -- "$P" exec cluster:train -i "$INV" --timeout 120 -- 'python3 -c "
 import os, torch, torch.distributed as d
