@@ -18,10 +18,9 @@ _SECRET_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _CRED_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 # set by systemd for the service, or changing how the service's own loader runs it
-RESERVED_ENV = frozenset({"CREDENTIALS_DIRECTORY", "LD_PRELOAD", "LD_LIBRARY_PATH",
-                          "LD_AUDIT", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID",
-                          "INVOCATION_ID", "SYSTEMD_EXEC_PID"})
-# set by systemd for the service: a value of ours would hide or fake systemd's
+# set by systemd for the service: a value of ours would hide or fake systemd's. (LD_* are
+# not refused: whoever writes the inventory is root on the host anyway, and a CUDA service
+# may need LD_LIBRARY_PATH.)
 RESERVED_ENV = frozenset({"CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID",
                           "LISTEN_FDNAMES", "INVOCATION_ID", "SYSTEMD_EXEC_PID", "MAINPID"})
 # what a unit's Environment= line cannot hold as written (provision.render.sinks.unit_value)
