@@ -23,11 +23,12 @@ import difflib
 import ipaddress
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import field, replace
 from typing import Any, Literal, cast
 
 from provision.record import record
+from provision.spans import merge as _merge
 
 from .rules import DOCKER_CHAIN, INPUT_CHAIN, Family, Rule, Ruleset
 
@@ -395,16 +396,6 @@ class AddressSet:
         cls: Any = ipaddress.IPv4Address if self.family == 4 else ipaddress.IPv6Address
         return tuple(str(n) for lo, hi in self.spans
                      for n in ipaddress.summarize_address_range(cls(lo), cls(hi)))
-
-
-def _merge(spans: Sequence[Interval]) -> tuple[Interval, ...]:
-    out: list[Interval] = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
 
 
 @record

@@ -10,22 +10,14 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from provision.spans import Span
+from provision.spans import merge as _merge
+
 from . import model as m
 from .cluster_doc import ClusterDoc
 from .source import FieldPath
 
 Fail = Callable[[FieldPath, str], None]
-Span = tuple[int, int]
-
-
-def _merge(spans: list[Span]) -> tuple[Span, ...]:
-    out: list[Span] = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
 
 
 def _span(value: int | str) -> Span | str:
