@@ -5,8 +5,9 @@
 #              authoritative server, answer, finalize, install, reload, read-back);
 #   lego:      `lego run` with its rfc2136 provider on the same Pebble and zone (issuance
 #              only: lego writes files on this machine, installs nothing).
-# Root needed; a running lab ($PROVISION_LAB_NAME, `provision lab up`). gpu1 gets a
-# stand-in door (HAProxy) as tests/lab/test_certs.py makes.
+# Root needed; a running lab ($PROVISION_LAB_NAME, `provision lab up`). gpu1's door is the
+# real one, applied by `provision apply` as tests/lab/test_certs.py does (the lab's model
+# API under api.lab.test), and put back as the lab declares it at the end.
 # Usage: PROVISION_LAB_NAME=NAME bench/certs.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,24 +20,26 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 NS1=$(sed -n 's|.*ca: https://\([0-9.]*\):14000/dir|\1|p' "$DIR/inventory.yml")
 
-# the inventory: gpu1 with a public service behind a door on api.lab.test
-$PY - "$DIR/inventory.yml" "$WORK/inventory.yml" <<'PYEOF'
-import sys, yaml
+# the inventories: gpu1 alone (no roles) with the lab's model API behind its door, under
+# api.lab.test for the bench, and as the lab declares it (to put back at the end)
+$PY - "$DIR/inventory.yml" "$WORK" <<'PYEOF'
+import copy, sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
-g = doc["hosts"]["gpu1"]
-doc["hosts"] = {"gpu1": {"address": g["address"], "via": "bastion", "services": {"api": {
-    "port": 8000, "bind": "127.0.0.1", "expose": {"from": ["10.0.0.0/8"]},
-    "command": "/usr/bin/python3 -m http.server --bind {bind} {port}",
-    "https": {"name": "api.lab.test"}}}}}
 doc.pop("roles", None)
-open(sys.argv[2], "w").write(yaml.safe_dump(doc))
+doc.pop("clusters", None)
+doc["hosts"] = {"gpu1": {k: v for k, v in doc["hosts"]["gpu1"].items() if k != "roles"}}
+open(f"{sys.argv[2]}/lab-gpu1.yml", "w").write(yaml.safe_dump(doc))
+bench = copy.deepcopy(doc)
+bench["hosts"]["gpu1"]["services"]["model-api"]["https"]["name"] = "api.lab.test"
+open(f"{sys.argv[2]}/inventory.yml", "w").write(yaml.safe_dump(bench))
 PYEOF
 mkdir -m 700 "$WORK/state"
 export PROVISION_STATE_DIR=$WORK/state XDG_CONFIG_HOME=$WORK/xdg
 mkdir -p "$XDG_CONFIG_HOME" && ln -s "$DIR" "$XDG_CONFIG_HOME/provision"
+apply() { ip netns exec "$OP" .venv/bin/provision apply --yes -i "$1" gpu1 >/dev/null 2>&1; }
+trap 'apply "$WORK/lab-gpu1.yml" || echo "gpu1: putting the lab door back failed" >&2; rm -rf "$WORK"' EXIT
 run() { ip netns exec "$OP" .venv/bin/provision certs renew gpu1 -i "$WORK/inventory.yml" "$@" >/dev/null 2>&1; }
-run || true   # the first certificate (the account, the key on gpu1)
-$PY - "$PROVISION_LAB_NAME" < bench/certs_door.py  # stdin: bench/dns.py would shadow dnspython
+apply "$WORK/inventory.yml"   # the door, and its first certificate (the account, the key on gpu1)
 
 now() { date +%s.%N; }
 ours=(); lego=()

@@ -42,7 +42,10 @@ class DoorStep:
         doors = R.doors(self.host)
         unit = facts.units.get(paths.UNIT)
         if not doors:
-            if unit is not None and (unit.active or unit.enabled) and unit.load_state == "loaded":
+            # what `disable --now` can change: a static unit (no [Install]) stays "enabled"
+            # to systemd once stopped, and would be retired again by every apply
+            if (unit is not None and unit.load_state == "loaded"
+                    and (unit.active or unit.unit_file_state in ("enabled", "enabled-runtime"))):
                 return [RetireUnit(paths.UNIT, "no service of this host has a door")]
             return []
         door = facts.get(D.SPEC)

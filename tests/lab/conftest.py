@@ -240,3 +240,21 @@ def _keys_usable_from_copies(lab: Lab) -> Iterator[None]:
         else:
             os.environ["XDG_CONFIG_HOME"] = before
 
+
+
+def gpu1_as_the_lab_declares(lab: Lab, d: Path) -> None:
+    """Put gpu1's services and door back as the lab's inventory declares them (its roles
+    aside: the modules that apply those clean them up), by `provision apply` with a state
+    directory of its own under `d`: what a module that changed gpu1's door leaves, so the
+    next module starts from the lab's door, the real unit, never a stand-in."""
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc.pop("roles", None)
+    doc.pop("clusters", None)
+    doc["hosts"] = {"gpu1": {k: v for k, v in doc["hosts"]["gpu1"].items() if k != "roles"}}
+    path = d / "lab-gpu1.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    state = d / "lab-gpu1-state"
+    state.mkdir(mode=0o700, exist_ok=True)
+    code, data, err = lab.provision_json("apply", "--yes", "-i", str(path), "gpu1",
+                                         env={"PROVISION_STATE_DIR": str(state)}, timeout=300)
+    assert code == 0, (err, json.dumps(data)[:3000])

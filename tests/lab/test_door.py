@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import Lab
+from .conftest import Lab, gpu1_as_the_lab_declares
 
 pytestmark = pytest.mark.lab
 
@@ -58,21 +58,20 @@ def inventory(lab: Lab, keys: tuple[str, ...] = ("alice", "bob", "loop"),
 @pytest.fixture(scope="module")
 def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     d = tmp_path_factory.mktemp("door")
+    (d / "state").mkdir(mode=0o700)  # the ACME account and what was installed: this module's
     w = {"dir": d, "lab": lab}
     code, data, err = apply(w, inventory(lab))
     assert code == 0, (err, json.dumps(data)[:3000])
     yield w
-    lab.host("gpu1", "systemctl", "disable", "--now", "provision-door.service", "provision-model-api.service",
-             check=False)
-    lab.host("gpu1", "sh", "-c", "rm -f /etc/systemd/system/provision-door.service "
-             "/etc/systemd/system/provision-model-api.service; systemctl daemon-reload", check=False)
+    gpu1_as_the_lab_declares(lab, d)
 
 
 def apply(world: dict[str, Any], doc: dict[str, Any], name: str = "inventory.yml") -> tuple[int, dict[str, Any], str]:
     path: Path = world["dir"] / name
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     lab: Lab = world["lab"]
-    return lab.provision_json("apply", "--yes", "-i", str(path), "gpu1", timeout=300)
+    return lab.provision_json("apply", "--yes", "-i", str(path), "gpu1", timeout=300,
+                              env={"PROVISION_STATE_DIR": str(world["dir"] / "state")})
 
 
 def curl(lab: Lab, *args: str, key: str | None = None, where: str = "bastion",

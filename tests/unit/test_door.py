@@ -195,6 +195,24 @@ def test_host_without_a_door_retires_a_running_one(tmp_path: Path) -> None:
     assert step.diff(Facts.of()) == []
 
 
+def test_a_stopped_static_door_unit_is_left_alone(tmp_path: Path) -> None:
+    """A unit named like the door's without an [Install] section (written by hand) is
+    `static`: `disable --now` stops it and cannot disable it, so once it is stopped there
+    is nothing to retire; planning it again made every apply change something."""
+    inv = _inv(tmp_path, API.replace("expose: {from: [0.0.0.0/0, \"::/0\"]}", "expose: tunnel"))
+    step = DoorStep.build(inv, inv.hosts[0])
+
+    def unit(state: str, active: str) -> Facts:
+        return Facts.of(units={paths.UNIT: UnitFact(paths.UNIT, "loaded", state, active, False, 1)})
+
+    assert step.diff(unit("static", "active")) == [
+        RetireUnit(paths.UNIT, "no service of this host has a door")]
+    assert step.diff(unit("static", "inactive")) == []
+    assert step.diff(unit("disabled", "inactive")) == []
+    assert step.diff(unit("enabled-runtime", "inactive")) == [
+        RetireUnit(paths.UNIT, "no service of this host has a door")]
+
+
 def test_batch_checks_before_it_replaces_and_reads_back(tmp_path: Path) -> None:
     step, host = _step(tmp_path)
     actions = step.diff(Facts({**Facts.of().values, "door": D.DoorFact({}, {})}))
