@@ -51,7 +51,13 @@ def test_inventory_is_valid_and_describes_the_lab(lab: Lab) -> None:
         assert person.identity_file and Path(person.identity_file).exists()
         assert Path(person.identity_file + ".pub").read_text().split()[:2] == person.keys[0].split()[:2]
     assert inv.dns and inv.dns.resolvers == (lab.addr("resolver"),)
-    assert {s.name for s in gpus[0].services} == {"jupyter", "tensorboard"}
+    assert {s.name for s in gpus[0].services} == {"jupyter", "tensorboard", "model-api"}
+    assert {s.name for s in gpus[1].services} == {"jupyter", "tensorboard"}
+    api = gpus[0].service("model-api")  # the public model API behind the door: lab's CA, keys
+    assert api is not None and api.https is not None and api.https.name == P.DOOR_NAME
+    assert {k.client for k in api.https.keys} == {"alice", "bob"}
+    assert inv.acme is not None and inv.cluster(P.CLUSTER) is not None
+    assert inv.cluster(P.CLUSTER).members == tuple(h.name for h in gpus)  # type: ignore[union-attr]
 
 
 def test_ssh_through_the_bastion_reaches_gpu1(lab: Lab) -> None:

@@ -47,19 +47,23 @@ def services(lab: Lab) -> Lab:
     gpu1 = inv.node("gpu1")
     artifacts = [a for a in render_host(inv, gpu1)
                  if a.kind == "jupyter-config"
-                 or (a.kind == "unit" and a.service in {s.unit_name for s in gpu1.services})]
+                 or (a.kind == "unit" and a.service in {s.unit_name for s in gpu1.tunnel_services})]
     assert {a.kind for a in artifacts} == {"unit", "jupyter-config"}
     script = ["set -e", "install -d -o admin -g admin /srv/runs"]
+    # the services' own accounts (the services step makes them; this module installs alone)
+    script += [f"id -u {s.user} >/dev/null 2>&1 || useradd -r -m -d /var/lib/provision-services/"
+               f"{s.user} -s /usr/sbin/nologin {s.user}"
+               for s in gpu1.tunnel_services if s.own_account]
     for a in artifacts:
         payload = base64.b64encode(a.content.encode()).decode()
         script += [f"install -d {shlex.quote(os.path.dirname(a.path))}",
                    f"echo {payload} | base64 -d > {shlex.quote(a.path)}",
                    f"chmod {a.mode:o} {shlex.quote(a.path)}"]
-    units = " ".join(s.unit_name for s in gpu1.services)
+    units = " ".join(s.unit_name for s in gpu1.tunnel_services)  # not the public model API
     script += ["systemctl daemon-reload", f"systemctl restart {units}"]
     lab.ssh("gpu1", "sudo", "-n", "sh", "-c", "\n".join(script))
     deadline = time.monotonic() + 90
-    for svc in gpu1.services:
+    for svc in gpu1.tunnel_services:
         check = f"exec 3<>/dev/tcp/127.0.0.1/{svc.port}"
         while lab.host("gpu1", "bash", "-c", check, check=False).returncode != 0:
             assert time.monotonic() < deadline, lab.host(
