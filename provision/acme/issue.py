@@ -29,6 +29,7 @@ from provision.errors import OperationError
 from provision.inventory.acme import KNOWN_CAS, Acme
 from provision.inventory.model import Inventory
 from provision.record import record
+from provision.secrets import unlock
 from provision.text import printable
 
 from . import account, caa, problems
@@ -118,10 +119,11 @@ class Ca:
             self._account = known
             return known
         eab = None
-        if self.settings.eab_kid and self.settings.eab_hmac_key_file:
+        hmac = eab_hmac(self.inv, self.settings)
+        if self.settings.eab_kid and hmac is not None:
             eab = messages.ExternalAccountBinding.from_data(
                 account_public_key=self.key.public_key(), kid=self.settings.eab_kid,
-                hmac_key=_read_hmac(self.inv, self.settings.eab_hmac_key_file),
+                hmac_key=hmac,
                 directory=self.directory)
         reg = messages.NewRegistration.from_data(
             email=self.settings.email, terms_of_service_agreed=True,
@@ -155,6 +157,17 @@ def settings_of(inv: Inventory) -> Acme:
         return inv.acme
     return Acme(ca="letsencrypt", directory=KNOWN_CAS["letsencrypt"],
                 caa_identities=("letsencrypt.org",))
+
+
+def eab_hmac(inv: Inventory, settings: Acme) -> str | None:
+    """The EAB HMAC key: from its file, or from the inventory's secret (decrypted now, with
+    the operator's key); None without EAB."""
+    if settings.eab_hmac_key_file:
+        return _read_hmac(inv, settings.eab_hmac_key_file)
+    if settings.eab_hmac_key_secret:
+        raw = unlock.one(inv, settings.eab_hmac_key_secret).reveal()
+        return raw.decode("ascii", "replace").strip()
+    return None
 
 
 def _read_hmac(inv: Inventory, path: str) -> str:

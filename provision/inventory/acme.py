@@ -23,13 +23,14 @@ DNS keys to lie, and is read only when an account is made.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from provision.dns.endpoint import problem as endpoint_problem
 from provision.record import record
+from provision.secrets.fields import SecretName
 
 from .fields import FilePath
 
@@ -65,9 +66,11 @@ class EabDoc(_Strict):
         "kid": "a key id as the CA gives it: 1 to 256 letters, digits, '_', '-' or '='"}
 
     kid: Kid = Field(description="the key id the CA gave you")
-    hmac_key_file: FilePath = Field(
-        description="a file holding the HMAC key (base64url, as the CA gives it), beside "
-                    "the inventory or in ~/.config/provision")
+    hmac_key_file: FilePath | None = Field(
+        None, description="a file holding the HMAC key (base64url, as the CA gives it), beside "
+                          "the inventory or in ~/.config/provision")
+    hmac_key_secret: SecretName | None = Field(
+        None, description="or: the name of a secret of the inventory (`secrets:`) holding it")
 
 
 class AcmeDoc(_Strict):
@@ -104,16 +107,19 @@ class Acme:
     caa_identities: tuple[str, ...] = ()  # () : ask the directory
     eab_kid: str | None = None
     eab_hmac_key_file: str | None = None  # absolute local path (a secret)
+    eab_hmac_key_secret: str | None = None  # or the inventory's secret of that name
 
 
 Problems = list[tuple[tuple[str, ...], str]]
 
 
 def resolve(doc: AcmeDoc, local_path: Callable[[tuple[str, ...], str], str],
-            secret_problem: Callable[[str], str | None]) -> tuple[Acme, Problems]:
+            secret_problem: Callable[[str], str | None],
+            secrets: Collection[str] = ()) -> tuple[Acme, Problems]:
     """The resolved section and its problems (field path under `acme`, message).
     `local_path` resolves a file the inventory names (relative to its file);
-    `secret_problem` says why a file may not be a secret of this inventory."""
+    `secret_problem` says why a file may not be a secret of this inventory; `secrets`:
+    the names in the inventory's `secrets:`."""
     problems: Problems = []
     why: str | None
     directory = KNOWN_CAS.get(doc.ca, doc.ca)
@@ -130,13 +136,22 @@ def resolve(doc: AcmeDoc, local_path: Callable[[tuple[str, ...], str], str],
                                                       "challenges and the certificates")))
     bundle = local_path(("ca_bundle",), doc.ca_bundle) if doc.ca_bundle else None
     hmac: str | None = None
-    if doc.eab is not None:
-        path = local_path(("eab", "hmac_key_file"), doc.eab.hmac_key_file)
+    eab = doc.eab
+    if eab is not None and (eab.hmac_key_file is None) == (eab.hmac_key_secret is None):
+        problems.append((("eab",), "give the HMAC key as hmac_key_file or as hmac_key_secret "
+                         "(one of them)"))
+    elif eab is not None and eab.hmac_key_file is not None:
+        path = local_path(("eab", "hmac_key_file"), eab.hmac_key_file)
         hmac = path
         why = secret_problem(path)
         if why:
             problems.append((("eab", "hmac_key_file"), why))
+    elif eab is not None and eab.hmac_key_secret not in secrets:
+        problems.append((("eab", "hmac_key_secret"), f"no secret '{eab.hmac_key_secret}' in "
+                         f"the inventory's secrets (set it with `provision secrets set "
+                         f"{eab.hmac_key_secret}`)"))
     identities = tuple(doc.caa_identities or _KNOWN_IDENTITIES.get(doc.ca, ()))
     return Acme(ca=doc.ca, directory=directory, email=doc.email, ca_bundle=bundle,
-                caa_identities=identities, eab_kid=doc.eab.kid if doc.eab else None,
-                eab_hmac_key_file=hmac), problems
+                caa_identities=identities, eab_kid=eab.kid if eab else None,
+                eab_hmac_key_file=hmac,
+                eab_hmac_key_secret=eab.hmac_key_secret if eab else None), problems

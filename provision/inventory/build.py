@@ -860,7 +860,7 @@ class _Resolver:
             return None
         acme, problems = acme_section.resolve(
             self.doc.acme, lambda p, v: self._local_path(("acme", *p), v) or v,
-            lambda path: placement_problem(path, self.source.tree))
+            lambda path: placement_problem(path, self.source.tree), list(self.doc.secrets))
         for path, why in problems:
             self.fail(("acme", *path), why)
         return acme

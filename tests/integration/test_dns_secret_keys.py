@@ -114,3 +114,31 @@ def test_the_parsers_name_the_secret_and_never_quote_its_value() -> None:
         with pytest.raises(OperationError) as e:
             tsig_key("t", value)
         assert "SECRET" not in str(e.value) and "secret 't' is not a usable TSIG key" in str(e.value)
+
+
+def test_the_acme_eab_key_comes_from_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """acme.eab.hmac_key_secret: decrypted with the operator's key only when the account is
+    registered (never at load); a stranger's key cannot open it (issue 37, uses inside
+    provision)."""
+    from provision.acme.issue import eab_hmac
+    from provision.inventory import load_inventory
+
+    key, pub = _key(tmp_path, "alice")
+    stranger, _ = _key(tmp_path, "mallory")
+    armored = subprocess.run(["age", "--encrypt", "--armor", "-r", pub],
+                             input=b"c2VjcmV0LWhtYWMta2V5\n", capture_output=True,
+                             check=True).stdout.decode()
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({
+        "version": 1, "team": {"alice": {"keys": [pub]}}, "secrets": {"eab_hmac": armored},
+        "acme": {"ca": "https://acme.example.net/directory",
+                 "eab": {"kid": "kid-1", "hmac_key_secret": "eab_hmac"}}}))
+    monkeypatch.setenv("PROVISION_IDENTITY", str(key))
+    inv = load_inventory(path)
+    assert inv.acme is not None and inv.acme.eab_hmac_key_secret == "eab_hmac"
+    assert "c2VjcmV0" not in repr(inv.acme)  # the model holds the name, not the value
+    assert eab_hmac(inv, inv.acme) == "c2VjcmV0LWhtYWMta2V5"
+    monkeypatch.setenv("PROVISION_IDENTITY", str(stranger))
+    with pytest.raises(OperationError) as e:
+        eab_hmac(load_inventory(path), inv.acme)
+    assert "c2VjcmV0" not in str(e.value)
