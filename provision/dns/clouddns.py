@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from provision.errors import UsageError
 from provision.inventory.fields import FilePath, Url
+from provision.secrets.fields import SecretName
 from provision.text import printable
 
-from . import endpoint
+from . import endpoint, secret_keys
 from .localfile import read_regular
 from .offline import service_account_problem
 from .provider import (
@@ -55,6 +56,9 @@ class Settings(ProviderSettings):
     endpoint: Url | None = Field(None, description="API endpoint override (e.g. a local fake)")
     credentials_file: FilePath | None = Field(
         None, description="service-account JSON key (default: Application Default Credentials)")
+    credentials_secret: SecretName | None = Field(
+        None, description="or: the service-account JSON key from the inventory's secret NAME, "
+                          "decrypted only by the commands that talk to the API")
     networks: tuple[Annotated[StrictStr, Field(
         pattern=rf"^((https://(www|compute)\.googleapis\.com/compute/v1/)?projects/{_PROJECT}"
                 rf"/global/networks/)?{_NETWORK}$")], ...] = Field(
@@ -63,6 +67,7 @@ class Settings(ProviderSettings):
                         "project), projects/P/global/networks/N, or its full URL")
 
     local_files: ClassVar[Mapping[str, FileKind]] = {"credentials_file": "service-account"}
+    secret_fields: ClassVar[tuple[str, ...]] = ("credentials_secret",)
     networks_field: ClassVar[str] = "networks"
     pattern_words: ClassVar[Mapping[str, str]] = {
         "project": "a Google Cloud project id: 6 to 30 lowercase letters, digits and '-', "
@@ -87,8 +92,17 @@ class Settings(ProviderSettings):
         if url.startswith("http://"):  # loopback only (checked at load): a local fake
             return Credential("clouddns", zone, "no credentials (anonymous requests to a "
                               "local fake)", "", f"sent to {url}")
-        source = self.credentials_file or "Application Default Credentials (gcloud)"
+        source = (self.credentials_file or (f"secret {self.credentials_secret}"
+                                            if self.credentials_secret else None)
+                  or "Application Default Credentials (gcloud)")
         return Credential("clouddns", zone, "a Google token", source, f"sent to {url}")
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> Settings:
+        if self.credentials_file is not None and self.credentials_secret is not None:
+            raise ValueError("give the service-account key as one of credentials_file (a "
+                             "file) and credentials_secret (a secret in `secrets:`), not both")
+        return self
 
     @field_validator("networks", mode="before")
     @classmethod
@@ -114,8 +128,12 @@ CAPABILITIES = Capabilities(
 def make(zone: Zone, inv: Inventory) -> CloudDnsProvider:
     s = zone.settings
     assert isinstance(s, Settings)  # the inventory validated the zone with these settings
+    data = None
+    if s.credentials_secret is not None:  # decrypted here, where the provider is made
+        data = (s.credentials_secret, secret_keys.value(inv, s.credentials_secret))
     return CloudDnsProvider(zone.name, project=s.project, managed_zone=s.managed_zone,
                             endpoint=s.endpoint, credentials_file=s.credentials_file,
+                            credentials_data=data,
                             want=Wanted(zone.visibility, s.visible_to()), tree=inv.tree)
 
 
@@ -148,12 +166,14 @@ class CloudDnsProvider:
 
     def __init__(self, zone: str, *, project: str, managed_zone: str, endpoint: str | None = None,
                  credentials_file: str | None = None, poll_interval: float = 0.2,
-                 want: Wanted | None = None, tree: str | None = None):
+                 want: Wanted | None = None, tree: str | None = None,
+                 credentials_data: tuple[str, bytes] | None = None):
         self.zone = zone.rstrip(".").lower() + "."
         self.project = project
         self.managed_zone = managed_zone
         self.endpoint = endpoint.rstrip("/") if endpoint else None
         self.credentials_file = credentials_file
+        self.credentials_data = credentials_data  # (secret name, its value): the key, decrypted
         self.poll_interval = poll_interval
         self._zone: Any = None
         self.want = want   # None (made by hand): the managed zone is not checked
@@ -173,7 +193,7 @@ class CloudDnsProvider:
             from google.auth.credentials import AnonymousCredentials
 
             return AnonymousCredentials()
-        if self.credentials_file:
+        if self.credentials_file or self.credentials_data:
             return self._service_account()
         import google.auth
         from google.auth.exceptions import DefaultCredentialsError
@@ -193,26 +213,29 @@ class CloudDnsProvider:
         from google.oauth2 import service_account
 
         path = Path(self.credentials_file or "").expanduser()
+        label = (f"credentials_secret {self.credentials_data[0]}" if self.credentials_data
+                 else f"credentials_file {path}")
         try:
             # decoded as UTF-8 first: json.loads(bytes) would silently accept UTF-16/32
-            data = (read_regular(path, 1024 * 1024, "credentials file", follow=True)
+            data = (self.credentials_data[1] if self.credentials_data
+                    else read_regular(path, 1024 * 1024, "credentials file", follow=True)
                     if self.tree is None
                     else read_bound(str(path), 1024 * 1024, "credentials file", self.tree))
             info = json.loads(data.decode("utf-8"))
         except OSError as e:
-            raise UsageError(f"clouddns: cannot use credentials_file {path}: "
+            raise UsageError(f"clouddns: cannot use {label}: "
                              f"{printable(e.strerror or str(e))}") from None
-        except (ValueError, RecursionError):
-            raise UsageError(f"clouddns: cannot use credentials_file {path}: not JSON (a "
+        except (ValueError, RecursionError):  # never quoted: a secret's value may be in it
+            raise UsageError(f"clouddns: cannot use {label}: not JSON (a "
                              "service-account key, as the console writes it)") from None
-        why = service_account_problem(info, str(path))
+        why = service_account_problem(info, label)
         if why:  # bad input, found before google-auth signs or sends anything
             raise UsageError(f"clouddns: {why}; nothing was sent")
         try:
             return service_account.Credentials.from_service_account_info(info, scopes=list(SCOPES))
         except (ValueError, KeyError, TypeError, aexc.GoogleAuthError) as e:
             # the file's content is wrong (e.g. a private key that is not a PEM key): bad input
-            raise UsageError(f"clouddns: cannot use credentials_file {path}: "
+            raise UsageError(f"clouddns: cannot use {label}: "
                                 f"{printable(str(e))}") from None
 
     @property

@@ -142,3 +142,51 @@ def test_the_acme_eab_key_comes_from_a_secret(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(OperationError) as e:
         eab_hmac(load_inventory(path), inv.acme)
     assert "c2VjcmV0" not in str(e.value)
+
+
+def test_cloud_dns_credentials_come_from_a_secret(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """clouddns.credentials_secret: the service-account key decrypted where the provider is
+    made and turned into google-auth credentials without a file; a value that is no key is
+    bad input naming the secret, never quoting it; `check` decrypts nothing."""
+    import json as _json
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from provision.dns.providers import provider_for as make_provider
+    from provision.errors import UsageError
+    from provision.inventory import load_inventory
+
+    pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    sa = {"type": "service_account", "client_email": "dns@lab-project.iam.gserviceaccount.com",
+          "private_key": pem, "token_uri": "https://oauth2.googleapis.com/token",
+          "project_id": "lab-project"}
+    key, pub = _key(tmp_path, "alice")
+
+    def inventory(value: bytes) -> Path:
+        armored = subprocess.run(["age", "--encrypt", "--armor", "-r", pub], input=value,
+                                 capture_output=True, check=True).stdout.decode()
+        path = tmp_path / "inventory.yml"
+        path.write_text(yaml.safe_dump({
+            "version": 1, "team": {"alice": {"keys": [pub]}}, "secrets": {"gcp_dns": armored},
+            "dns": {"zones": {"example.org": {"provider": "clouddns", "project": "lab-project",
+                                              "managed_zone": "example-org",
+                                              "credentials_secret": "gcp_dns"}}}}))
+        return path
+
+    monkeypatch.setenv("PROVISION_IDENTITY", str(key))
+    inv = load_inventory(inventory(_json.dumps(sa).encode()))
+    assert inv.dns is not None
+    provider = make_provider(inv.dns.zones[0], inv)
+    creds = provider._credentials()  # noqa: SLF001 - the credentials, made without a network call
+    assert creds.service_account_email == "dns@lab-project.iam.gserviceaccount.com"
+    code, out = _cli("check", "-i", str(tmp_path / "inventory.yml"), identity=tmp_path / "none")
+    assert code == 0 and "secret gcp_dns" in out, out
+    bad = load_inventory(inventory(b'{"private_key": "PLAINTEXT-OF-THE-SECRET"'))
+    assert bad.dns is not None
+    with pytest.raises(UsageError) as e:
+        make_provider(bad.dns.zones[0], bad)._credentials()  # noqa: SLF001
+    assert "credentials_secret gcp_dns" in str(e.value) and "PLAINTEXT" not in str(e.value)
