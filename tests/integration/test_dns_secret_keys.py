@@ -181,12 +181,12 @@ def test_cloud_dns_credentials_come_from_a_secret(tmp_path: Path,
     inv = load_inventory(inventory(_json.dumps(sa).encode()))
     assert inv.dns is not None
     provider = make_provider(inv.dns.zones[0], inv)
-    creds = provider._credentials()  # noqa: SLF001 - the credentials, made without a network call
+    creds = provider._credentials()
     assert creds.service_account_email == "dns@lab-project.iam.gserviceaccount.com"
     code, out = _cli("check", "-i", str(tmp_path / "inventory.yml"), identity=tmp_path / "none")
     assert code == 0 and "secret gcp_dns" in out, out
     bad = load_inventory(inventory(b'{"private_key": "PLAINTEXT-OF-THE-SECRET"'))
     assert bad.dns is not None
     with pytest.raises(UsageError) as e:
-        make_provider(bad.dns.zones[0], bad)._credentials()  # noqa: SLF001
+        make_provider(bad.dns.zones[0], bad)._credentials()
     assert "credentials_secret gcp_dns" in str(e.value) and "PLAINTEXT" not in str(e.value)
