@@ -60,6 +60,9 @@ def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     wider = json.loads(json.dumps(doc))
     wider["hosts"][HOST]["services"]["model-api"]["expose"]["from"].append("192.0.2.0/24")
     _unharden(lab)  # start from the lab's stock host, whatever earlier modules applied
+    # the lab's own model API (127.0.0.1:8000, behind its door) holds the stand-in's port
+    lab.host(HOST, "systemctl", "stop", "provision-model-api.service", "provision-door.service",
+             check=False)
     for unit, port in STANDINS.items():
         lab.host(HOST, "systemd-run", f"--unit={unit}", "/usr/bin/python3", "-m", "http.server",
                  "--bind", "::", str(port))
