@@ -70,3 +70,11 @@ def load_url(directory_url: str) -> str | None:
 def save_url(directory_url: str, url: str) -> None:
     d = state.private_dir(directory_for(directory_url))
     state.atomic_write(d / "account.url", url + "\n", 0o600)
+
+
+def forget_url(directory_url: str) -> None:
+    """The CA no longer knows the remembered account (a test CA restarted, an account
+    removed): the next registration makes or finds one for the same key."""
+    d = directory_for(directory_url)
+    if state.existing(d):
+        (d / "account.url").unlink(missing_ok=True)

@@ -54,13 +54,21 @@ class Issued:
     account_url: str
 
 
+ACCOUNT_GONE = "urn:ietf:params:acme:error:accountDoesNotExist"
+
+
+class AccountGone(CaError):
+    """The CA does not know the account this machine remembers."""
+
+
 @contextmanager
 def _ca(what: str, url: str) -> Iterator[None]:
     """Every failure of a call to the CA as one CaError naming it."""
     try:
         yield
     except messages.Error as e:
-        raise CaError(f"{what} at {printable(url)}: {problems.describe(e.typ, e.detail)}") from None
+        kind = AccountGone if e.typ == ACCOUNT_GONE else CaError
+        raise kind(f"{what} at {printable(url)}: {problems.describe(e.typ, e.detail)}") from None
     except acme_errors.ValidationError as e:
         details = []
         for authz in e.failed_authzrs:
@@ -108,9 +116,14 @@ class Ca:
         meta = getattr(self.directory, "meta", None)
         return given or tuple(getattr(meta, "caa_identities", None) or ())
 
-    def register(self) -> str:
-        """The account's URL: the one remembered, else found by key, else made."""
+    def register(self, again: bool = False) -> str:
+        """The account's URL: the one remembered, else found by key, else made. `again`:
+        the CA does not know the remembered one: forget it and register anew."""
         url = self.settings.directory
+        if again:
+            account.forget_url(url)
+            self._account = ""
+            self.net.account = None  # a new-account request is signed with the key itself
         if self._account:
             return self._account
         known = account.load_url(url)
@@ -199,8 +212,15 @@ def issue(inv: Inventory, csr_pem: bytes, names: Sequence[str], *, ca: Ca | None
         if dns.remove(name):
             log(f"removed a challenge record left behind for {name}")
     account_url = ca.register()
-    with _ca("placing the order", url):
-        order = ca.client.new_order(csr_pem)
+    try:
+        with _ca("placing the order", url):
+            order = ca.client.new_order(csr_pem)
+    except AccountGone:
+        log(f"the CA does not know the account {printable(account_url)} this machine "
+            "remembered (a CA that forgot it): registering again")
+        account_url = ca.register(again=True)
+        with _ca("placing the order", url):
+            order = ca.client.new_order(csr_pem)
     answers: list[tuple[Any, Any]] = []
     records: dict[str, list[str]] = {}
     for authz in order.authorizations:

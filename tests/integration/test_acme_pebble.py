@@ -113,6 +113,28 @@ def test_issue_through_powerdns_chains_to_pebbles_root_and_cleans_up(
     assert [oct(p.stat().st_mode & 0o777) for p in key] == ["0o600"]
 
 
+def test_an_account_the_ca_forgot_is_registered_again(
+        tmp_path: Path, pdns: Pdns, pebble: Pebble, zone: str) -> None:
+    """This machine remembers an account the CA does not know (a test CA restarted, as
+    `make demo` met it with the lab's Pebble): before, every order failed with
+    accountDoesNotExist until the state file was removed by hand; now it registers again
+    and the order goes through."""
+    from provision.acme import account
+
+    inv = _inv(tmp_path, pdns, pebble, zone)
+    assert inv.acme is not None
+    url = inv.acme.directory
+    account.load_key(url)
+    gone = url.rsplit("/", 1)[0] + "/my-account/0123456789abcdef"
+    account.save_url(url, gone)
+    name = f"again.{zone.rstrip('.')}"
+    said: list[str] = []
+    issued = acme_issue.issue(inv, _csr(name), [name], log=said.append)
+    _chains_to(issued.fullchain_pem, pebble.roots(), name)
+    assert any("does not know the account" in s and "registering again" in s for s in said), said
+    assert account.load_url(url) not in (None, gone)
+
+
 def test_a_challenge_left_by_a_killed_run_is_removed_by_the_next(
         tmp_path: Path, pdns: Pdns, pebble: Pebble, zone: str) -> None:
     inv = _inv(tmp_path, pdns, pebble, zone)
