@@ -113,14 +113,21 @@ def _ports(live: FP.LiveFilter) -> list[int]:
     return sorted(edges)
 
 
-def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
-    """Rules in `hook` before our jump that let in what `chain` would drop."""
+def _our_jump(live: FP.LiveFilter, chain: str, hook: str) -> tuple[FP.Chain, int] | None:
+    """The hook chain and the index of its first jump to `chain` (None: not hooked)."""
     hooked = live.chain(hook)
     if hooked is None:
-        return []
+        return None
     jump = next((i for i, r in enumerate(hooked.rules) if r.target == chain), None)
-    if jump is None:
+    return None if jump is None else (hooked, jump)
+
+
+def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
+    """Rules in `hook` before our jump that let in what `chain` would drop."""
+    found = _our_jump(live, chain, hook)
+    if found is None:
         return []
+    hooked, jump = found
     before = hooked.rules[:jump]
     if not before:
         return []
@@ -147,11 +154,10 @@ def drops_peers(live: FP.LiveFilter, rendered: Ruleset) -> list[str]:
     training job would hang on them). Other narrowing (fail2ban banning an address from
     ssh) is the other tool's business; a peer's connection is ours to keep open."""
     chain, hook = rendered.chain, rendered.hook
-    hooked = live.chain(hook)
-    jump = next((i for i, r in enumerate(hooked.rules) if r.target == chain), None) \
-        if hooked is not None else None
-    if hooked is None or jump is None:
+    found = _our_jump(live, chain, hook)
+    if found is None:
         return []
+    hooked, jump = found
     out: list[str] = []
     for want in rendered.rules:
         if not is_cluster_rule(want) or want.source is None or want.proto is None:
@@ -162,9 +168,8 @@ def drops_peers(live: FP.LiveFilter, rendered: Ruleset) -> list[str]:
         if not lost:
             continue
         culprit = next((r for r in hooked.rules[:jump] if r.target not in ("ACCEPT", "RETURN")
-                        and FP.AddressSet.of(live.family, [r.rule.source or
-                                                           ("0.0.0.0/0" if live.family == 4
-                                                            else "::/0")]) & lost), None)
+                        and (FP.AddressSet.of(live.family, [r.rule.source]) if r.rule.source
+                             else FP.AddressSet.everything(live.family)) & lost), None)
         who = (f"{printable(what(culprit))} before {chain} in {hook} (`{printable(culprit.text)}`)"
                if culprit is not None else f"a rule before {chain} in {hook}")
         out.append(f"{who} drops {want.proto}/{port} from {', '.join(lost.cidrs()[:2])}, which "
