@@ -11,7 +11,6 @@ through are tried the same way, on the same two ports: for them, "closed" is the
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Sequence
@@ -59,12 +58,6 @@ class Result:
                 "gbps": self.gbps, "rtt_ms": self.rtt_ms, "why": self.why or None}
 
 
-def address(cluster: Cluster, member: str) -> str:
-    """A member's training address in the cluster's family."""
-    return next(a for a in cluster.addresses_of(member)
-                if ipaddress.ip_address(a).version == cluster.family)
-
-
 def ephemeral_port(cluster: Cluster) -> int:
     """A port in the middle of the range NCCL and Gloo bind in."""
     lo, hi = cluster.ephemeral_ports or DEFAULT_EPHEMERAL
@@ -81,7 +74,7 @@ def probes(inv: Inventory, cluster: Cluster) -> list[Probe]:
     pairs += [(o, b, False) for o in outsiders for b in cluster.members]
     for src, dst, member in pairs:
         for port, kind in ((cluster.rendezvous, "rendezvous"), (eph, "ephemeral")):
-            out.append(Probe(src, dst, address(cluster, dst), port, kind, member))  # type: ignore[arg-type]
+            out.append(Probe(src, dst, cluster.address_of(dst), port, kind, member))  # type: ignore[arg-type]
     return out
 
 

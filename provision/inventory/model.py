@@ -306,10 +306,14 @@ class Cluster:
     def addresses_of(self, member: str) -> tuple[str, ...]:
         return dict(self.addresses)[member]
 
-    def master_address(self) -> str:
-        """MASTER_ADDR: the master's first address of the cluster's family."""
-        return next(a for a in self.addresses_of(self.master)
+    def address_of(self, member: str) -> str:
+        """A member's first training address of the cluster's family."""
+        return next(a for a in self.addresses_of(member)
                     if ipaddress.ip_address(a).version == self.family)
+
+    def master_address(self) -> str:
+        """MASTER_ADDR."""
+        return self.address_of(self.master)
 
     def rank(self, member: str) -> int:
         return self.members.index(member)

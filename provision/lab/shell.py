@@ -147,18 +147,20 @@ def ensure_api_key(path: str) -> str:
     (what the inventory holds)."""
     if not os.path.exists(path):
         Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(door_keys.new_key() + "\n")
+        _create_private(path, door_keys.new_key() + "\n")
     return door_keys.digest(Path(path).read_text().strip())
+
+
+def _create_private(path: str, text: str) -> None:
+    """A new file only its owner reads (0600 from the start, never an existing one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 def ensure_tsig(path: str) -> None:
     if not os.path.exists(path):
-        out = run(["tsig-keygen", "-a", "hmac-sha256", P.TSIG_KEY_NAME]).stdout
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(out)
+        _create_private(path, run(["tsig-keygen", "-a", "hmac-sha256", P.TSIG_KEY_NAME]).stdout)
 
 
 # --- network ----------------------------------------------------------------------
