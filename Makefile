@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev pdns-server pdns-backend-sqlite3 python3-torch iperf3 pebble lego
+LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev pdns-server pdns-backend-sqlite3 python3-torch iperf3 pebble lego lynis unattended-upgrades
 PYTEST_ARGS ?=
 
 .PHONY: demo test unit integration lab-test lint bench mutants deps venv clean docs docs-cli
