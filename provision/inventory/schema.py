@@ -38,6 +38,8 @@ from provision.text import printable, unsafe
 
 from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
+from .banner import DEFAULT as DEFAULT_BANNER
+from .banner import Banner
 from .cluster_doc import ClusterDoc, Ephemeral
 from .fields import (
     IP,
@@ -80,6 +82,9 @@ class DefaultsDoc(Strict):
     apt_lock_timeout: Seconds = Field(
         300, description="seconds the packages step waits for the dpkg lock (held by "
                          "unattended-upgrades or cloud-init on a fresh image) before it fails")
+    login_banner: Banner | None = Field(
+        DEFAULT_BANNER, description="the notice in /etc/issue and /etc/issue.net (a legal "
+                                    "warning by default; null leaves the host's own)")
 
 
 class PersonDoc(Strict):

@@ -45,6 +45,7 @@ class Lazy:
 
 STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": Lazy("provision.tasks.users:UsersStep"),
+    "banner": Lazy("provision.tasks.banner:BannerStep"),  # /etc/issue, /etc/issue.net
     "packages": Lazy("provision.tasks.packages:PackagesStep"),
     "python_envs": Lazy("provision.tasks.python_envs:PythonEnvsStep"),
     "services": Lazy("provision.tasks.services:ServicesStep.build"),
