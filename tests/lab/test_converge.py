@@ -166,6 +166,49 @@ def test_apply_without_terminal_or_yes_is_refused(lab: Lab, world: dict[str, Any
     assert r.returncode == 2 and "--yes" in r.stderr
 
 
+GATE = "/run/provision-test-gate"
+
+
+def apply_opening(lab: Lab, inv: Path, gate: str, said: str,
+                  deadline: float = 240) -> tuple[int, dict[str, Any], str]:
+    """`apply --yes --json` of `inv`; once its stderr says `said`, `gate` is created on gpu1.
+    Fails if the run never says it (the mechanism, not how long anything took)."""
+    p = subprocess.Popen(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply",
+                          "--yes", "-i", str(inv), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    out: list[str] = []
+    said_it = threading.Event()
+
+    def read_err() -> None:
+        assert p.stderr is not None
+        for line in p.stderr:
+            lines.append(line)
+            if said in line:
+                said_it.set()
+
+    def read_out() -> None:
+        assert p.stdout is not None
+        out.append(p.stdout.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_err, read_out)]
+    for t in readers:
+        t.start()
+    try:
+        ok = said_it.wait(deadline)
+    finally:
+        lab.host("gpu1", "touch", gate)
+    p.wait(timeout=300)
+    for t in readers:
+        t.join(timeout=30)
+    assert ok, f"the run never said {said!r}:\n{''.join(lines)}"
+    try:
+        data = json.loads("".join(out))
+    except json.JSONDecodeError:
+        data = {}
+    return p.returncode, data, "".join(lines)
+
+
 def test_sigkill_halfway_then_apply_converges_without_temp_files(
         lab: Lab, world: dict[str, Any]) -> None:
     doc = json.loads(json.dumps(world["doc"]))
@@ -175,12 +218,15 @@ def test_sigkill_halfway_then_apply_converges_without_temp_files(
     inv = write_inventory(world["dir"] / "inventory-bob2.yml", doc)
     target = "/home/bob/.ssh/authorized_keys"
     before = {h: lab.host(h, "cat", target).stdout for h in GPUS}
-    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, "--pause-after-temp", "8",
+    # the killed run's batch holds each rename until GATE exists on gpu1: it is still on the
+    # host, asleep before its rename, for as long as the next run needs to see it there
+    lab.host("gpu1", "rm", "-f", GATE)
+    cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, "--pause-until", GATE,
            "--", "apply", "--yes", "-i", str(inv), "--json", "gpu1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: list[str] = []
     try:
-        for _ in range(150):  # until the first temp file lands on gpu1 (or the run ends)
+        for _ in range(1500):  # until the first temp file lands on gpu1 (or the run ends)
             seen = [n for n in lab.host("gpu1", "ls", "-A", "/home/bob/.ssh").stdout.split()
                     if n.startswith(".provision-tmp.")]
             if seen or proc.poll() is not None:
@@ -192,14 +238,14 @@ def test_sigkill_halfway_then_apply_converges_without_temp_files(
     assert seen, "the apply never reached its first write"
     now = lab.host("gpu1", "cat", target).stdout
     assert now == before["gpu1"], "the target changed although the run was killed before rename"
-    code, data, err = run(lab, "apply", "--yes", inventory=inv)
+    # This run takes the killed run's lock over and waits for that batch to end; the gate
+    # opens only once it says so, then the batch renames and dies writing to the closed
+    # session, and this run plans from what it left: nothing more to do on gpu1.
+    code, data, err = apply_opening(lab, inv, GATE, "gpu1: waiting for commands of the "
+                                    "previous holder still running on the host")
     assert code == 0, err
     g1 = by_host(data)["gpu1"]
-    # The killed run's batch is still on gpu1, asleep before its rename: this run takes the
-    # killed run's lock over, waits for that batch to end (it renames, then dies writing to
-    # the closed session), and plans from what it left: nothing more to do on gpu1.
     assert g1["lock"]["took_over"]["state"] == "closed", g1
-    assert "gpu1: waiting for commands of the previous holder still running on the host" in err
     assert "gpu1: took over a stale lock from apply by " in err
     assert g1["status"] == "ok", g1
     assert by_host(data)["gpu2"]["status"] == "changed"

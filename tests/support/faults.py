@@ -1,14 +1,16 @@
 """Test-only entry point: provision's CLI with faults injected. Never shipped.
 
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
-                                   [--pause-after-temp S] [--kill-after-phase PHASE]
+                                   [--pause-until PATH] [--kill-after-phase PHASE]
                                    [--kill-after-change N] [--count-in-flight FILE]
                                    [--batch-output FILE] -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
 it to force lockouts (a valid sshd config that refuses the operator, an invalid one), to
-cut the operator off mid-apply, and to kill a run while a temp file exists. The
+cut the operator off mid-apply, and to kill a run while a temp file exists (`--pause-until
+PATH` holds every rename of the batch until PATH exists on the host: a stand-in that keeps
+running for as long as the test needs, where a fixed pause raced a busy machine). The
 `dns migrate` crash tests kill the process (SIGKILL: no cleanup runs) right after the
 journal is written with a phase, or right after the Nth provider change returned and
 before the journal records it. `--count-in-flight FILE` is instrumentation, not a fault: it
@@ -37,7 +39,7 @@ def sshd_with_extra(step: Any, lines: list[str]) -> Any:
     return dataclasses.replace(step, artifact=dataclasses.replace(art, content=content))
 
 
-def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp: float) -> None:
+def install(sshd_extra: list[str], sleep_before_confirm: float, pause_until: str) -> None:
     from provision.hosts import confirm as confirm_mod
     from provision.tasks import script
     from provision.tasks.registry import STEPS
@@ -53,12 +55,14 @@ def install(sshd_extra: list[str], sleep_before_confirm: float, pause_after_temp
             return real_confirm(*args, **kwargs)
 
         confirm_mod.confirm = late_confirm  # type: ignore[assignment]
-    if pause_after_temp:
+    if pause_until:
         real_build = script.build
+        # at most 10 min: a batch the test forgot is gone by the lab's tear-down anyway
+        pause = (f"i=0; while ! test -e '{pause_until}' && test $i -lt 6000; do sleep 0.1; "
+                 "i=$((i+1)); done; ")
 
         def slow_build(actions: Any) -> str:
             # the renames of templates/steps/files.sh: by root, and as a member in their home
-            pause = f"sleep {pause_after_temp:g}; "
             return (real_build(actions).replace('mv -fT -- "$fw_t"', pause + 'mv -fT -- "$fw_t"')
                     .replace('mv -fT -- "$t" "$2"', pause + 'mv -fT -- "$t" "$2"'))
 
@@ -153,7 +157,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="faults.py")
     p.add_argument("--sshd-extra", action="append", default=[])
     p.add_argument("--sleep-before-confirm", type=float, default=0.0)
-    p.add_argument("--pause-after-temp", type=float, default=0.0)
+    p.add_argument("--pause-until", default="")
     p.add_argument("--kill-after-phase", default="")
     p.add_argument("--kill-after-change", type=int, default=0)
     p.add_argument("--count-in-flight", type=Path, default=None)
@@ -161,7 +165,7 @@ def main(argv: list[str]) -> int:
     opts = p.parse_args(argv[:split])
     if opts.batch_output is not None:
         tee_batch_output(opts.batch_output)
-    install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_after_temp)
+    install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_until)
     if opts.kill_after_phase or opts.kill_after_change:
         kill_migrations(opts.kill_after_phase, opts.kill_after_change)
     counter = count_in_flight() if opts.count_in_flight else None
