@@ -179,7 +179,8 @@ def _verified(inv: Inventory, run: HostRun, accept_new: bool, guarded: list[C.Co
 
 def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: list[Action],
          guarded: list[C.CommitConfirmed], ids: list[str], fresh: list[int]) -> None:
-    script = C.combined([C.apply_script(a, i, timeout) for a, i in zip(guarded, ids, strict=True)],
+    script = C.combined([C.apply_script(a, i, timeout, tuple(ids[:k]))
+                         for k, (a, i) in enumerate(zip(guarded, ids, strict=True))],
                         batch=batch.build(plain) if plain else None,
                         stop_on_error=True, what="apply")
     out = run.remote.sh(locked_script(run, script), timeout=None if plain else APPLY_TIMEOUT)
@@ -218,7 +219,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
     if armed:
         confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
                                     stop_on_error=False, what="confirm")
-        window = C.confirm_window(timeout, [results[k] for k in armed])
+        window = C.confirm_window(timeout, results)
         conf = confirm(inv, run, accept_new, confirm_script, len(armed), returned + window)
         fresh[0] += 1
         missed = [k for k, ok in zip(armed, conf.answers, strict=True) if not ok]

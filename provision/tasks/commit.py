@@ -116,7 +116,10 @@ def rollback_script(action: CommitConfirmed, commit_id: str) -> str:
     return _render("commit-confirmed-rollback.sh.j2", **_context(action, commit_id))
 
 
-def apply_script(action: CommitConfirmed, commit_id: str, timeout: int) -> str:
+def apply_script(action: CommitConfirmed, commit_id: str, timeout: int,
+                 earlier: tuple[str, ...] = ()) -> str:
+    """`earlier`: the commit ids armed before this one in the same exec, whose windows move
+    to this one's end too."""
     if timeout < 1:
         raise ValueError("the confirmation timeout must be at least 1 s")
     if action.kind == "sshd" and ([s.kind for s in action.files if not s.remove] != ["sshd"]
@@ -124,6 +127,7 @@ def apply_script(action: CommitConfirmed, commit_id: str, timeout: int) -> str:
         raise ValueError("an sshd commit carries exactly the sshd drop-in (and removes old ones)")
     return _render("commit-confirmed-apply.sh.j2", timeout=int(timeout),
                    rollback_b64=_b64(rollback_script(action, commit_id)),
+                   earlier=[state_dir(check_id(e)) for e in earlier],
                    **_context(action, commit_id))
 
 
@@ -174,18 +178,25 @@ class ApplyResult:
     armed_at: float | None = None
     message: str = ""
     applied_at: float | None = None
+    settled_at: float | None = None  # when the window began (templates: 8. settle)
     # read back after applying: sshd -T output per check index; iptables-save per family
     effective: dict[int, tuple[str, ...]] = field(default_factory=dict)
     saves: dict[int, str] = field(default_factory=dict)
 
 
 def confirm_window(timeout: float, results: list[ApplyResult]) -> float:
-    """Seconds left for the confirmation when the apply exec returns: the timeout less what
-    the host's own clock says passed between the first arming and the end of the last apply
-    (a long batch before the commits does not eat into it; one between them does)."""
+    """Seconds left for the confirmation when the apply exec returns. The host moved every
+    armed commit's deadline to the last settle plus the timeout (in whole seconds: one is
+    kept back), so what passed before it, however slow, does not count; what the host's
+    clock says passed after it (a later commit that failed and rolled back) does. Without a
+    settle (a commit cut short), the timeout less the time from the first arming."""
+    live = [r for r in results if r.armed and r.applied and not r.failed]
+    stamps = [t for r in results for t in (r.armed_at, r.applied_at, r.settled_at) if t is not None]
+    settled = [r.settled_at for r in live if r.settled_at is not None]
+    if settled and len(settled) == len(live):
+        return max(0.0, timeout - 1.0 - max(0.0, max(stamps) - max(settled)))
     armed = [r.armed_at for r in results if r.armed_at is not None]
-    done = [r.applied_at for r in results if r.applied_at is not None]
-    spent = max(done) - min(armed) if armed and done else 0.0
+    spent = max(stamps) - min(armed) if armed and stamps else 0.0
     return max(0.0, timeout - max(0.0, spent))
 
 
@@ -193,6 +204,7 @@ def parse_apply(stdout: str) -> ApplyResult:
     invalid = armed = applied = failed = False
     armed_at: float | None = None
     applied_at: float | None = None
+    settled_at: float | None = None
     message: list[str] = []
     effective: dict[int, list[str]] = {}
     saves: dict[int, list[str]] = {}
@@ -213,12 +225,14 @@ def parse_apply(stdout: str) -> ApplyResult:
             applied = True
         elif line.startswith("@applied-at "):
             applied_at = _float(line.split(" ", 1)[1])
+        elif line.startswith("@settled-at "):
+            settled_at = _float(line.split(" ", 1)[1])
         elif line == "@apply-failed":
             failed = True
         elif line.strip():
             message.append(line.strip())
     return ApplyResult(invalid, armed, applied, failed, armed_at, " / ".join(message), applied_at,
-                       {k: tuple(v) for k, v in effective.items()},
+                       settled_at, {k: tuple(v) for k, v in effective.items()},
                        {k: "\n".join(v) for k, v in saves.items()})
 
 

@@ -121,14 +121,45 @@ def test_rollback_reason_is_the_recap_text() -> None:
     assert "could not read its status" in C.rollback_reason("sshd", 8, C.Status("unknown"), "x")
 
 
-def test_confirm_window_counts_host_time_between_arming_and_the_end() -> None:
+def test_confirm_window_counts_from_the_last_settle_not_from_arming() -> None:
+    # a slow apply (40 s between arming and settling, on a loaded host) leaves the whole
+    # window: the host moved both deadlines to the settle; one second is kept back for the
+    # whole seconds the host's deadline is written in
+    first = C.ApplyResult(armed=True, applied=True, armed_at=100.0, applied_at=120.0,
+                          settled_at=121.0)
+    second = C.ApplyResult(armed=True, applied=True, armed_at=121.5, applied_at=139.0,
+                           settled_at=140.0)
+    assert C.confirm_window(30, [first, second]) == pytest.approx(29.0)
+    # a later commit that failed after the first settled: its time after the settle counts
+    failed = C.ApplyResult(armed=True, applied=False, failed=True, armed_at=121.5,
+                           applied_at=None, settled_at=None)
+    late = C.ApplyResult(armed=True, applied=True, failed=True, armed_at=125.0, applied_at=131.0)
+    assert C.confirm_window(30, [first, failed]) == pytest.approx(29.0 - 0.5)
+    assert C.confirm_window(30, [first, late]) == pytest.approx(19.0)
+    assert C.confirm_window(5, [first, late]) == 0.0
+
+
+def test_confirm_window_without_a_settle_counts_from_the_first_arming() -> None:
     first = C.ApplyResult(armed=True, applied=True, armed_at=100.0, applied_at=101.0)
     second = C.ApplyResult(armed=True, applied=True, armed_at=101.5, applied_at=103.0)
     assert C.confirm_window(30, [first, second]) == pytest.approx(27.0)
     assert C.confirm_window(2, [first, second]) == 0.0
     assert C.confirm_window(30, []) == 30
     parsed = C.parse_apply("@armed\n@armed-at 5.0\n@applied\n@applied-at 5.5\n")
-    assert parsed.applied_at == 5.5 and parsed.message == ""
+    assert parsed.applied_at == 5.5 and parsed.settled_at is None and parsed.message == ""
+
+
+def test_apply_moves_its_own_and_the_earlier_deadlines_to_its_settle(
+        fw: C.CommitConfirmed) -> None:
+    text = C.apply_script(fw, CID, 30, ("sshd-00aa11bb",))
+    arm = text.index('echo $(($(date +%s) + 30)) > "$d/deadline"')
+    timer = text.index("systemd-run --quiet")
+    settle = text.index("# 8. settle")
+    assert arm < timer < settle  # a deadline exists before the timer can fire
+    tail = text[settle:]
+    assert f'for x in "$d" {C.state_dir("sshd-00aa11bb")}; do' in tail
+    assert '@settled-at' in tail and tail.index("@settled-at") > tail.index("deadline.new")
+    assert C.parse_apply("@armed\n@applied\n@settled-at 140.25\n").settled_at == 140.25
 
 
 def test_a_late_confirmation_that_got_through_is_reported_as_kept() -> None:
