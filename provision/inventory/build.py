@@ -56,6 +56,7 @@ from .schema import (
     InstanceDoc,
     InventoryDoc,
     MemberServiceDoc,
+    RoleDoc,
     ServiceDoc,
     ZoneDoc,
     inventory_doc,
@@ -474,8 +475,9 @@ class _Resolver:
         """`sysctl:` and `kernel:` merged: the roles in order, then the host."""
         layers = [r for r in (self.doc.roles.get(n) for n in roles) if r is not None]
         cores, modules = merged_kernel([*(r.kernel for r in layers), h.kernel])
+        docs: list[RoleDoc | HostDoc] = [*layers, h]
         sysctl = merged_sysctl({k: None if v is None else str(v) for k, v in x.sysctl.items()}
-                               for x in (*layers, h))
+                               for x in docs)
         return {"sysctl": sysctl, "core_dumps": cores, "kernel_modules": modules}
 
     def _accounts_apart(self, path: FieldPath, services: tuple[m.Service, ...]) -> None:
