@@ -78,11 +78,14 @@ def _order_key(path: str) -> tuple[int, str]:
 
 
 def applied_order(found: Sequence[tuple[str, str]]) -> tuple[str, ...]:
-    """The files as systemd-sysctl applies them, from (path, real path or "-" for a mask) in
-    the probe's order (directories by precedence)."""
+    """The files as systemd-sysctl applies them, from (path, real path or "-" for a mask)."""
     by_name: dict[str, tuple[str, str]] = {}
     conf: tuple[str, str] | None = None
-    for path, real in found:
+    def rank(item: tuple[str, str]) -> int:
+        d = posixpath.dirname(item[0])
+        return DIRS.index(d) if d in DIRS else len(DIRS)
+
+    for path, real in sorted(found, key=rank):  # an earlier directory's name hides a later's
         if path == SYSCTL_CONF:
             conf = (path, real)
         elif posixpath.dirname(path) in DIRS:
