@@ -14,6 +14,7 @@ from . import (
     guards,
     iptables,
     jupyter_auth,
+    kernel,
     listeners,
     packages,
     python_envs,
@@ -23,6 +24,7 @@ from . import (
     sysctl,
     system,
     tcpstates,
+    timesync,
     units,
     users,
 )
@@ -41,5 +43,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # clusters: which interface holds a member's address
                                     addresses.SPEC,
                                     # services' secrets (provision.secrets.delivery)
-                                    credentials.SPEC)
+                                    credentials.SPEC,
+                                    # the kernel baseline (provision.tasks.kernel), the clock
+                                    kernel.SPEC, timesync.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

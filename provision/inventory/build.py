@@ -43,6 +43,7 @@ from .catalog import (
 )
 from .errors import InventoryError, Problem
 from .fields import check_ip, is_cidr, is_ip
+from .kernel_doc import merged_kernel, merged_sysctl
 from .member_ports import DEFAULT_RANGE, allocate
 from .programs import program
 from .python_envs import PythonEnv, duplicate_package, summary
@@ -55,6 +56,7 @@ from .schema import (
     InstanceDoc,
     InventoryDoc,
     MemberServiceDoc,
+    RoleDoc,
     ServiceDoc,
     ZoneDoc,
     inventory_doc,
@@ -467,7 +469,16 @@ class _Resolver:
                       security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
                       python_envs=self._host_envs(roles, h, resolved),
                       ephemeral_ports=(h.ephemeral_ports[0], h.ephemeral_ports[1])
-                      if h.ephemeral_ports else None)
+                      if h.ephemeral_ports else None, **self._kernel(roles, h))
+
+    def _kernel(self, roles: tuple[str, ...], h: HostDoc) -> dict[str, Any]:
+        """`sysctl:` and `kernel:` merged: the roles in order, then the host."""
+        layers = [r for r in (self.doc.roles.get(n) for n in roles) if r is not None]
+        cores, modules = merged_kernel([*(r.kernel for r in layers), h.kernel])
+        docs: list[RoleDoc | HostDoc] = [*layers, h]
+        sysctl = merged_sysctl({k: None if v is None else str(v) for k, v in x.sysctl.items()}
+                               for x in docs)
+        return {"sysctl": sysctl, "core_dumps": cores, "kernel_modules": modules}
 
     def _accounts_apart(self, path: FieldPath, services: tuple[m.Service, ...]) -> None:
         """Two services of one host never share an own account (`My.Board` and `my-board`

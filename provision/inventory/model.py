@@ -196,6 +196,9 @@ class Host:
     instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
     python_envs: tuple[PythonEnv, ...] = ()  # declared for it (top level, roles, host) or used by its services
     ephemeral_ports: tuple[int, int] | None = None  # net.ipv4.ip_local_port_range (host's or its clusters')
+    sysctl: tuple[tuple[str, str | None], ...] = ()  # over the kernel baseline (None: dropped)
+    core_dumps: bool = False  # `kernel.core_dumps`: the baseline's core dump limits left off
+    kernel_modules: tuple[str, ...] = ()  # `kernel.modules`: kept loadable
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

@@ -64,6 +64,7 @@ from .fields import (
     ZoneName,
 )
 from .https import HttpsDoc, Reason
+from .kernel_doc import SYSCTL_DESCRIPTION, KernelDoc, Sysctl
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 
 
@@ -304,6 +305,8 @@ class HostDoc(Strict):
     ephemeral_ports: Ephemeral | None = Field(
         None, description="[low, high]: the kernel's net.ipv4.ip_local_port_range here "
                           "(default: its clusters', else the kernel's own)")
+    sysctl: Sysctl = Field(default_factory=dict, description=SYSCTL_DESCRIPTION)
+    kernel: KernelDoc | None = Field(None, description="core dumps and modules kept from the baseline")
 
 
 class RoleDoc(Strict):
@@ -315,6 +318,8 @@ class RoleDoc(Strict):
     ssh_from: list[Cidr] = Field(default_factory=list)
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    sysctl: Sysctl = Field(default_factory=dict, description=SYSCTL_DESCRIPTION)
+    kernel: KernelDoc | None = Field(None, description="core dumps and modules kept from the baseline")
 
 
 _AWS_TEXT = r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$"

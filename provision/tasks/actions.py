@@ -170,6 +170,7 @@ class SetSysctl:
     key: str
     value: str  # as `sysctl -n` prints it, words separated by one space
     why: str = ""
+    source: str = ""  # the file that sets it at boot, named when the kernel refuses the value
 
     def describe(self) -> str:
         return f"sysctl {self.key} = {self.value}" + (f" ({self.why})" if self.why else "")

@@ -71,7 +71,7 @@ class ClusterStep:
         if out or live != want:
             why = (f"the kernel runs {live[0]}-{live[1]}" if live and live != want else
                    "unknown in the kernel" if live is None else "written anew")
-            out.append(SetSysctl(PORT_RANGE, f"{want[0]} {want[1]}", why))
+            out.append(SetSysctl(PORT_RANGE, f"{want[0]} {want[1]}", why, SYSCTL_FILE))
         return out
 
     def _envs(self, facts: Facts) -> list[Action]:

@@ -49,6 +49,7 @@ STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "packages": Lazy("provision.tasks.packages:PackagesStep"),
     "python_envs": Lazy("provision.tasks.python_envs:PythonEnvsStep"),
     "services": Lazy("provision.tasks.services:ServicesStep.build"),
+    "kernel": Lazy("provision.tasks.kernel:KernelStep.build"),  # sysctl baseline, cores, modules, time
     "cluster": Lazy("provision.tasks.cluster:ClusterStep.build"),  # sysctl, job environment
     "sshd": Lazy("provision.tasks.sshd:SshdStep.build"),  # commit-confirmed (provision.hosts.confirm)
     "firewall": Lazy("provision.tasks.firewall:FirewallStep.build"),  # commit-confirmed

@@ -265,10 +265,11 @@ def snippet(action: Action) -> str:
     if isinstance(a, SetSysctl):
         # the kernel may refuse or round a value: what it runs afterwards is what counts
         k, v = quote(a.key), quote(a.value)
-        return (f"sysctl -q -w {k}={v}\n"
+        src = f" (from {a.source})" if a.source else ""
+        return (f"sysctl -q -w {k}={v} || {{ echo {quote(f'{a.key}: the kernel refuses {a.value}{src}')} >&2; exit 1; }}\n"
                 f"provision_v=$(sysctl -n {k} | tr -s ' \\t' '  ')\n"
                 f'[ "$provision_v" = {v} ] || {{ echo "{a.key}: the kernel runs '
-                f'\'$provision_v\' after setting {a.value}" >&2; exit 1; }}')
+                f'\'$provision_v\' after setting {a.value}{src}" >&2; exit 1; }}')
     if isinstance(a, DaemonReload):
         return "systemctl daemon-reload"
     if isinstance(a, LoadNewUnits):
