@@ -11,6 +11,7 @@ from . import (
     docker,
     door,
     files,
+    gpus,
     guards,
     iptables,
     jupyter_auth,
@@ -41,5 +42,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # clusters: which interface holds a member's address
                                     addresses.SPEC,
                                     # services' secrets (provision.secrets.delivery)
-                                    credentials.SPEC)
+                                    credentials.SPEC,
+                                    # the NVIDIA GPUs: plan's line and members' `gpus`, audit's findings
+                                    gpus.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}
