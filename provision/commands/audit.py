@@ -203,6 +203,8 @@ def _print(inv: Inventory, reports: list[tuple[HostFacts, HostReport | None]],
                       soft_wrap=True)
             continue
         out.print(Text("\n") + styled(rep.host, "bold"))
+        if rep.gpus:
+            out.print(Text(p(rep.gpus)), soft_wrap=True)  # nvidia-smi's names: the host's text
         ports = Table(show_header=True, header_style="bold", expand=False, title=None)
         for col in ("port", "listens", "process", "declared", "IPv4", "IPv6", "SG", "tunnel", "reach"):
             ports.add_column(col, overflow="fold")

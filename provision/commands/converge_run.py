@@ -173,7 +173,9 @@ def sections(runs: list[HostRun]) -> list[Section]:
                     status=r.status if r.status in ("failed", "unreachable") else "",
                     # a guarded step that will not run says why (its guard is the reason)
                     notes=tuple(f"[{d.step}] skipped: {d.why}"
-                                for d in r.decisions if not d.run))
+                                for d in r.decisions if not d.run),
+                    # nvidia-smi's view of the host's GPUs (none: no line)
+                    info=tuple(x for x in [r.facts.gpus.summary if r.facts else ""] if x))
             for r in runs]
 
 

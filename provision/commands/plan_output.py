@@ -48,6 +48,7 @@ class Section:
     error: str = ""  # failed/unreachable: no changes could be planned
     status: str = ""  # free-form status word shown with an error ("unreachable")
     notes: tuple[str, ...] = ()  # drift reported but not acted on, warnings
+    info: tuple[str, ...] = ()  # what the host is, one line each (its GPUs)
 
     @property
     def failed(self) -> bool:
@@ -86,7 +87,7 @@ def exit_status(sections: Sequence[Section], detailed_exitcode: bool) -> int:
 def to_json(sections: Sequence[Section]) -> dict[str, object]:
     return {"summary": counts(sections),
             "sections": [{"name": s.name, "error": s.error or None, "status": s.status or None,
-                          "notes": list(s.notes), "changes": [c.to_json() for c in s.changes]}
+                          "notes": list(s.notes), "info": list(s.info), "changes": [c.to_json() for c in s.changes]}
                          for s in sections]}
 
 
@@ -106,6 +107,8 @@ def print_plan(sections: Sequence[Section], out: Console | None = None, *, title
         else:
             n = len(s.changes)
             out.print(Text(f"{p(s.name)}: {n} change{'s' if n != 1 else ''}", style="bold yellow"))
+        for line in s.info:
+            out.print(Text(f"  {p(line)}", style="dim"))
         for c in s.changes:
             for line in c.diff:
                 out.print(_diff_line(line))

@@ -31,6 +31,7 @@ from provision.cloud import cluster_rules
 from provision.facts import Facts
 from provision.facts import docker as D
 from provision.facts import door as DOOR
+from provision.facts import gpus as GPUS
 from provision.facts import iptables as IPT
 from provision.facts import jupyter_auth as J
 from provision.facts import listeners as L
@@ -60,12 +61,13 @@ from . import findings
 from .clock import clock_findings
 from .door_live import served_findings
 from .finding import Finding, sort_findings
+from .gpus import gpu_findings
 from .internet import covers_internet
 from .members import group_members
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 AUDIT_FACTS = ("door", "listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
-               "docker", "jupyter_auth", "timesync")
+               "docker", "jupyter_auth", "timesync", "gpus")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
 # Client ports every DHCP-configured server listens on (replies come back to them): never an
 # exposure worth a warning; reported as info.
@@ -168,6 +170,7 @@ class HostReport:
     tcp_states: dict[str, int] = field(default_factory=dict)
     close_wait: tuple[tuple[str, int | None, int], ...] = ()  # (process, pid, sockets)
     docker: tuple[dict[str, Any], ...] = ()
+    gpus: str = ""  # the GPUs in one line (`provision.facts.gpus`), empty without nvidia-smi
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for f in self.findings if f.severity == s) for s in ("error", "warning", "info")}
@@ -181,7 +184,7 @@ class HostReport:
                 "sockets": {"states": self.tcp_states,
                             "close_wait": [{"process": p, "pid": pid, "sockets": n}
                                            for p, pid, n in self.close_wait]},
-                "docker": list(self.docker)}
+                "docker": list(self.docker), "gpus": self.gpus or None}
 
 
 # --- the join ---------------------------------------------------------------------------
@@ -277,6 +280,8 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     found += _jupyter_findings(host, jupyter)
     found += member_server_findings(host, auth)
     found += served_findings(host, facts.get(DOOR.SPEC), time.time() if now is None else now)
+    gpus = facts.get(GPUS.SPEC)
+    found += gpu_findings(host, gpus)
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     found += clock_findings(host, facts.get(TIME.SPEC))
@@ -290,7 +295,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     order = {lvl: i for i, lvl in enumerate(LEVELS)}
     return HostReport(host.name, tuple(sorted(ports, key=lambda p: (-order[p.level], p.port, p.proto))),
                       sort_findings(found), tuple(drifts), dict(states.counts), close_wait,
-                      tuple(docker_rows))
+                      tuple(docker_rows), gpus.summary)
 
 
 def declared_findings(inv: Inventory) -> tuple[Finding, ...]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .files import TEMP_PREFIX, DirFact, FileFact
+from .gpus import Gpu
 from .packages import PackageFact
 from .result import Facts
 from .sockets import Socket
 from .spec import FactsError, FactSpec, Request
-from .system import Gpu
 from .units import UnitFact
 from .users import MARKER, UserFact
 

@@ -70,7 +70,10 @@ MAX_RECORDS = 200_000
 # "\x1b]52;c;…" changes nothing but that process's name in the report. Every other record
 # drives a decision (files, users, units, packages, rules, sshd settings): an unsafe
 # character there refuses the whole answer.
-DESCRIPTIVE = frozenset({"ltcp", "ludp", "listen", "dockerps", "closewait", "os", "gpu"})
+DESCRIPTIVE = frozenset({"ltcp", "ludp", "listen", "dockerps", "closewait", "os",
+                         # nvidia-smi's rows and messages (provision.facts.gpus): a row with
+                         # an escaped character is no row, and a message only describes
+                         "gpuline", "gpukmod"})
 
 
 def _text_checked(n: int, kind: str, rest: str) -> str:

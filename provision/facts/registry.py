@@ -11,6 +11,7 @@ from . import (
     docker,
     door,
     files,
+    gpus,
     guards,
     iptables,
     jupyter_auth,
@@ -45,5 +46,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # services' secrets (provision.secrets.delivery)
                                     credentials.SPEC,
                                     # the kernel baseline (provision.tasks.kernel), the clock
-                                    kernel.SPEC, timesync.SPEC)
+                                    kernel.SPEC, timesync.SPEC,
+                                    # the NVIDIA GPUs: plan's line and members' `gpus`, audit's findings
+                                    gpus.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

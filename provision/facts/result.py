@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from provision.record import record
 
 from . import files as F
+from . import gpus as G
 from . import packages as P
 from . import sockets as S
 from . import system as Y
@@ -58,8 +59,8 @@ class Facts:
         return self.get(Y.SPEC).docker
 
     @property
-    def gpus(self) -> tuple[Y.Gpu, ...]:
-        return self.get(Y.SPEC).gpus
+    def gpus(self) -> G.Gpus:
+        return self.get(G.SPEC)
 
     @property
     def has(self) -> frozenset[str]:

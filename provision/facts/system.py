@@ -1,4 +1,5 @@
-"""Fact: who we run as, the OS, Docker, GPUs and the tools present. Pure parser."""
+"""Fact: who we run as, the OS, Docker and the tools present. Pure parser (the GPUs are
+`provision.facts.gpus`)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,16 @@ from .spec import FactSpec, Rec, as_int
 
 
 @record
-class Gpu:
-    name: str
-    driver: str
-    memory: str
-
-
-@record
 class System:
     uid: int = -1
     os: dict[str, str] = field(default_factory=dict)
     docker: bool = False
-    gpus: tuple[Gpu, ...] = ()
     has: frozenset[str] = frozenset()
     caps: dict[str, bool] = field(default_factory=dict)  # systemd, apt: absent = not probed
 
 
 def parse(records: Sequence[Rec]) -> System:
     uid, os_, docker = -1, {}, False
-    gpus: list[Gpu] = []
     has: set[str] = set()
     caps: dict[str, bool] = {}
     for r in records:
@@ -40,15 +32,11 @@ def parse(records: Sequence[Rec]) -> System:
             os_ = dict(zip(("id", "version_id", "pretty_name", "id_like"), f, strict=False))
         elif r.kind == "docker":
             docker = f[0] == "yes"
-        elif r.kind == "gpu":
-            parts = [p.strip() for p in r.raw.split(",")]
-            if len(parts) >= 3:
-                gpus.append(Gpu(parts[0], parts[1], parts[2]))
         elif r.kind == "has":
             has.add(f[0])
         elif r.kind == "cap" and len(f) == 2:
             caps[f[0]] = f[1] == "yes"
-    return System(uid, os_, docker, tuple(gpus), frozenset(has), caps)
+    return System(uid, os_, docker, frozenset(has), caps)
 
 
-SPEC = FactSpec("system", ("id", "os", "docker", "gpu", "has", "cap"), parse)
+SPEC = FactSpec("system", ("id", "os", "docker", "has", "cap"), parse)

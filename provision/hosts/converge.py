@@ -48,7 +48,7 @@ from .reach import Unreachable, connecting, reason
 LockEvents = Callable[[Host, str, L.Report], None]
 
 # Every converge also reports these (recap --json: OS, Docker, GPUs, listening sockets).
-BASE_REQUEST = Request(facts=("system", "sockets"))
+BASE_REQUEST = Request(facts=("system", "sockets", "gpus"))
 
 
 @dataclass
@@ -91,7 +91,11 @@ class HostRun:
             "steps": [d.to_json() for d in self.decisions],
             "facts": None if f is None else {
                 "os": f.os, "docker": f.docker,
-                "gpus": [{"name": g.name, "driver": g.driver, "memory": g.memory} for g in f.gpus],
+                "gpus": [{"index": g.index, "name": g.name, "uuid": g.uuid, "driver": g.driver,
+                          "memory": g.memory, "persistence": g.persistence,
+                          "ecc_uncorrected": g.ecc_uncorrected, "bus_id": g.bus_id}
+                         for g in f.gpus.devices],
+                "gpu_summary": f.gpus.summary or None,
                 "listening": [{"address": s.address, "port": s.port, "process": s.process}
                               for s in f.listening],
             },

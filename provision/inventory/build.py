@@ -28,6 +28,7 @@ from provision.secrets.check import inventory_problems, service_problems
 
 from . import acme as acme_section
 from . import clusters as cl
+from . import culling
 from . import from_hosts as gen
 from . import https as door
 from . import model as m
@@ -633,6 +634,10 @@ class _Resolver:
             https, problems = door.build(s.https, zones)
             for where, why in problems:
                 self.fail((*path, "https", *where), why)
+        is_jupyter = bool(command) and program(command) == "jupyter"
+        if s.culling is not None and not is_jupyter:
+            self.fail((*path, "culling"), "'culling' is for Jupyter servers (their idle kernels); "
+                      "this service's command starts no jupyter")
         for spot, message in service_problems(path, s.environment, s.secrets, list(self.doc.secrets),
                                               s.per_user not in (None, False)):
             self.fail(spot, message)
@@ -643,6 +648,7 @@ class _Resolver:
                             memory_max=s.memory_max, group=group, own_account=s.user is None,
                             private_tmp=s.private_tmp is not False, https=https,
                             plain_http=s.plain_http,
+                            culling=culling.resolve(s.culling) if is_jupyter else None,
                             environment=tuple(s.environment.items()),
                             secrets=tuple(m.SecretUse(k, v, None) if isinstance(v, str)
                                           else m.SecretUse(k, None, v.file)

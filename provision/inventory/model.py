@@ -12,6 +12,7 @@ from provision.dns.visibility import Visibility
 from provision.record import record
 
 from .acme import Acme
+from .culling import Culling
 from .programs import Program, program
 from .python_envs import PythonEnv
 
@@ -102,6 +103,7 @@ class Service:
     plain_http: str | None = None  # why a public service has no door (the opt-out's reason)
     environment: tuple[tuple[str, str], ...] = ()  # plain values, written into the unit
     secrets: tuple[SecretUse, ...] = ()  # delivered root-only, never in the unit
+    culling: Culling | None = None  # a Jupyter server's idle kernels (inventory/culling.py)
 
     @property
     def public_port(self) -> int:

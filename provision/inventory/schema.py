@@ -41,6 +41,7 @@ from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .banner import DEFAULT as DEFAULT_BANNER
 from .banner import Banner
 from .cluster_doc import ClusterDoc, Ephemeral
+from .culling import CullingDoc
 from .fields import (
     IP,
     AbsPath,
@@ -179,6 +180,9 @@ class ServiceDoc(Strict):
                           "account plants in the shared /tmp cannot redirect what it writes there")
     logdir: DataDir | None = None
     notebook_dir: DataDir | None = None
+    culling: CullingDoc | None = Field(
+        None, description="Jupyter only: when idle kernels are shut down, freeing the GPU "
+                          "memory they hold (default: after an hour idle, connected or not)")
     venv: Venv | None = Field(
         None, description="the python env (a name in python_envs) or the virtualenv (an absolute "
                           "path) whose bin/ holds the service's program; jupyter and tensorboard "

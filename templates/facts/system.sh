@@ -1,4 +1,4 @@
-# uid, OS, Docker, GPUs, tools the steps rely on
+# uid, OS, Docker, tools the steps rely on (the GPUs: gpus.sh)
 fact_system() {
   printf 'id\t%s\n' "$(id -u)"
   if [ -r /etc/os-release ]; then
@@ -7,11 +7,6 @@ fact_system() {
     printf 'os\t\t\t\t\n'
   fi
   if command -v docker >/dev/null 2>&1; then printf 'docker\tyes\n'; else printf 'docker\tno\n'; fi
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    printf 'has\tnvidia-smi\n'  # GPUs known: a per-user `gpus` index past them is refused
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
-      while IFS= read -r l; do printf 'gpu\t%s\n' "$l"; done
-  fi
   if command -v visudo >/dev/null 2>&1; then printf 'has\tvisudo\n'; fi
   # what provision needs of a host (provision.facts.support): systemd as init, apt
   if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then c=yes; else c=no; fi

@@ -221,3 +221,16 @@ def test_plan_with_a_hostile_playbook_exits_2_cleanly(tmp_path: Path) -> None:
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output and unsafe(r.stderr.replace("\n", " ")) is None
     assert f"{pb}:2:" in r.stderr
+
+
+def test_a_gpu_name_is_descriptive_text_escaped_and_its_row_no_longer_counts() -> None:
+    """nvidia-smi's lines only describe: an escape in a GPU's name is escaped, not acted on,
+    and a row whose index is not plain digits is no row (so it names no GPU a member's
+    `gpus` could be checked against)."""
+    row = ", NVIDIA H100 80GB HBM3, GPU-6b1f0c4e, 550.90.07, 81559, Enabled, 0, 00000000:19:00.0"
+    facts = parse(answer(extra=f"gpuline\t0{row.replace('H100', 'H1' + OSC52 + '00')}\n"
+                               f"gpuline\t\u0661{row}\ngpusmi\t0"))
+    gpus = facts.gpus
+    assert [g.index for g in gpus.devices] == [0]
+    assert "\\x1b]52;c;" in gpus.devices[0].name and unsafe(gpus.summary) is None
+    assert gpus.messages == (f"\u0661{row}",)  # not a row: index ١ is no ASCII digit

@@ -13,11 +13,11 @@ import re
 import shutil
 import stat
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from traitlets.config import Config
 
 from provision.cli import main
 from provision.commands.render import INCLUDE_LINE, has_include, install, with_include
@@ -228,20 +228,46 @@ def test_config_placeholder_outside_jupyter_is_refused(tmp_path: Path) -> None:
         load_inventory(doc)
 
 
-def _load_jupyter_config(content: str, path: str) -> SimpleNamespace:
-    """Run the rendered file the way Jupyter does: with get_config() in its globals."""
-    cfg = SimpleNamespace(ServerApp=SimpleNamespace())
+def _load_config(content: str, path: str) -> Config:
+    """Run the rendered file the way Jupyter does: with get_config() in its globals, a
+    traitlets Config (whose sections appear when a setting is made)."""
+    cfg = Config()
     exec(compile(content, path, "exec"), {"get_config": lambda: cfg})
-    return cfg.ServerApp
+    return cfg
+
+
+def _load_jupyter_config(content: str, path: str) -> Config:
+    return _load_config(content, path).ServerApp
 
 
 def test_jupyter_config(inv: Inventory) -> None:
     a = next(a for a in render_host(inv, inv.node("gpu2")) if a.kind == "jupyter-config")
-    app = _load_jupyter_config(a.content, a.path)
-    assert vars(app) == {"ip": "127.0.0.1", "port": 8888, "open_browser": False,
-                         "port_retries": 0, "root_dir": "/srv/notebooks"}
+    cfg = _load_config(a.content, a.path)
+    assert dict(cfg.ServerApp) == {"ip": "127.0.0.1", "port": 8888, "open_browser": False,
+                                   "port_retries": 0, "root_dir": "/srv/notebooks"}
+    # idle kernels culled by default: an hour, connected or not, never while busy
+    assert dict(cfg.MappingKernelManager) == {"cull_idle_timeout": 3600, "cull_interval": 300,
+                                              "cull_connected": True, "cull_busy": False}
     a1 = next(a for a in render_host(inv, inv.node("gpu1")) if a.kind == "jupyter-config")
     assert _load_jupyter_config(a1.content, a1.path).root_dir == os.path.expanduser("~")
+
+
+def test_culling_is_the_inventorys_and_only_for_jupyter(tmp_path: Path) -> None:
+    doc = tmp_path / "inv.yml"
+    doc.write_text("version: 1\nhosts:\n  box:\n    address: 10.0.0.5\n    ssh_from: [10.0.0.0/8]\n"
+                   "    services:\n      jupyter: {venv: /opt/v, culling: {idle_timeout: 600, "
+                   "connected: false}}\n      lab2: {port: 8890, venv: /opt/v, command: "
+                   "'{venv}jupyter server --config={config}', culling: {idle_timeout: 0}}\n"
+                   "      tensorboard: {venv: /opt/v}\n")
+    inv = load_inventory(doc)
+    arts = {a.service: a for a in render_host(inv, inv.node("box")) if a.kind == "jupyter-config"}
+    one = _load_config(arts["provision-jupyter.service"].content, "jupyter")
+    assert dict(one.MappingKernelManager) == {"cull_idle_timeout": 600, "cull_interval": 300,
+                                              "cull_connected": False, "cull_busy": False}
+    off = _load_config(arts["provision-lab2.service"].content, "lab2")
+    assert off.MappingKernelManager.cull_idle_timeout == 0  # Jupyter's "never"
+    assert "never shut down" in arts["provision-lab2.service"].content
+    assert inv.node("box").services[2].culling is None  # tensorboard has no kernels
 
 
 # --- hostile-but-valid values stay on their line -----------------------------------------------
@@ -262,7 +288,10 @@ def test_hostile_values_render_one_line_each() -> None:
     jup = arts["/etc/provision/jupyter/jupyter/jupyter_server_config.py"].content.splitlines()
     assert [ln for ln in jup if ln.startswith("c.")] == [
         "c.ServerApp.ip = '::1'", "c.ServerApp.port = 8888", "c.ServerApp.port_retries = 0",
-        "c.ServerApp.open_browser = False", "c.ServerApp.root_dir = '/srv/n/b=o,o:k@s+'"]
+        "c.ServerApp.open_browser = False", "c.ServerApp.root_dir = '/srv/n/b=o,o:k@s+'",
+        "c.MappingKernelManager.cull_idle_timeout = 3600",
+        "c.MappingKernelManager.cull_interval = 300",
+        "c.MappingKernelManager.cull_connected = True", "c.MappingKernelManager.cull_busy = False"]
 
     v6 = [ln for ln in arts["/etc/iptables/rules.v6"].content.splitlines() if "--dport" in ln]
     assert v6 == [
