@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     addresses,
     apt,
+    apt_pins,
     credentials,
     docker,
     door,
@@ -29,7 +30,7 @@ from . import (
 from .spec import FactSpec
 
 SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.SPEC,
-                                    packages.SPEC, apt.SPEC, python_envs.SPEC, sockets.SPEC,
+                                    packages.SPEC, apt.SPEC, apt_pins.SPEC, python_envs.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
