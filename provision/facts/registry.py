@@ -25,6 +25,7 @@ from . import (
     system,
     tcpstates,
     units,
+    updates,
     users,
 )
 from .spec import FactSpec
@@ -42,5 +43,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # clusters: which interface holds a member's address
                                     addresses.SPEC,
                                     # services' secrets (provision.secrets.delivery)
-                                    credentials.SPEC)
+                                    credentials.SPEC,
+                                    # unattended-upgrades (provision.tasks.updates, audit)
+                                    updates.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -46,6 +46,7 @@ class Lazy:
 STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": Lazy("provision.tasks.users:UsersStep"),
     "packages": Lazy("provision.tasks.packages:PackagesStep"),
+    "updates": Lazy("provision.tasks.updates:UpdatesStep.build"),  # unattended-upgrades policy
     "python_envs": Lazy("provision.tasks.python_envs:PythonEnvsStep"),
     "services": Lazy("provision.tasks.services:ServicesStep.build"),
     "cluster": Lazy("provision.tasks.cluster:ClusterStep.build"),  # sysctl, job environment

@@ -27,7 +27,13 @@ from shlex import quote
 from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
 from provision.secrets.delivery import SALT
-from provision.tasks import apt_pins_script, apt_script, door_script, python_env_script
+from provision.tasks import (
+    apt_config_check,
+    apt_pins_script,
+    apt_script,
+    door_script,
+    python_env_script,
+)
 from provision.tasks.actions import (
     Action,
     AptSources,
@@ -267,6 +273,8 @@ def snippet(action: Action) -> str:
         return apt_pins_script.install_pinned(a)
     if isinstance(a, AptHolds):
         return apt_pins_script.holds(a)
+    if isinstance(a, apt_config_check.CheckAptConfig):
+        return apt_config_check.snippet(a)
     if isinstance(a, SetSysctl):
         # the kernel may refuse or round a value: what it runs afterwards is what counts
         k, v = quote(a.key), quote(a.value)
