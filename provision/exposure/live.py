@@ -38,6 +38,7 @@ from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SSHD
 from provision.facts import sysctl as SYS
 from provision.facts import tcpstates as TS
+from provision.facts import updates as UPD
 from provision.facts.spec import Request
 from provision.firewall import parse as FP
 from provision.firewall.rules import (
@@ -60,10 +61,11 @@ from .door_live import served_findings
 from .finding import Finding, sort_findings
 from .internet import covers_internet
 from .members import group_members
+from .reboot import reboot_findings
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 AUDIT_FACTS = ("door", "listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
-               "docker", "jupyter_auth")
+               "docker", "jupyter_auth", "updates")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
 # Client ports every DHCP-configured server listens on (replies come back to them): never an
 # exposure worth a warning; reported as info.
@@ -277,6 +279,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     found += served_findings(host, facts.get(DOOR.SPEC), time.time() if now is None else now)
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
+    found += reboot_findings(host, facts.get(UPD.SPEC))
     states = facts.get(TS.SPEC)
     found += _socket_findings(host, states, SYS.port_range(facts.get(SYS.SPEC)))
     published: tuple[D.Published, ...] = facts.get(D.SPEC)
