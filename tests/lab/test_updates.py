@@ -164,7 +164,7 @@ def test_another_version_installed_by_hand_goes_back_to_the_pin(world: World) ->
 def test_a_hold_keeps_apt_and_unattended_upgrades_off_it(world: World) -> None:
     # the hold alone: no version pin and nothing blacklisted
     doc = with_gpu1(world.doc, packages=[{"name": NV, "hold": True}], updates={"never": []})
-    code, host, err = run(world, "apply", doc)
+    code, _, err = run(world, "apply", doc)
     assert code == 0, err
     assert world.lab.host("gpu1", "test", "-e", PIN, check=False).returncode == 1  # stale pin gone
     assert version(world) == "hold ok installed 1.0" and held(world) == [NV]
@@ -178,7 +178,7 @@ def test_a_hold_keeps_apt_and_unattended_upgrades_off_it(world: World) -> None:
 def test_the_default_blacklist_keeps_unattended_upgrades_off_it_without_a_hold(world: World) -> None:
     # no hold: apt itself would upgrade it, unattended-upgrades must not
     doc = with_gpu1(world.doc, packages=[NV])
-    code, host, err = run(world, "apply", doc)
+    code, _, err = run(world, "apply", doc)
     assert code == 0, err
     assert held(world) == []  # the hold we set is lifted
     assert world.lab.host("gpu1", "test", "-e", "/var/lib/provision/apt-holds",
@@ -187,6 +187,6 @@ def test_the_default_blacklist_keeps_unattended_upgrades_off_it_without_a_hold(w
     dry = dry_run(world)
     assert NV not in will_upgrade(dry), dry
     # the control: with nothing blacklisted the same dry run would take it
-    code, host, err = run(world, "apply", with_gpu1(doc, updates={"never": []}))
+    code, _, err = run(world, "apply", with_gpu1(doc, updates={"never": []}))
     assert code == 0, err
     assert will_upgrade(dry_run(world)) == [NV]
