@@ -107,7 +107,10 @@ def recorded(facts: Facts) -> list[str]:
     return names
 
 
-def holds(host: Host, facts: Facts) -> list[Action]:
+def holds(host: Host, facts: Facts, reinstalled: set[str]) -> list[Action]:
+    """Hold what is declared held and is not (or is `reinstalled`: apt-get install, even
+    with --allow-change-held-packages, leaves the package selected `install`); lift the
+    holds provision recorded and no longer wants."""
     want = sorted({p.name for p in host.package_pins if p.hold})
     record = recorded(facts)
     rec_state = facts.get(AP.SPEC).recorded
@@ -116,7 +119,7 @@ def holds(host: Host, facts: Facts) -> list[Action]:
         pkg = facts.packages.get(name)
         return pkg.status.startswith("hold ") if pkg is not None else rec_state.get(name, False)
 
-    hold = tuple(n for n in want if not held(n))
+    hold = tuple(n for n in want if n in reinstalled or not held(n))
     unhold = tuple(n for n in record if n not in want and held(n))
     out: list[Action] = [AptHolds(hold, unhold)] if hold or unhold else []
     if record != want or (want and facts.file(HOLDS).mode != 0o600):

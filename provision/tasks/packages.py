@@ -134,4 +134,4 @@ class PackagesStep:
                 n for n in at_pin if not (n in facts.packages and facts.packages[n].installed)))
             actions += [*([AptUpdate(why, self.inv.apt_lock_timeout)] if why else []),
                         InstallPinned(pinned, self.inv.apt_lock_timeout)]
-        return actions + apt_pins.holds(self.host, facts)
+        return actions + apt_pins.holds(self.host, facts, at_pin)
