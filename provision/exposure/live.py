@@ -40,6 +40,7 @@ from provision.facts import sshd_effective as SSHD
 from provision.facts import sysctl as SYS
 from provision.facts import tcpstates as TS
 from provision.facts import timesync as TIME
+from provision.facts import updates as UPD
 from provision.facts.spec import Request
 from provision.firewall import parse as FP
 from provision.firewall.rules import (
@@ -64,10 +65,11 @@ from .finding import Finding, sort_findings
 from .gpus import gpu_findings
 from .internet import covers_internet
 from .members import group_members
+from .reboot import reboot_findings
 
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 AUDIT_FACTS = ("door", "listeners", "tcpstates", "sysctl", "iptables", "sshd_effective", "sshd_config",
-               "docker", "jupyter_auth", "timesync", "gpus")
+               "docker", "jupyter_auth", "timesync", "gpus", "updates")
 CODE_PROCESSES = re.compile(r"jupyter|tensorboard|ipykernel", re.I)
 # Client ports every DHCP-configured server listens on (replies come back to them): never an
 # exposure worth a warning; reported as info.
@@ -285,6 +287,7 @@ def report(inv: Inventory, host: Host, facts: Facts, sg_rules: Sequence[SgRule] 
     found += _sshd_findings(host, want.sshd, facts.get(SSHD.SPEC), facts.get(SC.SPEC))
     found += _key_findings(inv, host, facts)
     found += clock_findings(host, facts.get(TIME.SPEC))
+    found += reboot_findings(host, facts.get(UPD.SPEC))
     states = facts.get(TS.SPEC)
     found += _socket_findings(host, states, SYS.port_range(facts.get(SYS.SPEC)))
     published: tuple[D.Published, ...] = facts.get(D.SPEC)

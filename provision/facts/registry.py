@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     addresses,
     apt,
+    apt_pins,
     credentials,
     docker,
     door,
@@ -27,12 +28,13 @@ from . import (
     tcpstates,
     timesync,
     units,
+    updates,
     users,
 )
 from .spec import FactSpec
 
 SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.SPEC,
-                                    packages.SPEC, apt.SPEC, python_envs.SPEC, sockets.SPEC,
+                                    packages.SPEC, apt.SPEC, apt_pins.SPEC, python_envs.SPEC, sockets.SPEC,
                                     # provision audit
                                     listeners.SPEC, tcpstates.SPEC, sysctl.SPEC, iptables.SPEC,
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
@@ -48,5 +50,7 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # the kernel baseline (provision.tasks.kernel), the clock
                                     kernel.SPEC, timesync.SPEC,
                                     # the NVIDIA GPUs: plan's line and members' `gpus`, audit's findings
-                                    gpus.SPEC)
+                                    gpus.SPEC,
+                                    # unattended-upgrades (provision.tasks.updates, audit)
+                                    updates.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -32,6 +32,7 @@ from . import culling
 from . import from_hosts as gen
 from . import https as door
 from . import model as m
+from .apt_policy_doc import PackageEntry, merge_packages, merge_updates
 from .catalog import (
     ACCOUNT_MAX,
     CATALOG,
@@ -260,7 +261,7 @@ class _Resolver:
         # Each distinct list of roles is merged, and its services validated, once: hosts
         # that only name roles share the result (errors point into `roles:`, reported once).
         self._merged: dict[tuple[str, ...], tuple[dict[str, tuple[FieldPath, ServiceDoc]],
-                                                  list[str], list[str], list[str]]] = {}
+                                                  list[PackageEntry], list[str], list[str]]] = {}
         self._resolved: dict[tuple[str, ...], tuple[m.Service, ...]] = {}
         self._envs = self._env_table()
 
@@ -403,14 +404,14 @@ class _Resolver:
                       instance=self._instance(("bastions", name), b.aws, b.address))
 
     def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
-            dict[str, tuple[FieldPath, ServiceDoc]], list[str], list[str], list[str]]:
+            dict[str, tuple[FieldPath, ServiceDoc]], list[PackageEntry], list[str], list[str]]:
         """The roles' services, packages, ssh_from and security groups, merged in order;
         computed once per distinct list of (known) roles."""
         cached = self._merged.get(roles)
         if cached is not None:
             return cached
         services: dict[str, tuple[FieldPath, ServiceDoc]] = {}
-        packages: list[str] = []
+        packages: list[PackageEntry] = []
         ssh_from: list[str] = []
         groups: list[str] = []
         known = True
@@ -447,6 +448,9 @@ class _Resolver:
             base = services.get(sname, (path, ServiceDoc()))[1]
             services[sname] = ((*path, "services", sname), _overlay(base, sdoc))
         packages += [p for p in h.packages if p not in packages]
+        names, pins = merge_packages(packages)
+        updates = merge_updates([*(self.doc.roles[r].updates for r in roles if r in self.doc.roles),
+                                 h.updates])
         ssh_from += [c for c in h.ssh_from if c not in ssh_from]
         groups += [g for g in self._attached(path, h.security_groups) if g not in groups]
         if not h.services and roles in self._merged:  # services from the roles alone: once
@@ -465,7 +469,8 @@ class _Resolver:
         return m.Host(name=name, address=h.address, user=h.user or d.user, port=h.port or d.port,
                       identity_file=h.identity_file or d.identity_file,
                       jump_chain=self._chain(path, h), roles=roles,
-                      ssh_from=tuple(ssh_from), services=resolved, packages=tuple(packages),
+                      ssh_from=tuple(ssh_from), services=resolved, packages=names,
+                      package_pins=pins, updates=updates,
                       apt_sources=self._apt_sources(path, roles, h),
                       security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
                       python_envs=self._host_envs(roles, h, resolved),

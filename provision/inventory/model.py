@@ -13,6 +13,7 @@ from provision.record import record
 
 from .acme import Acme
 from .culling import Culling
+from .apt_policy import PackagePin, Updates
 from .programs import Program, program
 from .python_envs import PythonEnv
 
@@ -192,6 +193,8 @@ class Host:
     ssh_from: tuple[str, ...] = ()
     services: tuple[Service, ...] = ()
     packages: tuple[str, ...] = ()
+    package_pins: tuple[PackagePin, ...] = ()  # the packages given a version or a hold
+    updates: Updates = Updates()  # unattended-upgrades (provision.tasks.updates)
     apt_sources: tuple[AptSource, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)

@@ -40,6 +40,7 @@ from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .banner import DEFAULT as DEFAULT_BANNER
 from .banner import Banner
+from .apt_policy_doc import PackageEntry, UpdatesDoc
 from .cluster_doc import ClusterDoc, Ephemeral
 from .culling import CullingDoc
 from .fields import (
@@ -53,7 +54,6 @@ from .fields import (
     KnownHostsPath,
     Name,
     NodeName,
-    Package,
     Port,
     PublicKey,
     RecordName,
@@ -289,6 +289,12 @@ class AptSourceDoc(Strict):
         return self
 
 
+_PACKAGES_DESCRIPTION = ("apt packages: a name, or {name, version, hold} (version a Debian "
+                         "version or glob, pinned; hold: apt-mark hold)")
+_UPDATES_DESCRIPTION = ("unattended security upgrades: {security, never, reboot} "
+                        "(docs/updates.md)")
+
+
 class HostDoc(Strict):
     address: Address
     user: User | None = None
@@ -298,7 +304,8 @@ class HostDoc(Strict):
     roles: list[Name] = Field(default_factory=list)
     ssh_from: list[Cidr] = Field(default_factory=list)
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
-    packages: list[Package] = Field(default_factory=list)
+    packages: list[PackageEntry] = Field(default_factory=list, description=_PACKAGES_DESCRIPTION)
+    updates: UpdatesDoc | None = Field(None, description=_UPDATES_DESCRIPTION)
     apt_sources: dict[Name, AptSourceDoc] = Field(
         default_factory=dict, description="apt repositories (name -> source), merged over the roles'")
     python_envs: PythonEnvs = Field(default_factory=dict, description=_ENVS_DESCRIPTION)
@@ -315,7 +322,8 @@ class HostDoc(Strict):
 
 class RoleDoc(Strict):
     services: dict[Name, ServiceDoc | None] = Field(default_factory=dict)
-    packages: list[Package] = Field(default_factory=list)
+    packages: list[PackageEntry] = Field(default_factory=list, description=_PACKAGES_DESCRIPTION)
+    updates: UpdatesDoc | None = Field(None, description=_UPDATES_DESCRIPTION)
     apt_sources: dict[Name, AptSourceDoc] = Field(
         default_factory=dict, description="apt repositories (name -> source) of hosts in this role")
     python_envs: PythonEnvs = Field(default_factory=dict, description=_ENVS_DESCRIPTION)

@@ -54,6 +54,7 @@ def environment() -> jinja2.Environment:
     env.filters["unit"] = sinks.unit_value
     env.filters["unit_text"] = sinks.unit_text
     env.filters["deb822"] = sinks.deb822_word
+    env.filters["apt_version"] = sinks.apt_version
     template_cache.attach(env, Path(str(importlib.resources.files("provision._templates"))) / "__pycache__")
     return env
 

@@ -37,6 +37,18 @@ def deb822_word(value: object) -> str:
     return text
 
 
+_APT_VERSION = re.compile(r"^[0-9*][A-Za-z0-9.+~:*-]{0,127}$")
+
+
+def apt_version(value: object) -> str:
+    """A Debian version or glob in an apt preferences file's `Pin: version` line."""
+    text = str(value)
+    if not _APT_VERSION.match(text):
+        raise RenderError(f"refusing to write {printable(text)!r} into an apt preferences file "
+                          "(only a Debian version: letters, digits and . + ~ : - *)")
+    return text
+
+
 def comment(value: object) -> str:
     """Text for a `#` comment line: one line, control characters escaped."""
     return printable(str(value))

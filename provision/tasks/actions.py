@@ -6,6 +6,8 @@ from __future__ import annotations
 from provision.record import record
 from provision.secrets.vault import Sealed
 
+from .apt_config_check import CheckAptConfig
+from .apt_pins_actions import AptHolds, InstallPinned
 from .door_script import DoorApply
 from .python_env_script import BuildPythonEnv
 from .shell import RunCommand
@@ -262,4 +264,5 @@ class EnsureGroup:
 Action = (WriteFile | WriteSecret | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser
           | RetireUser | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload
           | LoadNewUnits | EnableUnit | StartUnit | RestartUnit | RetireUnit | EnsureGroup
-          | RunCommand | BuildPythonEnv | DoorApply)
+          | RunCommand | BuildPythonEnv | DoorApply | InstallPinned | AptHolds
+          | CheckAptConfig)

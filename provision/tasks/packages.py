@@ -10,7 +10,9 @@ What a run does, from the facts:
 * the package lists are refreshed (`AptUpdate`) only when something is to be installed and
   the lists are missing, older than `MAX_LIST_AGE`, or a missing package has no candidate:
   a converged host never runs `apt-get update`;
-* the missing packages are installed (`InstallPackages`), after waiting for the dpkg lock.
+* the missing packages are installed (`InstallPackages`), after waiting for the dpkg lock;
+* pinned versions and holds (`provision.tasks.apt_pins`): pin files first, the pinned
+  packages installed at their pins after the others, then the holds.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.render.apt import apt_artifacts
 
+from . import apt_pins
 from .actions import Action, AptKey, AptSources, AptUpdate, InstallPackages, RemoveFile, WriteFile
+from .apt_pins_actions import InstallPinned
 from .files import sha256
 from .refused import Refused
 
@@ -43,7 +47,7 @@ class PackagesStep:
     def request(self) -> Request:
         files = tuple(p for s in self.host.apt_sources for p in (source_path(s.name), key_path(s.name)))
         return Request(files=files, prefixes=(f"{SOURCES_DIR}/{PREFIX}", f"{KEYRINGS_DIR}/{PREFIX}"),
-                       packages=self.host.packages, facts=("apt",))
+                       packages=self.host.packages, facts=("apt",)).merge(apt_pins.request(self.host))
 
     def _sources(self, facts: Facts) -> AptSources | None:
         writes: list[WriteFile] = []
@@ -100,10 +104,13 @@ class PackagesStep:
                 InstallPackages(names, self.inv.apt_lock_timeout)]
 
     def diff(self, facts: Facts) -> list[Action]:
-        missing = tuple(p for p in self.host.packages
-                        if not (p in facts.packages and facts.packages[p].installed))
+        pin_writes, changed = apt_pins.pin_files(self.host, facts)
+        pinned = apt_pins.to_install(self.host, facts, changed)
+        at_pin = {n for n, _ in pinned}
+        missing = tuple(p for p in self.host.packages if p not in at_pin
+                        and not (p in facts.packages and facts.packages[p].installed))
         sources = self._sources(facts)
-        actions: list[Action] = []
+        actions: list[Action] = list(pin_writes)
         if sources is not None and sources.keys and not facts.get(A.SPEC).gpg:
             # a key is checked with gpg on the host: a bare image without it gets it first,
             # from the lists it has, when the inventory asks for it
@@ -121,4 +128,10 @@ class PackagesStep:
                 actions.append(InstallPackages(missing, self.inv.apt_lock_timeout))
         elif missing:
             actions += self.install(facts, missing)
-        return actions
+        if pinned:
+            refreshed = any(isinstance(a, AptUpdate | AptSources) for a in actions)
+            why = None if refreshed else self.refresh_reason(facts, tuple(
+                n for n in at_pin if not (n in facts.packages and facts.packages[n].installed)))
+            actions += [*([AptUpdate(why, self.inv.apt_lock_timeout)] if why else []),
+                        InstallPinned(pinned, self.inv.apt_lock_timeout)]
+        return actions + apt_pins.holds(self.host, facts, at_pin)

@@ -47,6 +47,7 @@ STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": Lazy("provision.tasks.users:UsersStep"),
     "banner": Lazy("provision.tasks.banner:BannerStep"),  # /etc/issue, /etc/issue.net
     "packages": Lazy("provision.tasks.packages:PackagesStep"),
+    "updates": Lazy("provision.tasks.updates:UpdatesStep.build"),  # unattended-upgrades policy
     "python_envs": Lazy("provision.tasks.python_envs:PythonEnvsStep"),
     "services": Lazy("provision.tasks.services:ServicesStep.build"),
     "kernel": Lazy("provision.tasks.kernel:KernelStep.build"),  # sysctl baseline, cores, modules, time

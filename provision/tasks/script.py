@@ -27,7 +27,13 @@ from shlex import quote
 from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
 from provision.secrets.delivery import SALT
-from provision.tasks import apt_script, door_script, python_env_script
+from provision.tasks import (
+    apt_config_check,
+    apt_pins_script,
+    apt_script,
+    door_script,
+    python_env_script,
+)
 from provision.tasks.actions import (
     Action,
     AptSources,
@@ -50,6 +56,7 @@ from provision.tasks.actions import (
     WriteFile,
     WriteSecret,
 )
+from provision.tasks.apt_pins_actions import AptHolds, InstallPinned
 from provision.tasks.door_script import DoorApply
 from provision.tasks.python_env_script import BuildPythonEnv
 from provision.tasks.shell import RunCommand
@@ -262,6 +269,12 @@ def snippet(action: Action) -> str:
         return apt_script.update(a)
     if isinstance(a, AptSources):
         return apt_script.sources(a)
+    if isinstance(a, InstallPinned):
+        return apt_pins_script.install_pinned(a)
+    if isinstance(a, AptHolds):
+        return apt_pins_script.holds(a)
+    if isinstance(a, apt_config_check.CheckAptConfig):
+        return apt_config_check.snippet(a)
     if isinstance(a, SetSysctl):
         # the kernel may refuse or round a value: what it runs afterwards is what counts
         k, v = quote(a.key), quote(a.value)
@@ -339,8 +352,10 @@ def build(actions: list[Action]) -> str:
         SAFE_PATH,
         UNITS,
         settle_lib(),
-        *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources)
-                                  for a in actions) else []),
+        *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources
+                                             | InstallPinned) for a in actions) else []),
+        *([apt_pins_script.LIB] if any(isinstance(a, InstallPinned | AptHolds)
+                                       for a in actions) else []),
         *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
         *([python_env_script.lib()] if any(isinstance(a, BuildPythonEnv) for a in actions) else []),
         *([door_script.lib()] if any(isinstance(a, DoorApply) for a in actions) else []),

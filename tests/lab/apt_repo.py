@@ -66,8 +66,11 @@ def build_package(work: Path, name: str = PACKAGE, version: str = "1.0", provide
     return deb
 
 
-def build_repo(repo: Path, debs: list[Path], home: Path, key: Key) -> None:
-    """pool/ + dists/SUITE/{Release,InRelease} + dists/SUITE/main/binary-amd64/Packages(.gz)."""
+def build_repo(repo: Path, debs: list[Path], home: Path, key: Key, suite: str = SUITE,
+               origin: str = "provision-lab", label: str = "provision-lab") -> None:
+    """pool/ + dists/SUITE/{Release,InRelease} + dists/SUITE/main/binary-amd64/Packages(.gz).
+    `origin`, `label`, `suite`: what the Release file says it is (unattended-upgrades picks
+    its origins by them)."""
     pool = repo / "pool" / COMPONENT
     pool.mkdir(parents=True)
     for deb in debs:
@@ -75,7 +78,7 @@ def build_repo(repo: Path, debs: list[Path], home: Path, key: Key) -> None:
     packages = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"],
                               cwd=repo, capture_output=True, text=True, check=True,
                               timeout=60).stdout
-    index = repo / "dists" / SUITE / COMPONENT / "binary-amd64"
+    index = repo / "dists" / suite / COMPONENT / "binary-amd64"
     index.mkdir(parents=True)
     (index / "Packages").write_text(packages)
     (index / "Packages.gz").write_bytes(gzip.compress(packages.encode()))
@@ -84,16 +87,17 @@ def build_repo(repo: Path, debs: list[Path], home: Path, key: Key) -> None:
         blob = (index / name).read_bytes()
         lines.append(f" {hashlib.sha256(blob).hexdigest()} {len(blob)} "
                      f"{COMPONENT}/binary-amd64/{name}")
-    release = (f"Origin: provision-lab\nLabel: provision-lab\nSuite: {SUITE}\nCodename: {SUITE}\n"
+    release = (f"Origin: {origin}\nLabel: {label}\nSuite: {suite}\nCodename: {suite}\n"
                f"Date: {email.utils.formatdate(usegmt=True)}\nArchitectures: amd64\n"
                f"Components: {COMPONENT}\nSHA256:\n" + "\n".join(lines) + "\n")
-    dists = repo / "dists" / SUITE
+    dists = repo / "dists" / suite
     (dists / "Release").write_text(release)
     _gpg(home, "--yes", "--local-user", key.fingerprint, "--clearsign",
          "--output", str(dists / "InRelease"), str(dists / "Release"))
 
 
-def serve(netns: str, address: str, root: Path, port: int = 8080) -> contextlib.AbstractContextManager[str]:
+def serve(netns: str, address: str, root: Path, port: int = 8080,
+          suite: str = SUITE) -> contextlib.AbstractContextManager[str]:
     """http.server on ADDRESS:PORT in `netns`, serving `root`; yields its base URL once a
     real GET of the repository's InRelease answers 200."""
-    return serve_directory(netns, address, root, port, f"/repo/dists/{SUITE}/InRelease")
+    return serve_directory(netns, address, root, port, f"/repo/dists/{suite}/InRelease")
