@@ -12,8 +12,8 @@ from provision.dns.visibility import Visibility
 from provision.record import record
 
 from .acme import Acme
-from .culling import Culling
 from .apt_policy import PackagePin, Updates
+from .culling import Culling
 from .programs import Program, program
 from .python_envs import PythonEnv
 

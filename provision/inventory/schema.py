@@ -38,9 +38,9 @@ from provision.text import printable, unsafe
 
 from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
+from .apt_policy_doc import PackageEntry, UpdatesDoc
 from .banner import DEFAULT as DEFAULT_BANNER
 from .banner import Banner
-from .apt_policy_doc import PackageEntry, UpdatesDoc
 from .cluster_doc import ClusterDoc, Ephemeral
 from .culling import CullingDoc
 from .fields import (
