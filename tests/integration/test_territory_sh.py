@@ -174,7 +174,7 @@ def test_the_probe_reads_a_members_files_as_the_member(root_dir: Path) -> None:
 
     home = members_dir(root_dir)
     secret = root_dir / "shadow"
-    secret.write_text("root:$y$secret\n")
+    secret.write_text("root:$y$s3cr3t-0f-r00t\n")
     os.chmod(secret, 0o600)
     (home / "mine").write_text("# Managed by provision\nkey\n")
     os.chown(home / "mine", NOBODY, NOBODY)
@@ -184,7 +184,7 @@ def test_the_probe_reads_a_members_files_as_the_member(root_dir: Path) -> None:
     os.chown(home / "fifo", NOBODY, NOBODY)
     (home / ".provision-tmp.abc").write_text("")
     out = probe(f"F:{home}/mine", f"F:{home}/link", f"F:{home}/fifo", f"D:{home}")
-    assert "secret" not in out
+    assert "s3cr3t-0f-r00t" not in out
     f = parse(out)
     assert f.file(f"{home}/mine").content == "# Managed by provision\nkey\n"
     assert f.file(f"{home}/mine").owner == "nobody"
