@@ -196,6 +196,7 @@ class Host:
     instance: Instance | None = None  # the EC2 instance `sg apply` attaches the groups to
     python_envs: tuple[PythonEnv, ...] = ()  # declared for it (top level, roles, host) or used by its services
     ephemeral_ports: tuple[int, int] | None = None  # net.ipv4.ip_local_port_range (host's or its clusters')
+    sshd: tuple[tuple[str, str], ...] = ()  # the inventory's sshd options (keyword, value)
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

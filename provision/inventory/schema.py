@@ -63,6 +63,7 @@ from .fields import (
 )
 from .https import HttpsDoc, Reason
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
+from .sshd_options import BastionSshdDoc, SshdDoc
 
 
 class Strict(BaseModel):
@@ -234,6 +235,11 @@ class InstanceDoc(Strict):
                                           "to the instance beside the declared ones")
 
 
+_SSHD_DESCRIPTION = ("sshd options that are the team's choice (AllowTcpForwarding, MaxSessions, "
+                     "ClientAlive*, AllowUsers, ...); a host's win over its roles' "
+                     "(docs/hardening.md#sshd-options-per-host-and-role)")
+
+
 class BastionDoc(Strict):
     address: Address
     user: User | None = None
@@ -249,6 +255,7 @@ class BastionDoc(Strict):
         default_factory=list, description="names of aws.security_groups this machine sits in")
     aws: InstanceDoc | None = Field(
         None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
+    sshd: BastionSshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 class AptSourceDoc(Strict):
@@ -299,6 +306,7 @@ class HostDoc(Strict):
     ephemeral_ports: Ephemeral | None = Field(
         None, description="[low, high]: the kernel's net.ipv4.ip_local_port_range here "
                           "(default: its clusters', else the kernel's own)")
+    sshd: SshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 class RoleDoc(Strict):
@@ -310,6 +318,7 @@ class RoleDoc(Strict):
     ssh_from: list[Cidr] = Field(default_factory=list)
     security_groups: list[Name] = Field(
         default_factory=list, description="names of aws.security_groups this machine sits in")
+    sshd: SshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 _AWS_TEXT = r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$"
