@@ -64,7 +64,10 @@ HOST_REFUSED = {**REFUSED, "permitopen": (
     "PermitOpen narrows what a bastion forwards to (its ProxyJump targets); on a host it would "
     "also cut `provision tunnel` and a remote editor's forwards: set it on a bastion")}
 
-MAX_SESSIONS = (1, 64)
+# provision holds up to 3 sessions on one connection: the host lock's held probe, the
+# apply, the stop of an interrupted apply. Measured: under MaxSessions 1 a no-op apply
+# works (one exec) and every change fails, so provision could not even put it back.
+MAX_SESSIONS = (3, 64)
 CLIENT_ALIVE_INTERVAL = (10, 900)  # 0 (off) would keep a dead client's session forever
 CLIENT_ALIVE_COUNT_MAX = (1, 10)
 MAX_AUTH_TRIES = (1, 6)
@@ -125,7 +128,7 @@ class SshdDoc(BaseModel):
                     "-D), remote, yes/all")
     x11_forwarding: YesNo | None = Field(None, alias="X11Forwarding", description="default no")
     max_sessions: _bounded(*MAX_SESSIONS) | None = Field(  # type: ignore[valid-type]
-        None, alias="MaxSessions", description="sessions per connection, 1-64 (default 4)")
+        None, alias="MaxSessions", description="sessions per connection, 3-64 (default 4; provision itself needs 3)")
     client_alive_interval: _bounded(*CLIENT_ALIVE_INTERVAL) | None = Field(  # type: ignore[valid-type]
         None, alias="ClientAliveInterval", description="seconds, 10-900 (default 60)")
     client_alive_count_max: _bounded(*CLIENT_ALIVE_COUNT_MAX) | None = Field(  # type: ignore[valid-type]

@@ -21,9 +21,9 @@ def _inventory(tmp_path: Path) -> Path:
     doc = {"version": 1, "defaults": {"user": "ubuntu"},
            "bastions": {"jump": {"address": "10.0.0.5", "allow_ssh_from": ["10.9.0.0/24"],
                                  "sshd": {"PermitOpen": ["10.0.1.21:22", "10.0.1.22:*"]}}},
-           "roles": {"edit": {"sshd": {"AllowTcpForwarding": "local", "MaxSessions": 2,
+           "roles": {"edit": {"sshd": {"AllowTcpForwarding": "local", "MaxSessions": 5,
                                        "ClientAliveInterval": 120}},
-                     "later": {"sshd": {"MaxSessions": 3}}},
+                     "later": {"sshd": {"MaxSessions": 6}}},
            "team": {"alice": {"keys": [KEY]}},
            "hosts": {"gpu1": {"address": "10.0.1.21", "via": "jump", "roles": ["edit", "later"],
                               "sshd": {"ClientAliveInterval": 300,
@@ -42,7 +42,7 @@ def _dropin(inv: object, name: str) -> str:
 
 def test_a_host_wins_over_its_roles_and_a_later_role_over_an_earlier(tmp_path: Path) -> None:
     inv = load_inventory(_inventory(tmp_path))
-    assert dict(inv.node("gpu1").sshd) == {"AllowTcpForwarding": "local", "MaxSessions": "3",
+    assert dict(inv.node("gpu1").sshd) == {"AllowTcpForwarding": "local", "MaxSessions": "6",
                                           "ClientAliveInterval": "300",
                                           "AllowUsers": "ubuntu alice"}
     assert inv.node("gpu2").sshd == ()
@@ -52,7 +52,7 @@ def test_a_host_wins_over_its_roles_and_a_later_role_over_an_earlier(tmp_path: P
 def test_the_drop_in_carries_the_choices_and_the_tightened_defaults(tmp_path: Path) -> None:
     inv = load_inventory(_inventory(tmp_path))
     gpu1 = _dropin(inv, "gpu1").splitlines()
-    for line in ("AllowTcpForwarding local", "MaxSessions 3", "ClientAliveInterval 300",
+    for line in ("AllowTcpForwarding local", "MaxSessions 6", "ClientAliveInterval 300",
                  "ClientAliveCountMax 2", "AllowUsers ubuntu alice", "TCPKeepAlive no",
                  "Compression no", "PasswordAuthentication no", "X11Forwarding no"):
         assert gpu1.count(line) == 1, line
