@@ -33,6 +33,7 @@ from . import from_hosts as gen
 from . import https as door
 from . import model as m
 from .apt_policy_doc import PackageEntry, merge_packages, merge_updates
+from . import sshd_options as sshd
 from .catalog import (
     ACCOUNT_MAX,
     CATALOG,
@@ -161,6 +162,9 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
         retired = getattr(model, "retired", {}).get(str(path[-1])) if model else None
         if retired:
             return f"'{path[-1]}' is no longer accepted: {retired}"
+        refused = getattr(model, "refused", {}).get(str(path[-1]).lower()) if model else None
+        if refused:
+            return f"'{path[-1]}' is refused: {refused}"
         known = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(path[-1]), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -287,6 +291,9 @@ class _Resolver:
         clusters, hosts = cl.resolve(d.clusters, hosts, set(d.bastions),
                                      set(d.aws.security_groups) if d.aws else set(), self.fail,
                                      aws=d.aws is not None)
+        for where, message in sshd.access_problems(
+                (*bastions, *hosts), lambda n, k: sshd.merged(self._sshd_layers(n))[1][k]):
+            self.fail(where, message)
         dns = self._dns()
         acme = self._acme()
         for where, message in inventory_problems(d.secrets, [(p.name, p.keys) for p in team],
@@ -401,7 +408,8 @@ class _Resolver:
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
                       security_groups=self._attached(("bastions", name), b.security_groups),
-                      instance=self._instance(("bastions", name), b.aws, b.address))
+                      instance=self._instance(("bastions", name), b.aws, b.address),
+                      sshd=sshd.merged(self._sshd_layers(name))[0])
 
     def _roles(self, path: FieldPath, roles: tuple[str, ...]) -> tuple[
             dict[str, tuple[FieldPath, ServiceDoc]], list[PackageEntry], list[str], list[str]]:
@@ -475,7 +483,8 @@ class _Resolver:
                       security_groups=tuple(groups), instance=self._instance(path, h.aws, h.address),
                       python_envs=self._host_envs(roles, h, resolved),
                       ephemeral_ports=(h.ephemeral_ports[0], h.ephemeral_ports[1])
-                      if h.ephemeral_ports else None, **self._kernel(roles, h))
+                      if h.ephemeral_ports else None, sshd=sshd.merged(self._sshd_layers(name))[0],
+                      **self._kernel(roles, h))
 
     def _kernel(self, roles: tuple[str, ...], h: HostDoc) -> dict[str, Any]:
         """`sysctl:` and `kernel:` merged: the roles in order, then the host."""
@@ -485,6 +494,15 @@ class _Resolver:
         sysctl = merged_sysctl({k: None if v is None else str(v) for k, v in x.sysctl.items()}
                                for x in docs)
         return {"sysctl": sysctl, "core_dumps": cores, "kernel_modules": modules}
+
+    def _sshd_layers(self, name: str) -> list[tuple[FieldPath, sshd.SshdDoc | None]]:
+        """A node's `sshd:` docs, lowest first: its roles' in order, then its own."""
+        d = self.doc
+        if name in d.bastions:
+            return [(("bastions", name), d.bastions[name].sshd)]
+        h = d.hosts[name]
+        return [*((("roles", r), d.roles[r].sshd) for r in h.roles if r in d.roles),
+                (("hosts", name), h.sshd)]
 
     def _accounts_apart(self, path: FieldPath, services: tuple[m.Service, ...]) -> None:
         """Two services of one host never share an own account (`My.Board` and `my-board`

@@ -204,6 +204,7 @@ class Host:
     sysctl: tuple[tuple[str, str | None], ...] = ()  # over the kernel baseline (None: dropped)
     core_dumps: bool = False  # `kernel.core_dumps`: the baseline's core dump limits left off
     kernel_modules: tuple[str, ...] = ()  # `kernel.modules`: kept loadable
+    sshd: tuple[tuple[str, str], ...] = ()  # the inventory's sshd options (keyword, value)
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

@@ -67,6 +67,7 @@ from .fields import (
 from .https import HttpsDoc, Reason
 from .kernel_doc import SYSCTL_DESCRIPTION, KernelDoc, Sysctl
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
+from .sshd_options import BastionSshdDoc, SshdDoc
 
 
 class Strict(BaseModel):
@@ -244,6 +245,11 @@ class InstanceDoc(Strict):
                                           "to the instance beside the declared ones")
 
 
+_SSHD_DESCRIPTION = ("sshd options that are the team's choice (AllowTcpForwarding, MaxSessions, "
+                     "ClientAlive*, AllowUsers, ...); a host's win over its roles' "
+                     "(docs/hardening.md#sshd-options-per-host-and-role)")
+
+
 class BastionDoc(Strict):
     address: Address
     user: User | None = None
@@ -259,6 +265,7 @@ class BastionDoc(Strict):
         default_factory=list, description="names of aws.security_groups this machine sits in")
     aws: InstanceDoc | None = Field(
         None, description="the EC2 instance this machine is; `sg apply` attaches its groups")
+    sshd: BastionSshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 class AptSourceDoc(Strict):
@@ -318,6 +325,7 @@ class HostDoc(Strict):
                           "(default: its clusters', else the kernel's own)")
     sysctl: Sysctl = Field(default_factory=dict, description=SYSCTL_DESCRIPTION)
     kernel: KernelDoc | None = Field(None, description="core dumps and modules kept from the baseline")
+    sshd: SshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 class RoleDoc(Strict):
@@ -332,6 +340,7 @@ class RoleDoc(Strict):
         default_factory=list, description="names of aws.security_groups this machine sits in")
     sysctl: Sysctl = Field(default_factory=dict, description=SYSCTL_DESCRIPTION)
     kernel: KernelDoc | None = Field(None, description="core dumps and modules kept from the baseline")
+    sshd: SshdDoc | None = Field(None, description=_SSHD_DESCRIPTION)
 
 
 _AWS_TEXT = r"^[A-Za-z0-9 ._\-:/()#,@+=&;\[\]{}!$*]*$"

@@ -81,8 +81,15 @@ _KEY_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "sk-ecdsa-sha2-nistp256@openssh.com": ("sk-ecdsa-sha2-nistp256@openssh.com",
                                            "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com"),
 }
-CLIENT_ALIVE_INTERVAL = 60
-CLIENT_ALIVE_COUNT_MAX = 3
+# The options an inventory may set per host or role (`sshd:`, provision.inventory.sshd_options),
+# and what a node gets when it sets none. Liveness is ClientAlive* (inside the encrypted
+# channel, ~120 s to drop a dead client), not TCPKeepAlive (spoofable, off); MaxSessions 4:
+# provision itself holds up to 3 sessions on one connection (the host lock's held probe, the
+# apply, the stop of an interrupted run), docs/hardening.md#sshd-options-per-host-and-role.
+SSHD_CHOICES = (("X11Forwarding", "no"), ("MaxAuthTries", "3"), ("LoginGraceTime", "30"),
+                ("ClientAliveInterval", "60"), ("ClientAliveCountMax", "2"), ("MaxSessions", "4"))
+SSHD_LISTS = ("PermitOpen", "AllowUsers", "AllowGroups")  # none unless the inventory says
+SSHD_DROPIN_MODE = 0o600  # sshd alone reads it (lynis wants sshd's configuration 0600)
 
 
 # --- per node ----------------------------------------------------------------------------
@@ -98,20 +105,25 @@ def _sshd(inv: Inventory, host: Host) -> Artifact:
     stream_local = "local" if sockets else "no"
     stream_reason = ("members' own servers listen on Unix sockets: " + ", ".join(sockets)
                      if sockets else "no member's server on a Unix socket")
-    if host.is_bastion:
+    chosen = dict(host.sshd)
+    if "AllowTcpForwarding" in chosen:
+        forwarding, reason = chosen["AllowTcpForwarding"], "the inventory's sshd.AllowTcpForwarding"
+    elif host.is_bastion:
         forwarding, reason = "local", "a bastion serves ProxyJump (local forwarding only)"
     elif host.tunnel_services:
         forwarding, reason = "local", "tunnel services: " + ", ".join(
             sorted(s.name for s in host.tunnel_services))
     else:
         forwarding, reason = "no", "no tunnel services and not a bastion"
+    choices = [(k, chosen.get(k, v), k in chosen) for k, v in SSHD_CHOICES]
+    lists = [(k, chosen[k]) for k in SSHD_LISTS if k in chosen]
     content = _render(
         "sshd_config.conf.j2", host=host.name, allow_tcp_forwarding=forwarding,
         forwarding_reason=reason, allow_stream_local=stream_local,
-        stream_local_reason=stream_reason, client_alive_interval=CLIENT_ALIVE_INTERVAL,
-        client_alive_count_max=CLIENT_ALIVE_COUNT_MAX, kex=KEX, ciphers=CIPHERS, macs=MACS,
-        host_key_algorithms=HOST_KEY_ALGORITHMS, pubkey_algorithms=_pubkey_algorithms(inv))
-    return Artifact(SSHD_DROPIN, content, "sshd", service=SSHD_SERVICE)
+        stream_local_reason=stream_reason, choices=choices, lists=lists, kex=KEX,
+        ciphers=CIPHERS, macs=MACS, host_key_algorithms=HOST_KEY_ALGORITHMS,
+        pubkey_algorithms=_pubkey_algorithms(inv))
+    return Artifact(SSHD_DROPIN, content, "sshd", mode=SSHD_DROPIN_MODE, service=SSHD_SERVICE)
 
 
 def _rules(host: Host, ruleset: Ruleset, path: str, kind: str) -> Artifact:

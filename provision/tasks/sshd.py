@@ -20,11 +20,14 @@ from provision.facts import Facts, Request
 from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SE
 from provision.facts.support import sshd_refusal
+from provision.facts.users import SPEC as users_spec
+from provision.inventory import sshd_options
 from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.render import render_host
 from provision.render.host import SSHD_DROPIN_BEFORE
 
+from . import sshd_access
 from . import sshd_effect as E
 from .actions import WriteFile
 from .commit import CommitConfirmed, Staged
@@ -56,15 +59,26 @@ class SshdStep:
         """Whose connections `sshd -T -C` is asked about: the operator login and the team."""
         return tuple(dict.fromkeys((self.host.user, *(p.name for p in self.inv.team))))
 
+    @property
+    def required(self) -> dict[str, str]:
+        """Who must still log in here (account -> why), whatever AllowUsers/AllowGroups say."""
+        return sshd_options.required_logins((*self.inv.bastions, *self.inv.hosts))[self.host.name]
+
     def request(self) -> Request:
+        # the accounts' groups only where AllowGroups needs them (the probe stays lean)
+        users = tuple(self.required) if "AllowGroups" in dict(self.host.sshd) else ()
         return Request(files=(self.artifact.path, *SSHD_DROPIN_BEFORE),
                        units=(self.artifact.service, SOCKET),
-                       facts=("sshd_effective", "sshd_config"), sshd_users=self.users)
+                       facts=("sshd_effective", "sshd_config"), sshd_users=self.users,
+                       users=users)
 
     def diff(self, facts: Facts) -> list[CommitConfirmed]:
         a = self.artifact
         cfg = facts.get(SC.SPEC)
         refused = sshd_refusal(cfg, a.path)
+        if refused:
+            raise Refused(refused)
+        refused = sshd_access.group_lockout(self.host.sshd, self.required, facts.get(users_spec))
         if refused:
             raise Refused(refused)
         eff = facts.get(SE.SPEC)

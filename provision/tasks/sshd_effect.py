@@ -29,6 +29,15 @@ WEAK: dict[str, tuple[str, ...]] = {
 }
 
 
+# `sshd -T` prints these one line per name; the drop-in has them on one line
+LISTS = frozenset({"allowusers", "allowgroups", "denyusers", "denygroups"})
+
+
+def shown(view: SshdEffective, key: str) -> str:
+    """What `sshd -T` shows for `key`, as the drop-in spells it (a list on one line)."""
+    return " ".join(view.settings.get(key, ())) if key in LISTS else view.get(key)
+
+
 def hardened(content: str) -> dict[str, str]:
     """The settings of a drop-in (lower-case keys -> value as written), first one wins."""
     out: dict[str, str] = {}
@@ -76,7 +85,7 @@ def compare(want: Mapping[str, str], eff: SshdEffective, cfg: SshdConfig,
     seen: set[tuple[str, str]] = set()
     for user, view, conn in views:
         for key, value in want.items():
-            have = view.get(key)
+            have = shown(view, key)
             if have.lower() == normal(key, value) or (key, have) in seen:
                 continue
             seen.add((key, have))  # the same wrong value for every user: said once

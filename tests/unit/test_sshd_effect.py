@@ -115,7 +115,7 @@ def facts_of(case: str, *, dropin: str | None, effective: dict[str, str],
     recs = [r for p, t in cfg.files.items() for r in cf(p, t)]
     if dropin is not None:
         recs += cf(SSHD_DROPIN, dropin)
-        recs.append(file_rec(SSHD_DROPIN, dropin))
+        recs.append(file_rec(SSHD_DROPIN, dropin, mode="600"))
     else:
         recs.append(f"file\t{SSHD_DROPIN}\tabsent")
     recs += [f"sshdt\t{k} {v}" for k, v in effective.items()] + ["sshdrc\t0"]
@@ -237,7 +237,7 @@ def test_verify_names_the_match_block_that_wins_for_one_user(inv: Inventory) -> 
 
 def test_ours_in_place_but_sshd_t_failing_is_a_change(inv: Inventory) -> None:
     step = SshdStep.build(inv, inv.node("gpu1"))
-    f = parse(answer(file_rec(SSHD_DROPIN, step.content), "sshdt\t/etc/ssh/sshd_config line 3: "
+    f = parse(answer(file_rec(SSHD_DROPIN, step.content, mode="600"), "sshdt\t/etc/ssh/sshd_config line 3: "
                      "Bad configuration option: Bogus", "sshdrc\t255"))
     (a,) = step.diff(f)
     assert "sshd -T exits 255: /etc/ssh/sshd_config line 3: Bad configuration option" in a.reasons[0]
