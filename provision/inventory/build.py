@@ -32,8 +32,8 @@ from . import culling
 from . import from_hosts as gen
 from . import https as door
 from . import model as m
-from .apt_policy_doc import PackageEntry, merge_packages, merge_updates
 from . import sshd_options as sshd
+from .apt_policy_doc import PackageEntry, merge_packages, merge_updates
 from .catalog import (
     ACCOUNT_MAX,
     CATALOG,
