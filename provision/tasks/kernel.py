@@ -16,8 +16,8 @@ that keeps time. docs/hardening.md#the-kernel-baseline.
 - In a container (systemd-nspawn, `systemd-detect-virt --container`) only the network
   namespace's keys are the container's own; the rest are the machine's kernel's, read-only
   there: left out, said once in the plan.
-- Core dumps off (lynis KRNL-5820): `* hard core 0` for logins, systemd-coredump keeping
-  nothing; `kernel: {core_dumps: true}` leaves them on.
+- Core dumps off (lynis KRNL-5820): `* hard core 0` for logins, `ulimit -c 0` for login
+  shells, systemd-coredump keeping nothing; `kernel: {core_dumps: true}` leaves them on.
 - Modules no GPU server needs (NETW-3200, USB-1000, STRG-1846) kept from loading;
   `kernel: {modules: [...]}` keeps some.
 - Time: with no time daemon running, systemd-timesyncd is installed (when no other is) and
@@ -51,6 +51,7 @@ from .refused import Refused
 SYSCTL_FILE = "/etc/sysctl.d/99-provision-baseline.conf"
 LIMITS_FILE = "/etc/security/limits.d/90-provision-core.conf"
 COREDUMP_FILE = "/etc/systemd/coredump.conf.d/90-provision.conf"
+PROFILE_FILE = "/etc/profile.d/provision-core.sh"  # login shells (lynis KRNL-5820 reads it)
 MODPROBE_FILE = "/etc/modprobe.d/provision-hardening.conf"
 TIME_DAEMON = "systemd-timesyncd"  # Debian's and Ubuntu's own: no listening socket, no config
 DOCKER_PACKAGES = frozenset({"docker.io", "docker-ce", "moby-engine"})
@@ -100,7 +101,7 @@ class KernelStep:
     name: str = "kernel"
 
     def request(self) -> Request:
-        return Request(files=(SYSCTL_FILE, LIMITS_FILE, COREDUMP_FILE, MODPROBE_FILE),
+        return Request(files=(SYSCTL_FILE, LIMITS_FILE, COREDUMP_FILE, PROFILE_FILE, MODPROBE_FILE),
                        packages=DAEMONS, facts=(KERNEL.name, TIMESYNC.name, "system"))
 
     def diff(self, facts: Facts) -> list[Action]:
@@ -191,7 +192,8 @@ class KernelStep:
 
     # --- core dumps, modules --------------------------------------------------------------
     def _cores(self, facts: Facts) -> list[Action]:
-        files = {LIMITS_FILE: "limits-core.conf.j2", COREDUMP_FILE: "coredump.conf.j2"}
+        files = {LIMITS_FILE: "limits-core.conf.j2", COREDUMP_FILE: "coredump.conf.j2",
+                 PROFILE_FILE: "profile-core.sh.j2"}
         out: list[Action] = []
         for path, template in files.items():
             fact = facts.file(path)
