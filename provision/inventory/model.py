@@ -344,6 +344,7 @@ class Inventory:
     clusters: tuple[Cluster, ...] = ()
     apt_lock_timeout: int = 300
     login_banner: str | None = None  # /etc/issue and /etc/issue.net (provision.tasks.banner)
+    umask: str | None = None  # the team's logins (provision.tasks.login)
     acme: Acme | None = None  # the ACME CA (provision.inventory.acme)
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dns.secrets)

@@ -39,8 +39,6 @@ from provision.text import printable, unsafe
 from .acme import AcmeDoc
 from .apt import AptUri, ArmoredKey, Components, Fingerprint, Suites
 from .apt_policy_doc import PackageEntry, UpdatesDoc
-from .banner import DEFAULT as DEFAULT_BANNER
-from .banner import Banner
 from .cluster_doc import ClusterDoc, Ephemeral
 from .culling import CullingDoc
 from .fields import (
@@ -66,6 +64,8 @@ from .fields import (
 )
 from .https import HttpsDoc, Reason
 from .kernel_doc import SYSCTL_DESCRIPTION, KernelDoc, Sysctl
+from .login import DEFAULT as DEFAULT_BANNER
+from .login import UMASK_DEFAULT, Banner, Umask
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 from .sshd_options import BastionSshdDoc, SshdDoc
 
@@ -88,6 +88,10 @@ class DefaultsDoc(Strict):
     login_banner: Banner | None = Field(
         DEFAULT_BANNER, description="the notice in /etc/issue and /etc/issue.net (a legal "
                                     "warning by default; null leaves the host's own)")
+    umask: Umask | None = Field(
+        UMASK_DEFAULT, description="the session umask of regular accounts' logins (uid >= 1000: "
+                                   "the team), through pam_umask and login.defs UMASK; null "
+                                   "leaves the host's own")
 
 
 class PersonDoc(Strict):

@@ -46,6 +46,7 @@ class Lazy:
 STEPS: dict[str, Callable[[Inventory, Host], Step]] = {
     "users": Lazy("provision.tasks.users:UsersStep"),
     "banner": Lazy("provision.tasks.banner:BannerStep"),  # /etc/issue, /etc/issue.net
+    "login": Lazy("provision.tasks.login:LoginStep"),  # the team's umask, login.defs
     "packages": Lazy("provision.tasks.packages:PackagesStep"),
     "updates": Lazy("provision.tasks.updates:UpdatesStep.build"),  # unattended-upgrades policy
     "python_envs": Lazy("provision.tasks.python_envs:PythonEnvsStep"),

@@ -12,12 +12,12 @@ from tests.support.converge_cases import inventory
 
 def test_shipped_bootstrap_playbook() -> None:
     pb = load("bootstrap-gpu-server")
-    assert pb.steps == ("users", "banner", "packages", "kernel", "updates", "python_envs", "services", "door", "cluster",
+    assert pb.steps == ("users", "banner", "login", "packages", "kernel", "updates", "python_envs", "services", "door", "cluster",
                         "sshd", "firewall")
     assert pb.hosts == ("bastions", "all")  # bastions carry the team's logins: they converge too
     inv, host = inventory()
     assert pb.select(inv) == (inv.node("jump"), host)
-    assert [s.name for s in pb.build(inv, host)] == ["users", "banner", "packages", "kernel", "updates", "python_envs", "services",
+    assert [s.name for s in pb.build(inv, host)] == ["users", "banner", "login", "packages", "kernel", "updates", "python_envs", "services",
                                                  "door", "cluster", "sshd", "firewall"]
 
 

@@ -1,4 +1,6 @@
-"""The login banner's text (`defaults.login_banner`): a legal notice by default. Pure.
+"""What a login gets, as the inventory says it (pure): the banner's text
+(`defaults.login_banner`, a legal notice by default) and the session umask of the team's
+accounts (`defaults.umask`, 027 by default; provision.tasks.login).
 
 It lands in /etc/issue, which agetty reads with backslash escapes (`\\n` is the host's
 name, `\\l` the tty), so a backslash in the inventory's text is refused rather than let
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from provision.text import printable, unsafe
 
@@ -36,3 +38,29 @@ def check_banner(value: str) -> str:
 
 
 Banner = Annotated[str, AfterValidator(check_banner)]
+
+
+UMASK_DEFAULT = "027"
+
+
+def check_umask(value: str) -> str:
+    """A session umask for the team's logins: octal, and never one that lets other accounts
+    write (the last digit keeps 2)."""
+    if not (3 <= len(value) <= 4 and all(c in "01234567" for c in value)):
+        raise ValueError(f"a umask is 3 or 4 octal digits such as 027 or 077 (got {printable(value)!r})")
+    if not int(value, 8) & 0o002:
+        raise ValueError(f"umask {value} lets every account write the files a member makes; "
+                         "the last digit must include 2 (e.g. 027, 022, 077)")
+    if int(value, 8) > 0o777:
+        raise ValueError(f"umask {value} is more than 0777")
+    return f"{int(value, 8):03o}"
+
+
+def _quoted(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError('write the umask in quotes, e.g. umask: "027" (YAML reads 027 as a '
+                         "number, and not always as octal)")
+    return value
+
+
+Umask = Annotated[str, BeforeValidator(_quoted), AfterValidator(check_umask)]
