@@ -308,7 +308,7 @@ class _Resolver:
             identity_file=d.defaults.identity_file, known_hosts=d.defaults.known_hosts,
             confirm_timeout=d.defaults.confirm_timeout,
             apt_lock_timeout=d.defaults.apt_lock_timeout, login_banner=d.defaults.login_banner,
-            umask=d.defaults.umask,
+            umask=d.defaults.umask, root_shell_timeout=d.defaults.root_shell_timeout,
             team=team, bastions=bastions, hosts=hosts, aws=aws, dns=dns, clusters=clusters,
             positions=positions, tree=self.source.tree, acme=acme, secrets=tuple(d.secrets.items()),
             recipients=tuple(d.recipients.items()))

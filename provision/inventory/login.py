@@ -41,6 +41,7 @@ Banner = Annotated[str, AfterValidator(check_banner)]
 
 
 UMASK_DEFAULT = "027"
+ROOT_SHELL_TIMEOUT = 900  # seconds an idle root prompt stays open (CIS: at most 900)
 
 
 def check_umask(value: str) -> str:

@@ -345,6 +345,7 @@ class Inventory:
     apt_lock_timeout: int = 300
     login_banner: str | None = None  # /etc/issue and /etc/issue.net (provision.tasks.banner)
     umask: str | None = None  # the team's logins (provision.tasks.login)
+    root_shell_timeout: int | None = None  # TMOUT for root's login shells (provision.tasks.login)
     acme: Acme | None = None  # the ACME CA (provision.inventory.acme)
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dns.secrets)

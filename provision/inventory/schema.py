@@ -65,7 +65,7 @@ from .fields import (
 from .https import HttpsDoc, Reason
 from .kernel_doc import SYSCTL_DESCRIPTION, KernelDoc, Sysctl
 from .login import DEFAULT as DEFAULT_BANNER
-from .login import UMASK_DEFAULT, Banner, Umask
+from .login import ROOT_SHELL_TIMEOUT, UMASK_DEFAULT, Banner, Umask
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 from .sshd_options import BastionSshdDoc, SshdDoc
 
@@ -92,6 +92,9 @@ class DefaultsDoc(Strict):
         UMASK_DEFAULT, description="the session umask of regular accounts' logins (uid >= 1000: "
                                    "the team), through pam_umask and login.defs UMASK; null "
                                    "leaves the host's own")
+    root_shell_timeout: Annotated[StrictInt, Field(ge=60, le=86400)] | None = Field(
+        ROOT_SHELL_TIMEOUT, description="seconds an idle root prompt stays open (TMOUT, root "
+                                        "only; null: none)")
 
 
 class PersonDoc(Strict):

@@ -18,6 +18,9 @@ login.defs' rules for the accounts useradd makes.
   unaffected; lynis AUTH-9230), PASS_MIN_DAYS 1 (CIS; inert for provision's accounts,
   which have no password). Password expiry (PASS_MAX_DAYS) is never set: an expired
   password makes sshd demand a new one at a key login, which locks a key-only account out.
+- An idle root prompt closes after `defaults.root_shell_timeout` (900 s; lynis SHLL-6220,
+  CIS): `/etc/profile.d/provision-tmout.sh` sets a read-only TMOUT for uid 0 only; the
+  team's shells (tmux panes left at a prompt overnight) keep theirs.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .refused import Refused
 from .shell import RunCommand, guard_id
 
 LOGIN_DEFS = "/etc/login.defs"
+TMOUT_FILE = "/etc/profile.d/provision-tmout.sh"
 PROFILE = "/usr/share/pam-configs/provision-umask"
 COMMON_SESSION = "/etc/pam.d/common-session"
 ROUNDS = "65536"
@@ -95,9 +99,17 @@ class LoginStep:
         umask = self.inv.umask
         return ("u", active_line(umask) if umask is not None else profile_gone())
 
+    def _tmout(self, facts: Facts) -> list[Action]:
+        fact = facts.file(TMOUT_FILE)
+        seconds = self.inv.root_shell_timeout
+        if seconds is None:
+            return [RemoveFile(TMOUT_FILE, old=fact.content)] if fact.exists else []
+        return diff_file(fact, WriteFile(TMOUT_FILE, render(
+            "profile-tmout.sh.j2", host=self.host.name, seconds=seconds)))
+
     def request(self) -> Request:
         kind, value = self._guard()
-        return Request(files=(LOGIN_DEFS, PROFILE, TOOL),
+        return Request(files=(LOGIN_DEFS, PROFILE, TOOL, TMOUT_FILE),
                        guards=(f"G:{guard_id(kind, '', value)}:{kind}::{value}",))
 
     def diff(self, facts: Facts) -> list[Action]:
@@ -108,6 +120,7 @@ class LoginStep:
             new = rewrite(defs.content, settings(umask))
             if new != defs.content:
                 out += diff_file(defs, WriteFile(LOGIN_DEFS, new))
+        out += self._tmout(facts)
         kind, value = self._guard()
         answers = facts.get(G.SPEC)
         gid = guard_id(kind, "", value)

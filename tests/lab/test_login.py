@@ -80,6 +80,17 @@ def test_a_members_files_are_private_after_the_login_step(lab: Lab, world: dict[
     assert code == 0 and login_changes(data) == [], (err, data)
 
 
+def test_an_idle_root_prompt_closes_and_the_teams_shells_keep_theirs(
+        lab: Lab, world: dict[str, Any]) -> None:
+    for shell in ("/bin/bash", "/bin/sh"):  # bash and dash read /etc/profile as login shells
+        r = lab.host(HOST, "su", "-l", "-s", shell, "-c", "echo ${TMOUT:-none}; TMOUT=5", "root",
+                     check=False)
+        assert r.stdout.split()[0] == "900", (shell, r.stdout, r.stderr)
+        assert "read" in r.stderr and "only" in r.stderr  # a root shell cannot take it back
+    r = as_member(lab, "bob", "bash -lc 'echo ${TMOUT:-none}'")
+    assert r.stdout.strip() == "none" and r.stderr == "", r
+
+
 def test_a_profile_disabled_by_hand_shows_in_the_plan_and_comes_back(
         lab: Lab, world: dict[str, Any]) -> None:
     lab.host(HOST, "pam-auth-update", "--package", "--remove", "provision-umask")

@@ -61,6 +61,24 @@ def report(lab: Lab) -> dict[str, list[str]]:
     return out
 
 
+def points_lost(lab: Lab) -> tuple[int, int, dict[str, int]]:
+    """From lynis's log: the points it gave, the most it could have, and per test what it
+    held back (the figures behind the index)."""
+    test, got, most = "", 0, 0
+    lost: dict[str, int] = {}
+    for line in lab.host(HOST, "cat", "/var/log/lynis.log").stdout.splitlines():
+        if m := re.search(r"Performing test ID (\S+)", line):
+            test = m.group(1)
+        elif "Hardening: assigned" in line:
+            part = re.search(r"\((\d+) of (\d+)\)", line)
+            full = re.search(r"for this item \((\d+)\)", line)
+            a, b = (int(part[1]), int(part[2])) if part else (int(full[1]), int(full[1])) if full else (0, 0)
+            got, most = got + a, most + b
+            if a < b:
+                lost[test] = lost.get(test, 0) + b - a
+    return got, most, dict(sorted(lost.items(), key=lambda kv: -kv[1]))
+
+
 def documented() -> set[str]:
     """The test IDs docs/hardening.md's lynis table explains (first column, `ID`)."""
     text = DOC.read_text()
@@ -76,9 +94,10 @@ def test_a_bootstrapped_gpu_host_scores_at_least_the_goal_and_every_remark_is_ex
     index = int(rep["hardening_index"][0])
     remarks = {kind: sorted({v.split("|")[0] for v in rep.get(kind, [])})
                for kind in ("warning", "suggestion")}
-    print(f"\nlynis on a bootstrapped {HOST}: hardening index {index}, "
+    got, most, lost = points_lost(bootstrapped)
+    print(f"\nlynis on a bootstrapped {HOST}: hardening index {index} ({got} of {most} points), "
           f"{len(rep.get('warning', []))} warnings, {len(rep.get('suggestion', []))} suggestions\n"
-          f"{json.dumps(remarks, indent=1)}")
+          f"{json.dumps(remarks, indent=1)}\npoints held back: {json.dumps(lost)}")
     assert index >= GOAL, f"lynis hardening index {index} < {GOAL}: {remarks}"
     unexplained = sorted((set(remarks["warning"]) | set(remarks["suggestion"])) - documented())
     assert not unexplained, (f"lynis remarks not listed in {DOC.name}'s lynis table "
