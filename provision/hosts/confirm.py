@@ -61,14 +61,31 @@ def _bounded(fn: Callable[[], T], timeout: float) -> tuple[bool, T | None, BaseE
     return True, (result[0] if result else None), (error[0] if error else None)
 
 
+@dataclass
+class Phase:
+    """Where one attempt is, for the recap when the deadline cuts it short."""
+    what: str = "not started"
+    since: float = 0.0
+
+    def enter(self, what: str) -> None:
+        self.what, self.since = what, time.monotonic()
+
+    def text(self) -> str:
+        return f"{self.what} for {time.monotonic() - self.since:.1f} s"
+
+
 def _fresh_exec(inv: Inventory, run: HostRun, accept_new: bool, script: str,
-                timeout: float) -> str:
+                timeout: float, phase: Phase | None = None) -> str:
     """A new login to the host, one exec, closed. The bastion hops are the run's shared ones:
     what a confirmation proves is that a new login to this host works after its change, and
     the bastions settled (and proved their own new logins) in an earlier wave. Under load,
     a fresh bastion login per confirmation made confirmations miss their window."""
+    phase = phase or Phase()
+    via = [b.name for b in inv.chain(run.host)]
+    phase.enter(f"logging in to {run.host.name}" + (f" through {', '.join(via)}" if via else ""))
     chain = connect(inv, run.host, accept_new=accept_new, gateways=run.gateways)
     try:
+        phase.enter("running the confirm script")
         return Remote(chain).sh(script, timeout=timeout).stdout
     finally:
         chain.close()
@@ -83,20 +100,25 @@ class Confirmation:
 
 def confirm(inv: Inventory, run: HostRun, accept_new: bool, script: str, n: int,
             deadline: float) -> Confirmation:
-    """Fresh connections until one runs the confirm script, or `deadline` (monotonic)."""
+    """Fresh connections until one runs the confirm script, or `deadline` (monotonic). The
+    cause of a miss names what ate the window: no time left at all, or where the last
+    attempt was (logging in through which hops, or running the script) and for how long."""
     t0 = time.monotonic()
     last, attempts = "no attempt", 0
+    window = deadline - t0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return Confirmation([None] * n, f"{attempts} attempt(s), last: {last}",
-                                time.monotonic() - t0)
+            head = (f"no time left to try: the window was {max(0.0, window):.1f} s when the "
+                    "apply returned" if attempts == 0 else f"{attempts} attempt(s), last: {last}")
+            return Confirmation([None] * n, head, time.monotonic() - t0)
         attempts += 1
+        phase = Phase()
         done, stdout, err = _bounded(
-            functools.partial(_fresh_exec, inv, run, accept_new, script, left), left)
+            functools.partial(_fresh_exec, inv, run, accept_new, script, left, phase), left)
         if not done:
-            cut = "the last one still not through at the deadline"
-            return Confirmation([None] * n, f"{attempts} attempt(s), {cut}"
+            cut = f"the last one still {phase.text()} at the deadline"
+            return Confirmation([None] * n, f"{attempts} attempt(s) in {window:.1f} s, {cut}"
                                 + (f"; before it: {last}" if attempts > 1 else ""),
                                 time.monotonic() - t0)
         if err is not None:

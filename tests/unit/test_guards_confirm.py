@@ -65,7 +65,8 @@ class Fresh:
     scripts: list[str] = field(default_factory=list)
     calls: list[tuple[Any, Any, bool, float]] = field(default_factory=list)
 
-    def __call__(self, inv: Any, run: Any, accept_new: bool, script: str, timeout: float) -> str:
+    def __call__(self, inv: Any, run: Any, accept_new: bool, script: str, timeout: float,
+                 phase: Any = None) -> str:
         self.scripts.append(script)
         self.calls.append((inv, run, accept_new, timeout))
         answer = self.answers.pop(0) if self.answers else ConnectionError("refused")
@@ -246,7 +247,8 @@ def test_confirm_past_the_deadline_tries_nothing(inv: Inventory,
     fresh = Fresh(["@commit\t0\n@confirmed\n"])
     monkeypatch.setattr(K, "_fresh_exec", fresh)
     got = K.confirm(inv, _run(inv, Session([]), "sshd"), False, "s", 2, K.time.monotonic() - 1)
-    assert got.answers == [None, None] and got.cause == "0 attempt(s), last: no attempt"
+    assert got.answers == [None, None]
+    assert got.cause == "no time left to try: the window was 0.0 s when the apply returned"
     assert fresh.scripts == []
 
 
@@ -256,9 +258,10 @@ def test_confirm_gives_up_on_an_attempt_still_hanging_at_the_deadline(
     calls: list[float] = []
 
     def hanging(*args: Any) -> str:
-        calls.append(args[-1])
+        calls.append(args[4])  # the seconds left, given to the attempt
         if len(calls) == 1:
             raise ConnectionError("no route")
+        args[5].enter("logging in to gpu1 through jump")
         release.wait()
         return "@commit\t0\n@confirmed\n"
 
@@ -269,8 +272,9 @@ def test_confirm_gives_up_on_an_attempt_still_hanging_at_the_deadline(
     finally:
         release.set()
     assert got.answers == [None]
-    assert got.cause == ("2 attempt(s), the last one still not through at the deadline; "
-                         "before it: no route")
+    assert re.fullmatch(r"2 attempt\(s\) in 0\.\d s, the last one still logging in to gpu1 "
+                        r"through jump for 0\.\d s at the deadline; before it: no route",
+                        got.cause), got.cause
     assert all(0 < left <= 0.3 for left in calls), "each attempt gets only the time left"
 
 
@@ -331,7 +335,21 @@ def test_the_window_is_what_the_host_clock_left_of_the_timeout(
     session = Session([_applied(late), Out("@commit\t0\n" + ROLLED)])
     run = K.execute_guarded(inv, _run(inv, session, "sshd"), False, 30)
     assert fresh.scripts == []
-    assert run.status == "failed" and run.error.endswith("(0 attempt(s), last: no attempt)")
+    assert run.status == "failed"
+    assert run.error.endswith("(no time left to try: the window was 0.0 s when the apply returned)")
+
+
+def test_a_slow_apply_that_settled_leaves_the_whole_window(
+        inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same 31 s between arming and the end, but the host moved its deadline when the
+    apply settled: the confirmation is tried, and confirms."""
+    fresh = Fresh(["@commit\t0\n@confirmed\n"])
+    monkeypatch.setattr(K, "_fresh_exec", fresh)
+    late = ("@armed\n@armed-at 100.0\n@applied\n@applied-at 131.0\n" + READ_BACK["sshd"]
+            + "@settled-at 131.2\n")
+    run = K.execute_guarded(inv, _run(inv, Session([_applied(late)]), "sshd"), False, 30)
+    assert len(fresh.scripts) == 1
+    assert run.status == "changed", run.error
 
 
 # --- what is handed on: the inventory, the run, accept-new, the scripts, the bounds ------------
@@ -464,8 +482,11 @@ def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
         def close(self) -> None:
             Chain.closed = True
 
+    phase = K.Phase()
+
     def connect(inv_: Any, host: Any, accept_new: bool, gateways: Any) -> Chain:
-        seen.update(inv=inv_, host=host, accept_new=accept_new, gateways=gateways)
+        seen.update(inv=inv_, host=host, accept_new=accept_new, gateways=gateways,
+                    phase_at_connect=phase.what)
         return Chain()
 
     class Remote:
@@ -473,14 +494,17 @@ def test_fresh_exec_opens_a_new_chain_through_the_runs_hops_and_closes_it(
             seen["chain"] = chain
 
         def sh(self, script: str, timeout: float) -> Out:
-            seen.update(script=script, timeout=timeout)
+            seen.update(script=script, timeout=timeout, phase_at_exec=phase.what)
             return Out("@confirmed\n")
 
     monkeypatch.setattr(K, "connect", connect)
     monkeypatch.setattr(K, "Remote", Remote)
     run = _run(inv, Session([]), "sshd")
     run.gateways = object()  # type: ignore[assignment]
-    assert K._fresh_exec(inv, run, True, "the script", 12.5) == "@confirmed\n"
+    assert K._fresh_exec(inv, run, True, "the script", 12.5, phase) == "@confirmed\n"
+    # the recap of a miss says where the attempt was: logging in (through which hops) or running
+    assert seen["phase_at_connect"] == "logging in to gpu1 through jump"
+    assert seen["phase_at_exec"] == "running the confirm script"
     assert seen["inv"] is inv and seen["host"] is run.host and seen["accept_new"] is True
     assert seen["gateways"] is run.gateways and isinstance(seen["chain"], Chain)
     assert (seen["script"], seen["timeout"]) == ("the script", 12.5) and Chain.closed
@@ -509,6 +533,7 @@ def test_a_single_attempt_still_hanging_has_nothing_before_it(
     release = threading.Event()
 
     def hanging(*args: Any) -> str:
+        args[5].enter("running the confirm script")
         release.wait()
         return ""
 
@@ -518,7 +543,8 @@ def test_a_single_attempt_still_hanging_has_nothing_before_it(
                         K.time.monotonic() + 0.2)
     finally:
         release.set()
-    assert got.cause == "1 attempt(s), the last one still not through at the deadline"
+    assert re.fullmatch(r"1 attempt\(s\) in 0\.\d s, the last one still running the confirm "
+                        r"script for 0\.\d s at the deadline", got.cause), got.cause
 
 
 def test_status_timeouts_grow_with_the_number_of_commits(
