@@ -24,7 +24,7 @@ def test_scripts_are_valid_sh(kind: str, request: pytest.FixtureRequest) -> None
 
 
 def _rollback_in(tmp: Path, action: C.CommitConfirmed, now: int, deadline: str | None,
-                 confirm_while_asleep: bool) -> tuple[int, list[str], Path]:
+                 confirm_while_asleep: bool, *args: str) -> tuple[int, list[str], Path]:
     """The rendered rollback script, its state directory moved under `tmp`, with `date` and
     `sleep` (and everything that would touch the machine) replaced by recorders; `sleep`
     removes the armed marker when `confirm_while_asleep` (a confirmation arriving then)."""
@@ -52,7 +52,7 @@ def _rollback_in(tmp: Path, action: C.CommitConfirmed, now: int, deadline: str |
     for f in bin_.iterdir():
         f.chmod(0o755)
     text = C.rollback_script(action, CID).replace(C.state_dir(CID), str(d))
-    r = subprocess.run(["sh", "-c", text], capture_output=True, text=True,
+    r = subprocess.run(["sh", "-c", text, "rollback.sh", *args], capture_output=True, text=True,
                        env={"PATH": f"{bin_}:/usr/bin:/bin"}, timeout=30)
     calls = log.read_text().splitlines() if log.exists() else []
     return r.returncode, [c for c in calls if not c.startswith("date")], d
@@ -76,3 +76,12 @@ def test_a_deadline_that_has_passed_or_is_unreadable_rolls_back_at_once(
     assert code == 0 and not any(c.startswith("sleep") for c in calls), calls
     assert "iptables-restore -w" in calls and (d / "rolling-back").exists()
     assert (d / "result").read_text().strip() == "rolled-back"
+
+
+def test_rollback_now_and_a_failed_apply_do_not_wait_for_the_deadline(
+        fw: C.CommitConfirmed, tmp_path: Path) -> None:  # noqa: F811
+    code, calls, d = _rollback_in(tmp_path, fw, 1000, "1040", False, "now")
+    assert code == 0 and not any(c.startswith("sleep") for c in calls), calls
+    assert (d / "result").read_text().strip() == "rolled-back"
+    for text in (C.rollback_now_script(fw, CID), C.apply_script(fw, CID, 30)):
+        assert 'sh "$d/rollback.sh" now' in text
