@@ -233,7 +233,7 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
     if as_json:
         emit_json({**to_json(sections), "zones": [_run_json(r, inv) for r in runs]})
     else:
-        print_plan(sections, title="dns plan")
+        print_plan(sections, title="dns plan", noun="zone")
     _refuse_reverts(runs)
     _refuse_bad_markers(runs)
     raise Exit(exit_status(sections, detailed_exitcode))
@@ -280,7 +280,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     runs = plan_zones(inv, selected, opts=opts)
     sections = _sections(runs, force, inv)
     if not as_json:
-        print_plan(sections, title="dns apply")
+        print_plan(sections, title="dns apply", noun="zone")
     _refuse_reverts(runs)  # before anything is applied, in any zone
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
     if guards and not force:
