@@ -161,7 +161,7 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @inventory_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
 @click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path, "
-              "deleting groups, and revoking more than 30 %% of the managed rules")
+              "deleting groups, and revoking more than 30 % of the managed rules")
 @click.option("--no-confirm", is_flag=True, help="do not check that a new SSH connection still gets "
               "through after a change that touches SSH (and so never revert it)")
 @_profile_option
