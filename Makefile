@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LAB_DEBS := systemd-container openssh-server openssh-client iptables iproute2 bind9 bind9-utils unbound dnsutils rsync iputils-ping sudo gpg gpg-agent gpgconf dpkg-dev pdns-server pdns-backend-sqlite3 python3-torch iperf3 pebble lego lynis unattended-upgrades
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit integration lab-test lint bench mutants deps venv clean docs docs-cli
+.PHONY: demo test unit integration lab-test lint bench mutants deps venv clean docs docs-cli schema
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench: deps $(STAMP)
 # The manual: docs/cli.md regenerated from the click commands, then the mkdocs site in site/.
 docs-cli: $(STAMP)
 	$(PY) scripts/cli_reference.py
+
+# The editor schema beside the example inventory (its yaml-language-server line names it).
+schema: $(STAMP)
+	$(VENV)/bin/provision schema > inventories/inventory.schema.json
 
 docs: docs-cli
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site

@@ -12,7 +12,7 @@ import pytest
 
 # pytest-xdist workers get COLUMNS=80; the CLI honours COLUMNS as the user's terminal width,
 # so output would wrap differently under `make test` (xdist) than under a plain `pytest`.
-# Every test sees what CI's non-terminal sees: no COLUMNS, rich's 120 columns.
+# Every test sees what CI's non-terminal sees: no COLUMNS (and output that never wraps).
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 

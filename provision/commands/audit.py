@@ -18,6 +18,7 @@ from provision import cluster_matrix as CM
 from provision.errors import Exit, UsageError
 from provision.exposure import Finding, live
 from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules, sg_rule
+from provision.headline import audit_line
 from provision.hosts.cluster_probe import measure
 from provision.hosts.gather import HostFacts, gather_many, in_background
 from provision.inventory.model import Host, Inventory
@@ -248,8 +249,8 @@ def _print(inv: Inventory, reports: list[tuple[HostFacts, HostReport | None]],
                          f"{len(rep.ports)} ports, {exposed} beyond declared; {len(rep.drift)} drift; "
                          f"{sum(rep.tcp_states.values())} TCP sockets; {g.seconds:.2f} s"),
                   soft_wrap=True)
-    out.print(f"audited {len(reports)} hosts in {wall:.2f} s (security groups: {p(sg_source)})",
-              soft_wrap=True)
+    out.print(audit_line(len(reports), sum(1 for _, rep in reports if rep is None), wall,
+                         p(sg_source)), soft_wrap=True)
 
 
 def _side(side: Side) -> str:

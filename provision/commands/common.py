@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # rich costs start-up time: `check` with no findings prints w
     from rich.segment import Segment
 
 __all__ = ["EXIT_CHANGES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "console", "echo",
-           "emit_json", "inventory_option", "json_option", "load"]
+           "emit_json", "inventory_option", "is_terminal", "json_option", "load"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,6 +60,7 @@ def console(stderr: bool = False, file: IO[str] | None = None) -> Console:
     come from `rich.text.Text` objects only) and escapes, as a last guard, every character
     `provision.text.printable` escapes in every segment it renders, so no string from
     outside can reach the terminal as a control sequence, whichever call site forgot it.
+    On a terminal it wraps to the terminal's width; to a file or a pipe it never wraps.
     (rich is imported lazily: it costs start-up time.)"""
     from rich.console import Console
     from rich.segment import Segment
@@ -73,7 +74,28 @@ def console(stderr: bool = False, file: IO[str] | None = None) -> Console:
                 yield seg if text == seg.text else Segment(text, seg.style, seg.control)
 
     stream = file or (sys.stderr if stderr else sys.stdout)
-    # Logs and CI output are read on wide screens: don't fold tables at 80 columns there.
-    width = None if stream.isatty() or os.environ.get("COLUMNS") else 120
+    if is_terminal(stream):  # rich asks the terminal its width (COLUMNS, when set, wins)
+        return SafeConsole(stderr=stderr, file=file, highlight=False, markup=False,
+                           emoji=False)
+    # A file or a pipe is grepped, not read on a screen: no line is ever broken, neither a
+    # plain one (soft_wrap) nor a table's cell (a width no table reaches).
     return SafeConsole(stderr=stderr, file=file, highlight=False, markup=False, emoji=False,
-                       width=width)
+                       width=UNBOUNDED, soft_wrap=True)
+
+
+# Wide enough that no table of ours is ever folded to fit; none of our renderables fills
+# the width (no Rule, Panel or expanded Table), so no line is padded to it.
+UNBOUNDED = 1 << 20
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether output to `stream` is wrapped to a screen: a terminal, or what rich's
+    TTY_COMPATIBLE says (1: treat it as one, 0: never). FORCE_COLOR asks for colours only:
+    a coloured CI log is still a log."""
+    forced = os.environ.get("TTY_COMPATIBLE", "")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        return stream.isatty()
+    except ValueError:  # closed
+        return False

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from provision.errors import Exit
 from provision.facts import door as DOOR
+from provision.headline import apply_line
 from provision.hosts.confirm import execute_guarded
 from provision.hosts.converge import (
     Contention,
@@ -285,6 +286,7 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
         _json(runs, "apply", job, shard_text, memory)
     else:
         _print_recap(runs, f"apply: {job.pb.name}")
+        echo(apply_line([r.status for r in runs]))
     certs_failed = False
     converged = [r.host for r in runs if r.status not in ("failed", "unreachable")]
     if any(s.https is not None for h in converged for s in h.services):

@@ -22,6 +22,7 @@ from provision.dns.migrate.guard import Review
 from provision.dns.propagation import Verdict
 from provision.dns.provider import ProviderError
 from provision.dns.providers import capabilities
+from provision.dns.rdata import MANAGED_TYPES
 from provision.dns.records import (
     RecordChange,
     RRset,
@@ -217,7 +218,7 @@ def _setup(inventory_path: str | None, zones: tuple[str, ...]) -> tuple[Inventor
 @inventory_option
 @_zone_option
 @click.option("--detailed-exitcode", is_flag=True, help="exit 3 when there are changes")
-@click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 %% "
+@click.option("--force", is_flag=True, help="plan as if --force were given to apply (30 % "
               "guard)")
 @_no_migrate_option
 @_allow_revert_option
@@ -233,7 +234,7 @@ def plan_cmd(inventory_path: str | None, zones: tuple[str, ...], detailed_exitco
     if as_json:
         emit_json({**to_json(sections), "zones": [_run_json(r, inv) for r in runs]})
     else:
-        print_plan(sections, title="dns plan")
+        print_plan(sections, title="dns plan", noun="zone")
     _refuse_reverts(runs)
     _refuse_bad_markers(runs)
     raise Exit(exit_status(sections, detailed_exitcode))
@@ -257,7 +258,7 @@ def _run_json(run: ZoneRun, inv: Inventory | None = None) -> dict[str, object]:
 @inventory_option
 @_zone_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask before applying")
-@click.option("--force", is_flag=True, help="apply even when more than 30 %% of a zone's "
+@click.option("--force", is_flag=True, help="apply even when more than 30 % of a zone's "
               "managed records change or go")
 @_no_migrate_option
 @_allow_revert_option
@@ -280,7 +281,7 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
     runs = plan_zones(inv, selected, opts=opts)
     sections = _sections(runs, force, inv)
     if not as_json:
-        print_plan(sections, title="dns apply")
+        print_plan(sections, title="dns apply", noun="zone")
     _refuse_reverts(runs)  # before anything is applied, in any zone
     guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
     if guards and not force:
@@ -341,9 +342,8 @@ def _print_applied(run: ZoneRun) -> None:
 @inventory_option
 @click.option("--zone", "zone_name", default=None, metavar="ZONE",
               help="the zone NAME is in; without NAME, check every record of ZONE")
-@click.option("--type", "rtype", type=click.Choice(["A", "AAAA", "CNAME", "TXT", "NS", "MX"],
-              case_sensitive=False), default=None,
-              help="record type (default: the inventory's, else A)")
+@click.option("--type", "rtype", type=click.Choice([*MANAGED_TYPES, "NS"], case_sensitive=False),
+              default=None, help="record type (default: the inventory's, else A)")
 @zc.in_flight_option
 @json_option
 def check_cmd(name: str | None, inventory_path: str | None, zone_name: str | None,
@@ -367,7 +367,7 @@ def check_cmd(name: str | None, inventory_path: str | None, zone_name: str | Non
         raise UsageError(f"'{printable(name)}' {e}") from None
     zone = next(z for z in zones if z.name == zone_key)
     declared = {rr.type: rr for rr in desired(zone) if rr.name == fq}
-    rtype = (rtype or next((t for t in ("A", "AAAA", "CNAME") if t in declared), "A")).upper()
+    rtype = (rtype or next((t for t in MANAGED_TYPES if t in declared), "A")).upper()
     want = declared.get(rtype)
     expected = want.values if want is not None else None
     targets = zc.targets(zone, inv)

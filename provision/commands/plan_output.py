@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+from provision.headline import plan_line
 from provision.record import record
 from provision.text import printable as p
 
@@ -49,6 +50,7 @@ class Section:
     status: str = ""  # free-form status word shown with an error ("unreachable")
     notes: tuple[str, ...] = ()  # drift reported but not acted on, warnings
     info: tuple[str, ...] = ()  # what the host is, one line each (its GPUs)
+    aside: bool = False  # notes on the whole plan, not a thing planned: not counted
 
     @property
     def failed(self) -> bool:
@@ -63,13 +65,12 @@ def counts(sections: Iterable[Section]) -> dict[str, int]:
     return out
 
 
-def count_line(sections: Sequence[Section]) -> str:
-    n = counts(sections)
-    failed = sum(1 for s in sections if s.failed)
-    tail = f" {failed} could not be planned." if failed else ""
-    if not any(n.values()):
-        return "No changes." + tail
-    return f"Plan: {n['add']} to add, {n['change']} to change, {n['destroy']} to destroy." + tail
+def count_line(sections: Sequence[Section], noun: str = "host") -> str:
+    """The last line: the changes, and first what could not be planned (`noun`: what a
+    section is, "host", "zone")."""
+    planned = [s for s in sections if not s.aside]
+    return plan_line(counts(planned), [s.status or "failed" for s in planned if s.failed],
+                     len(planned), noun)
 
 
 def has_changes(sections: Iterable[Section]) -> bool:
@@ -91,8 +92,10 @@ def to_json(sections: Sequence[Section]) -> dict[str, object]:
                          for s in sections]}
 
 
-def print_plan(sections: Sequence[Section], out: Console | None = None, *, title: str = "") -> None:
-    """Print the sections and the count line on a rich Console (stdout by default). Every
+def print_plan(sections: Sequence[Section], out: Console | None = None, *, title: str = "",
+               noun: str = "host") -> None:
+    """Print the sections and the count line (`noun`: what a section is) on a rich Console
+    (stdout by default). Every
     name, subject, detail, note, error and diff line came from outside (the inventory, a
     host's files, a zone, a provider): each goes through `printable`, into a Text."""
     out = out or console()
@@ -118,7 +121,7 @@ def print_plan(sections: Sequence[Section], out: Console | None = None, *, title
                 out.print(Text(f"      {p(d)}", style="dim"))
         for note in s.notes:
             out.print(Text(f"  ! {p(note)}", style="magenta"))
-    out.print(Text(count_line(sections), style="bold"))
+    out.print(Text(count_line(sections, noun), style="bold"))
 
 
 def _diff_line(line: str) -> Text:

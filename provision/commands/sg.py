@@ -129,7 +129,7 @@ def sections(plan: SgPlan, inv: Inventory, force: bool = False) -> list[Section]
         out.append(Section("security groups", error=e, status="failed"))
     if plan.guard:
         note = plan.guard + (" (--force given)" if force else ": sg apply refuses it without --force")
-        out.append(Section("change guard", notes=(note,)))
+        out.append(Section("change guard", notes=(note,), aside=True))
     return out
 
 
@@ -151,7 +151,7 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
         data["guard"] = plan.guard
         emit_json(data)
     else:
-        print_plan(secs, title=f"security groups in {inv.aws.region}")
+        print_plan(secs, title=f"security groups in {inv.aws.region}", noun="item")
     status = exit_status(secs, detailed_exitcode)
     if status:
         raise Exit(status)
@@ -161,7 +161,7 @@ def plan_cmd(inventory_path: str | None, detailed_exitcode: bool, as_json: bool,
 @inventory_option
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
 @click.option("--force", is_flag=True, help="allow removing the rule that admits the operator's SSH path, "
-              "deleting groups, and revoking more than 30 %% of the managed rules")
+              "deleting groups, and revoking more than 30 % of the managed rules")
 @click.option("--no-confirm", is_flag=True, help="do not check that a new SSH connection still gets "
               "through after a change that touches SSH (and so never revert it)")
 @_profile_option
@@ -172,7 +172,7 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
     ec2 = shell.client(inv.aws, profile)
     plan = _plan(inv, ec2)
     secs = sections(plan, inv, force)
-    print_plan(secs, title=f"security groups in {inv.aws.region}")
+    print_plan(secs, title=f"security groups in {inv.aws.region}", noun="item")
     if plan.failed:
         raise Exit(EXIT_FAILED)
     if not plan.has_changes:

@@ -201,10 +201,7 @@ def _print_table(host: str, backend: str, table: Sequence[Row]) -> None:
         style = "red" if r.listening is False else ("yellow" if r.status not in ("ok", "forwarded")
                                                     else "green")
         t.add_row(printable(r.service), url, printable(r.remote), Text(printable(r.status), style=style))
-    out = console()
-    if not out.is_terminal:
-        out.width = max(out.width, 200)  # a pipe or a log: never cut a URL
-    out.print(t)
+    console().print(t)  # a pipe or a log: never wrapped (common.console)
 
 
 def _check(session: Session, table: Sequence[Row], as_json: bool, backend: str,

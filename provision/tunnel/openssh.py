@@ -18,12 +18,13 @@ from pathlib import Path
 
 from provision.inventory.model import Host, Inventory
 from provision.render import render_ssh_config
-from provision.ssh.errors import ConnectError, HostKeyError
+from provision.ssh.errors import AuthError, ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
 from provision.ssh.login import Login, hops
 from provision.tunnel.backends import BackendSpec, Request
 from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.local import port_accepts
+from provision.tunnel.openssh_auth import auth_failure
 from provision.tunnel.plan import (
     classify_ssh_error,
     is_host_key_failure,
@@ -102,8 +103,12 @@ class OpenSSHBackend:
         while pending:
             if proc.poll() is not None:
                 self._reader.join(timeout=2)
-                reason = self._name_hops(classify_ssh_error("".join(self._stderr)))
+                stderr = "".join(self._stderr)
                 self.proc = None
+                refused = auth_failure(stderr, self.chain)  # which hop, which key
+                if refused:
+                    raise AuthError(refused)
+                reason = self._name_hops(classify_ssh_error(stderr))
                 if is_host_key_failure(reason):
                     raise HostKeyError(reason)
                 raise ConnectError(reason)

@@ -8,6 +8,7 @@ cases are tests/support/record_types.py's. Everything listens on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,5 +90,13 @@ def test_powerdns_round_trip_of_txt_mx_srv_caa(pdns: Pdns, tmp_path: Path,
             # the effect: the server answers the data itself, authoritatively
             rcode, answer, aa, _ = pdns.query(key[0], key[1])
             assert (rcode, aa) == ("NOERROR", True) and canonical(key[1], answer) == values, key
+        # `dns check` asks the server for each type it writes: SRV (the type declared at
+        # the name, by default) and CAA (asked for) agree with the inventory
+        for name, args, rtype in ((f"_sip._tcp.{zone}", (), "SRV"),
+                                  (zone, ("--type", "caa"), "CAA")):
+            r = cli("dns", "check", name, "-i", str(inv), *args, "--json")
+            out = json.loads(r.stdout)
+            assert r.exit_code == 0 and out["type"] == rtype, r.output
+            assert [a["values"] for a in out["answers"]] == [expected(zone)[(name, rtype)]]
     finally:
         pdns.delete_zone(zone)

@@ -272,6 +272,27 @@ def test_unknown_host_key_is_refused(services: Lab, tmp_path: Path, backend: str
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("refuses", ["bastion", "gpu1"])
+def test_a_refused_key_names_the_hop_and_the_key(lab: Lab, tmp_path: Path, backend: str,
+                                                 refuses: str) -> None:
+    """Both backends say which hop of the chain refused the login and the key offered there
+    (the OpenSSH one said only "authentication failed (permission denied)")."""
+    key = tmp_path / "not-authorized"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    doc = yaml.safe_load(lab.inventory.read_text())
+    doc["bastions" if refuses == "bastion" else "hosts"][refuses]["identity_file"] = str(key)
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    r = subprocess.run(_argv(lab, "gpu1", "--backend", backend, "--check", inventory=inv),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    node = doc["bastions" if refuses == "bastion" else "hosts"][refuses]
+    assert (f"{refuses} ({node['address']}:{node.get('port', 22)}): authentication failed as "
+            f"{node.get('user') or doc['defaults']['user']} (tried: {key})") in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_check_mode_and_nothing_listening(services: Lab, tmp_path: Path) -> None:
     lab = services
     r = subprocess.run(_argv(lab, "gpu1", "--check", "--json"), capture_output=True, text=True,
