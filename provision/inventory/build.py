@@ -28,7 +28,7 @@ from provision.secrets.check import inventory_problems, service_problems
 
 from . import acme as acme_section
 from . import clusters as cl
-from . import culling
+from . import culling, salvage
 from . import from_hosts as gen
 from . import https as door
 from . import model as m
@@ -73,17 +73,47 @@ def build(doc: SourceDoc) -> m.Inventory:
     try:
         parsed = schema.model_validate(doc.data)
     except ValidationError as e:
-        raise InventoryError(_problems_from_pydantic(e, doc, schema)) from None
+        raise InventoryError([*_problems_from_pydantic(e, doc, schema),
+                              *_beyond_schema(e, doc, schema)]) from None
     return _Resolver(parsed, doc).resolve()
+
+
+def _beyond_schema(e: ValidationError, doc: SourceDoc, schema: type[InventoryDoc]) -> list[Problem]:
+    """The cross-checks' problems in what the schema accepted (provision.inventory.salvage):
+    every problem in one run, not one section's after another's."""
+    def located(err: ValidationError, data: Any) -> list[salvage.SchemaError]:
+        out = []
+        for x in err.errors():
+            path, is_key = _clean_loc(x["loc"], data)
+            out.append(salvage.SchemaError(path, x["type"], is_key))
+        return out
+
+    def validate(data: Any) -> list[salvage.SchemaError]:
+        try:
+            schema.model_validate(data)
+        except ValidationError as again:
+            return located(again, data)
+        return []
+
+    saved = salvage.salvage(doc.data, located(e, doc.data),
+                            lambda path, data: _model_at(path, schema, data), validate)
+    if saved is None:
+        return []
+    try:
+        _Resolver(schema.model_validate(saved.data), doc).resolve()
+    except InventoryError as found:
+        return [p for p in found.problems if salvage.kept(p.field, saved.shadowed)]
+    return []
 
 
 def _named_providers(data: Any) -> tuple[str, ...]:
     """The known providers the document's zones name (only their modules are loaded)."""
     dns = data.get("dns") if isinstance(data, dict) else None
     zones = dns.get("zones") if isinstance(dns, dict) else None
-    named = {z.get("provider") for z in zones.values() if isinstance(z, dict)} \
-        if isinstance(zones, dict) else set()
-    return tuple(sorted(p for p in named if isinstance(p, str) and p in providers.PROVIDERS))
+    named = [z.get("provider") for z in zones.values() if isinstance(z, dict)] \
+        if isinstance(zones, dict) else []
+    # a provider written as a list or mapping is the schema's error, not a crash here
+    return tuple(sorted({p for p in named if isinstance(p, str) and p in providers.PROVIDERS}))
 
 
 # --- pydantic errors -> located problems -------------------------------------------------
