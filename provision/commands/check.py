@@ -11,11 +11,13 @@ from provision.dns.migrate.store import JournalStore
 from provision.dns.provider import Credential
 from provision.errors import Exit
 from provision.exposure import Finding, findings
-from provision.inventory import Inventory, InventoryError, Problem
+from provision.inventory import Inventory, InventoryError, Problem, load_inventory
 from provision.inventory.schema import json_schema
+from provision.inventory.source import SourceDoc, dotted
+from provision.ssh import local_files
 from provision.text import printable as p
 
-from .common import EXIT_FAILED, EXIT_OK, console, emit_json, inventory_option, json_option, load
+from .common import EXIT_FAILED, EXIT_OK, console, emit_json, inventory_option, json_option
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -23,14 +25,29 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 @click.command("check")
 @inventory_option
 @json_option
-def check_cmd(inventory_path: str | None, as_json: bool) -> None:
+@click.option("--no-local-files", "no_local_files", is_flag=True,
+              help="do not look at the keys, known_hosts and DNS key files the inventory "
+                   "names on this machine (checking it where no plan runs, e.g. in CI)")
+def check_cmd(inventory_path: str | None, as_json: bool, no_local_files: bool) -> None:
     """Validate the inventory and report cross-layer findings. No network.
 
-    Exit 0 when clean or only warnings, 1 when an error-level finding exists,
+    Also looks at the files the inventory names on this machine: an SSH key or
+    known_hosts file that plan would fail on is an error, one it can do without a
+    warning. Exit 0 when clean or only warnings, 1 when an error-level finding exists,
     2 when the inventory itself is invalid.
     """
-    inv = load(inventory_path)
-    found = (*findings(inv), *_migration_findings(inv), *_dns_file_findings(inv))
+    ssh_files: list[local_files.FileProblem] = []
+
+    def local(doc: SourceDoc) -> list[Problem]:
+        ssh_files.extend(local_files.problems(local_files.named(doc)))
+        return [Problem(*_where(doc, f.field), dotted(f.field), f.message)
+                for f in ssh_files if f.severity == "error"]
+
+    inv = load_inventory(inventory_path, also=None if no_local_files else local)
+    found = (*findings(inv), *_migration_findings(inv),
+             *(() if no_local_files else _dns_file_findings(inv)),
+             *(Finding("warning", "ssh-file", dotted(f.field), f.message, f.fix, dotted(f.field))
+               for f in ssh_files))
     status = EXIT_FAILED if any(f.severity == "error" for f in found) else EXIT_OK
     creds = _credentials(inv)
     if as_json:
@@ -65,6 +82,11 @@ def check_cmd(inventory_path: str | None, as_json: bool) -> None:
     for c in creds:
         out.print(Text(f"credentials: {p(c.line())}"), soft_wrap=True)
     raise Exit(status)
+
+
+def _where(doc: SourceDoc, field: tuple[str | int, ...]) -> tuple[str, int, int]:
+    pos = doc.where(field)
+    return pos.file, pos.line, pos.column
 
 
 def _credentials(inv: Inventory) -> list[Credential]:

@@ -4,13 +4,14 @@ files (the only I/O); everything after that is pure."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from provision.text import printable
 
 from .errors import InventoryError, Problem
 from .model import Inventory
-from .source import load_source
+from .source import SourceDoc, load_source
 
 __all__ = ["Inventory", "InventoryError", "Problem", "default_inventory_path", "load_inventory"]
 
@@ -25,8 +26,11 @@ def default_inventory_path() -> Path:
     return Path("inventories")
 
 
-def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
-    """Load and validate an inventory file or directory. Raises InventoryError."""
+def load_inventory(path: str | os.PathLike[str] | None = None,
+                   also: Callable[[SourceDoc], list[Problem]] | None = None) -> Inventory:
+    """Load and validate an inventory file or directory. Raises InventoryError. `also`:
+    further problems of the document (`check`'s files on this machine), reported in the
+    same run as the inventory's own."""
     # Not at the top: importing provision.inventory.model (as dns/records does) runs this
     # file, and build imports the DNS providers, which import the records module back.
     from .build import build
@@ -37,4 +41,12 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
                 if p.is_symlink() else "no such file or directory")
         raise InventoryError([Problem(str(p), 0, 0, "", f"{what} "
                                       "(give -i PATH or set PROVISION_INVENTORY)")])
-    return build(load_source(p))
+    doc = load_source(p)
+    extra = also(doc) if also is not None else []
+    try:
+        inv = build(doc)
+    except InventoryError as e:
+        raise InventoryError([*e.problems, *extra]) from None
+    if extra:
+        raise InventoryError(extra)
+    return inv

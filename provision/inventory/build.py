@@ -28,7 +28,7 @@ from provision.secrets.check import inventory_problems, service_problems
 
 from . import acme as acme_section
 from . import clusters as cl
-from . import culling
+from . import culling, salvage, shapes
 from . import from_hosts as gen
 from . import https as door
 from . import model as m
@@ -73,17 +73,47 @@ def build(doc: SourceDoc) -> m.Inventory:
     try:
         parsed = schema.model_validate(doc.data)
     except ValidationError as e:
-        raise InventoryError(_problems_from_pydantic(e, doc, schema)) from None
+        raise InventoryError([*_problems_from_pydantic(e, doc, schema),
+                              *_beyond_schema(e, doc, schema)]) from None
     return _Resolver(parsed, doc).resolve()
+
+
+def _beyond_schema(e: ValidationError, doc: SourceDoc, schema: type[InventoryDoc]) -> list[Problem]:
+    """The cross-checks' problems in what the schema accepted (provision.inventory.salvage):
+    every problem in one run, not one section's after another's."""
+    def located(err: ValidationError, data: Any) -> list[salvage.SchemaError]:
+        out = []
+        for x in err.errors():
+            path, is_key = _clean_loc(x["loc"], data)
+            out.append(salvage.SchemaError(path, x["type"], is_key))
+        return out
+
+    def validate(data: Any) -> list[salvage.SchemaError]:
+        try:
+            schema.model_validate(data)
+        except ValidationError as again:
+            return located(again, data)
+        return []
+
+    saved = salvage.salvage(doc.data, located(e, doc.data),
+                            lambda path, data: _model_at(path, schema, data), validate)
+    if saved is None:
+        return []
+    try:
+        _Resolver(schema.model_validate(saved.data), doc).resolve()
+    except InventoryError as found:
+        return [p for p in found.problems if salvage.kept(p.field, saved.shadowed)]
+    return []
 
 
 def _named_providers(data: Any) -> tuple[str, ...]:
     """The known providers the document's zones name (only their modules are loaded)."""
     dns = data.get("dns") if isinstance(data, dict) else None
     zones = dns.get("zones") if isinstance(dns, dict) else None
-    named = {z.get("provider") for z in zones.values() if isinstance(z, dict)} \
-        if isinstance(zones, dict) else set()
-    return tuple(sorted(p for p in named if isinstance(p, str) and p in providers.PROVIDERS))
+    named = [z.get("provider") for z in zones.values() if isinstance(z, dict)] \
+        if isinstance(zones, dict) else []
+    # a provider written as a list or mapping is the schema's error, not a crash here
+    return tuple(sorted({p for p in named if isinstance(p, str) and p in providers.PROVIDERS}))
 
 
 # --- pydantic errors -> located problems -------------------------------------------------
@@ -196,11 +226,34 @@ def _message(err: Any, path: FieldPath, is_key: bool, schema: type[BaseModel], d
         how = ("the digits 0-9 (this is written with other digits)" if not value.isascii()
                else "no quotes")
         return f"{_short(value)} is text, not a number: write it with {how}"
+    if kind in shapes.SHAPE_KINDS and path:
+        said = _shape(path, schema, data, value)
+        if said:
+            return said
     if kind == "model_type":  # "... or instance of MemberServiceDoc": the class is ours
         msg = "Input should be a mapping (key: value)"
     if kind.endswith("_type") and value is not None:
         return f"{msg} (got {type(value).__name__} {_short(value)})"
     return msg
+
+
+def _shape(path: FieldPath, schema: type[BaseModel], data: Any, value: Any) -> str | None:
+    """A value of the wrong shape, in words: what the field takes (provision.inventory.shapes)."""
+    item = isinstance(path[-1], int)
+    fpath = path[:-1] if item else path
+    if not fpath or not isinstance(fpath[-1], str):
+        return None
+    holder = _model_at(fpath[:-1], schema, data)
+    if holder is None:  # an entry of a mapping of names: the entry's own model
+        model = None if item else _model_at(fpath, schema, data)
+        return (f"'{fpath[-1]}' is {shapes.takes(model)} (got {shapes.written(value)})"
+                if model is not None else None)
+    field = next((f for n, f in holder.model_fields.items() if (f.alias or n) == fpath[-1]), None)
+    node: Any = data
+    for part in fpath[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    record_type = node.get("type") if isinstance(node, dict) and fpath[-1] == "values" else None
+    return shapes.shape_message(str(fpath[-1]), field, item, value, record_type)
 
 
 # Fields that take one of several forms (a discriminated union: the form written is the

@@ -13,11 +13,19 @@ from provision.cli import main
 BAD = sorted((Path(__file__).parent.parent / "fixtures" / "bad").glob("*.yml"))
 
 
-def _expectation(path: Path) -> tuple[int | None, str | None]:
-    m = re.match(r"# expect: (\S+) (\S+)", path.read_text().splitlines()[0])
-    assert m, f"{path.name} lacks an '# expect: LINE FIELD' header"
-    line, field = m.groups()
-    return (None if line == "-" else int(line)), (None if field == "-" else field)
+def _expectations(path: Path) -> list[tuple[int | None, str | None]]:
+    """The `# expect: LINE FIELD` lines of a case: the first line is one; a case with
+    several problems lists each (all must be reported in the one run)."""
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# expect: "), f"{path.name} lacks an '# expect: LINE FIELD' header"
+    out = []
+    for ln in lines:
+        m = re.match(r"# expect: (\S+) (\S+)", ln)
+        if m:
+            line, field = m.groups()
+            out.append(((None if line == "-" else int(line)), (None if field == "-" else field)))
+    assert out, f"{path.name}: '# expect: LINE FIELD' (LINE or FIELD may be '-')"
+    return out
 
 
 def test_corpus_is_large_enough() -> None:
@@ -31,13 +39,15 @@ def test_bad_inventory_is_rejected_with_location(path: Path) -> None:
     assert result.exit_code == 2, out
     assert "Traceback" not in out
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    line, field = _expectation(path)
-    if line is not None:
-        assert re.search(rf"{re.escape(str(path))}:{line}:\d+: ", out), out
-    else:
-        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: ", out), out
-    if field is not None:
-        assert f": {field}" in out, out
+    for line, field in _expectations(path):
+        if line is not None and field is not None:  # that field, at that line
+            assert re.search(rf"{re.escape(str(path))}:{line}:\d+: {re.escape(field)}", out), out
+        elif line is not None:
+            assert re.search(rf"{re.escape(str(path))}:{line}:\d+: ", out), out
+        else:
+            assert re.search(rf"{re.escape(str(path))}:\d+:\d+: ", out), out
+        if field is not None:
+            assert f": {field}" in out, out
     for text in _header(path, "never"):  # a misleading message (a union's wrong branch, ...)
         assert text not in out, out
     for text in _header(path, "says"):  # what the message must name ({file}: this file)

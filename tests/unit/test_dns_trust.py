@@ -348,7 +348,8 @@ def test_check_names_a_refused_journal_in_the_state_directory(
     wrong = {**GOOD, "name": "www.example.org."}  # filed under api: not its own name
     (state / "migrations" / "api.example.org.json").write_text(json.dumps(wrong))
     example = Path(__file__).parents[2] / "inventories" / "example.yml"
-    r = CliRunner().invoke(main, ["check", "-i", str(example), "--json"])
+    # --no-local-files: the example's key (~/.ssh/id_ed25519) is not on every test machine
+    r = CliRunner().invoke(main, ["check", "-i", str(example), "--json", "--no-local-files"])
     assert r.exit_code == 0, r.output
     found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "dns-journal-refused"]
     assert len(found) == 1 and "api.example.org.json" in found[0]["message"]

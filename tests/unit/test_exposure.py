@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from provision.cli import main
@@ -77,7 +78,10 @@ def test_forward_collision_across_hosts(tmp_path: Path) -> None:
     assert got == {"forward-collision": "warning"}
 
 
-def test_check_exit_codes(tmp_path: Path) -> None:
+def test_check_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".ssh").mkdir()  # the example's key, ~/.ssh/id_ed25519 (check looks at it)
+    (tmp_path / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
     p = tmp_path / "inv.yml"
     p.write_text(HEAD + "hosts:\n  gpu1: {address: 10.0.0.1, services: {jupyter: {}}}\n")
     result = CliRunner().invoke(main, ["check", "-i", str(p), "--json"])
