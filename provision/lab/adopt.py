@@ -236,7 +236,8 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
 
     zones: list[str] = []
     dns = _map(doc.get("dns"))
-    if "resolvers" in dns:
+    if "resolvers" in dns or _map(dns.get("zones")):
+        # also when none are declared: the zones' nameserver is ns1.lab.test, found through it
         set_(("dns", "resolvers"), [lab.resolver], "the lab's resolver")
     for zname, zone in _map(dns.get("zones")).items():
         z = _map(zone)

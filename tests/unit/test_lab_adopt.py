@@ -65,6 +65,8 @@ def test_zone_moves_to_the_labs_bind_with_its_tsig_key_and_host_addresses() -> N
     assert a.zones == ("team.example",)
     assert (c[(*z, "provider")], c[(*z, "server")], c[(*z, "tsig_key_file")]) == \
         ("rfc2136", PLAN.address("ns1"), "/out/tsig.key")
+    # the zones' nameserver (ns1.lab.test) is found through the lab's resolver
+    assert c[("dns", "resolvers")] == [PLAN.address("resolver")]
     # a record holding a host's address follows the host
     assert c[(*z, "records", "api", "values")] == [PLAN.address("gpu1")]
 
