@@ -250,7 +250,7 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         for key in z:
             if key not in ZONE_COMMON and key != "provider":
                 set_(("dns", "zones", zname, key), DELETE, f"{z.get('provider')}'s field")
-        set_(("dns", "zones", zname, "provider"), "rfc2136", "the lab's BIND on ns1")
+        set_(("dns", "zones", zname, "provider"), P.DNS_PROVIDER, "the lab's BIND on ns1")
         set_(("dns", "zones", zname, "server"), lab.ns1, "the lab's BIND on ns1")
         set_(("dns", "zones", zname, "tsig_key_file"), lab.tsig_key, "the lab's TSIG key")
         if z.get("visibility") == "private":

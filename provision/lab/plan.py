@@ -34,6 +34,7 @@ from . import pebble
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
 TSIG_KEY_NAME = "lab-tsig"
+DNS_PROVIDER = "rfc2136"  # the lab's BIND takes RFC 2136 updates (its zone and adopted ones)
 STATE_ROOT = "/run/provision-lab"
 DATA_ROOT = "/var/lib/provision-lab"
 IFNAMSIZ = 15
@@ -603,7 +604,7 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool,
                  "caa_identities": [PEBBLE_CAA_IDENTITY]},
         "dns": {
             "resolvers": [plan.address("resolver")],
-            "zones": {ZONE: {"provider": "rfc2136", "server": plan.address("ns1"),
+            "zones": {ZONE: {"provider": DNS_PROVIDER, "server": plan.address("ns1"),
                              "tsig_key_file": p["tsig_key"], "records": records}},
         },
     }

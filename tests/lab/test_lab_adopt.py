@@ -64,6 +64,9 @@ def test_the_copy_converges_and_a_second_apply_changes_nothing(lab: Lab, adopted
     inv = adopted["inventory"]
     code, data, err = apply(lab, inv)
     assert code == 0, (err[-3000:], json.dumps(data)[:3000])
+    first = {h["host"]: h for h in data["hosts"]}
+    assert set(first) == {"jump", "trainer-a", "trainer-b"}, first
+    assert all(h["changed"] > 0 for h in first.values()), first  # a fresh lab: real work
     # per-person Jupyter, TensorBoard and the public API are running on the lab's hosts
     for host in ("gpu1", "gpu2"):
         units = lab.host(host, "systemctl", "list-units", "--state=active", "--no-legend",
@@ -75,7 +78,8 @@ def test_the_copy_converges_and_a_second_apply_changes_nothing(lab: Lab, adopted
                                                      "--state=active", "provision-*").stdout
     code, data, err = apply(lab, inv)
     assert code == 0, err[-3000:]
-    assert [h["host"] for h in data["hosts"] if h.get("changed")] == [], json.dumps(data)[:3000]
+    again = {h["host"]: (h["status"], h["changed"], h["changes"]) for h in data["hosts"]}
+    assert again == {h: ("ok", 0, 0) for h in first}, json.dumps(data)[:3000]
     # the DNS name, through the lab's BIND, read back from the resolver the hosts use
     code, data, err = lab.provision_json("dns", "apply", "-i", inv, "--yes")
     assert code == 0, (err[-2000:], data)

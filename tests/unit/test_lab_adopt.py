@@ -64,7 +64,7 @@ def test_zone_moves_to_the_labs_bind_with_its_tsig_key_and_host_addresses() -> N
     z = ("dns", "zones", "team.example")
     assert a.zones == ("team.example",)
     assert (c[(*z, "provider")], c[(*z, "server")], c[(*z, "tsig_key_file")]) == \
-        ("rfc2136", PLAN.address("ns1"), "/out/tsig.key")
+        (P.DNS_PROVIDER, PLAN.address("ns1"), "/out/tsig.key")
     # the zones' nameserver (ns1.lab.test) is found through the lab's resolver
     assert c[("dns", "resolvers")] == [PLAN.address("resolver")]
     # a record holding a host's address follows the host
