@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
 from rich.text import Text
 
-import provision
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -21,37 +18,13 @@ from provision.commands.common import (
     emit_json,
     json_option,
 )
+from provision.commands.lab_adopt import adopt_cmd, shell_cmd
+from provision.commands.lab_common import lab_name, new_plan, state_or_exit
+from provision.commands.lab_common import require_root as _require_root
 from provision.errors import Exit, OperationError, UsageError
 from provision.lab import plan as P
 from provision.lab import shell
 from provision.text import printable as p
-
-
-def lab_name() -> str:
-    name = os.environ.get("PROVISION_LAB_NAME", "lab")
-    try:
-        return P.check_name(name)
-    except P.PlanError as e:
-        raise UsageError(f"$PROVISION_LAB_NAME: {e}") from None
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        raise UsageError("the lab needs root (network namespaces, overlay mounts, systemd-nspawn); "
-                   "run it with sudo")
-
-
-def _state_or_exit(name: str) -> dict[str, Any]:
-    state = shell.read_state(name)
-    if state is None:
-        raise UsageError(f"lab {name!r} is not up (no state in /run/provision-lab/{name}/); "
-                         "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)")
-    return state
-
-
-def _repo_root() -> str | None:
-    root = Path(provision.__file__).resolve().parents[1]
-    return str(root) if (root / "pyproject.toml").exists() else None
 
 
 @click.group("lab")
@@ -81,12 +54,7 @@ def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
     name = lab_name()
     if directory is not None and (os.path.realpath(directory) + "/").startswith("/tmp/"):
         raise UsageError("--dir must not be under /tmp: the containers get a fresh /tmp")
-    extra = tuple(x for x in {sys.base_prefix} if x not in ("/usr", "/") and x != sys.prefix)
-    try:
-        plan = P.make_plan(name, gpus, os.path.abspath(directory) if directory else None,
-                           venv=sys.prefix, repo=_repo_root(), extra_binds=extra, image=image)
-    except P.PlanError as e:
-        raise UsageError(str(e)) from None
+    plan = new_plan(name, gpus, directory, image)
     with shell.lab_lock(name):
         state = shell.read_state(name)
         if state is not None:
@@ -149,7 +117,7 @@ def status_cmd(as_json: bool) -> None:
     """Hosts, addresses and whether each is up (exit 1 when some host is down)."""
     _require_root()
     name = lab_name()
-    state = _state_or_exit(name)
+    state = state_or_exit(name)
     plan = P.plan_from_state(state)
     rows = shell.status(plan, state.get("pids", {}))
     all_up = all(r["up"] for r in rows)
@@ -160,13 +128,14 @@ def status_cmd(as_json: bool) -> None:
     else:
         # the state file under /run is read back: its strings are printed escaped
         t = Table(title=p(f"lab {name} ({plan.dir})"))
-        for col in ("host", "addresses", "up", "memory"):
+        for col in ("host", "addresses", "up", "memory", "init pid"):
             t.add_column(col)
         for r in rows:
             addrs = "\n".join(p(f"{seg}: {' '.join(a)}") for seg, a in r["addresses"].items())
             mem = f"{r['memory_kib'] / 1024:.0f} MiB" if r.get("memory_kib") else ""
             t.add_row(p(str(r["host"])), addrs,
-                      Text("up", style="green") if r["up"] else Text("down", style="red"), mem)
+                      Text("up", style="green") if r["up"] else Text("down", style="red"), mem,
+                      str(r.get("leader") or ""))
         console().print(t)
     raise Exit(EXIT_OK if all_up else EXIT_FAILED)
 
@@ -180,6 +149,10 @@ def exec_cmd(command: tuple[str, ...]) -> None:
     """
     _require_root()
     name = lab_name()
-    plan = P.plan_from_state(_state_or_exit(name))
+    plan = P.plan_from_state(state_or_exit(name))
     sys.stdout.flush()
     os.execvp("ip", ["ip", "netns", "exec", plan.operator.netns, *command])
+
+
+lab_group.add_command(adopt_cmd)
+lab_group.add_command(shell_cmd)

@@ -34,6 +34,7 @@ from . import pebble
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 ZONE = "lab.test"
 TSIG_KEY_NAME = "lab-tsig"
+DNS_PROVIDER = "rfc2136"  # the lab's BIND takes RFC 2136 updates (its zone and adopted ones)
 STATE_ROOT = "/run/provision-lab"
 DATA_ROOT = "/var/lib/provision-lab"
 IFNAMSIZ = 15
@@ -388,19 +389,32 @@ def zone_records(plan: LabPlan) -> list[tuple[str, str, str, int]]:
 
 def zone_file(plan: LabPlan, serial: int = 1) -> str:
     return render("db.zone.j2", zone=ZONE, serial=serial, ns1=plan.address("ns1"),
-                  ns1_v6=plan.address("ns1", v6=True), records=zone_records(plan))
+                  ns1_v6=plan.address("ns1", v6=True), records=zone_records(plan),
+                  nameserver=None)
 
 
-def named_conf(plan: LabPlan) -> str:
+def adopted_zone_file(zone: str) -> str:
+    """An adopted zone as it starts (SOA and NS only: `dns apply` adds its records); its
+    nameserver is ns1 by its name in the lab's zone, which needs no glue in this one."""
+    return render("db.zone.j2", zone=zone, serial=1, records=[], nameserver=f"ns1.{ZONE}.")
+
+
+def zone_path(zone: str) -> str:
+    return f"/var/lib/bind/db.{zone}"
+
+
+def named_conf(plan: LabPlan, adopted: tuple[str, ...] = ()) -> str:
+    """BIND's config: the lab's zone and the zones `lab adopt` added."""
     ns1 = plan.node("ns1").primary
     return render("named.conf.j2", zone=ZONE, key_name=TSIG_KEY_NAME,
                   listen4=[ns1.ipv4, "127.0.0.1"], listen6=[ns1.ipv6, "::1"],
-                  key_file="/etc/bind/lab-tsig.key", zone_file=f"/var/lib/bind/db.{ZONE}")
+                  key_file="/etc/bind/lab-tsig.key", zone_file=zone_path(ZONE),
+                  adopted=[(z, zone_path(z)) for z in adopted])
 
 
-def unbound_conf(plan: LabPlan) -> str:
+def unbound_conf(plan: LabPlan, adopted: tuple[str, ...] = ()) -> str:
     r = plan.node("resolver")
-    return render("unbound.conf.j2", zone=ZONE,
+    return render("unbound.conf.j2", zone=ZONE, adopted=list(adopted),
                   interfaces=[*(i.ipv4 for i in r.ifaces), *(i.ipv6 for i in r.ifaces),
                               "127.0.0.1", "::1"],
                   allow=[plan.supernet4, plan.supernet6, "127.0.0.0/8", "::1/128"],
@@ -590,7 +604,7 @@ def inventory_doc(plan: LabPlan, team_keys: dict[str, str], *, jupyter: bool,
                  "caa_identities": [PEBBLE_CAA_IDENTITY]},
         "dns": {
             "resolvers": [plan.address("resolver")],
-            "zones": {ZONE: {"provider": "rfc2136", "server": plan.address("ns1"),
+            "zones": {ZONE: {"provider": DNS_PROVIDER, "server": plan.address("ns1"),
                              "tsig_key_file": p["tsig_key"], "records": records}},
         },
     }

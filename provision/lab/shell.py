@@ -689,7 +689,10 @@ def status(plan: P.LabPlan, pids: dict[str, int], *, probe: bool = True) -> list
         if node.is_container:
             pid = pids.get(node.name)
             running = bool(pid) and is_nspawn(pid, node.machine) and pid_alive(pid)  # type: ignore[arg-type]
-            row.update(machine=node.machine, pid=pid, running=running)
+            # the container's init (its PID 1, as the machine sees it): what `nsenter -t`
+            # and `provision lab shell` enter; nspawn's own pid is not inside the container
+            row.update(machine=node.machine, pid=pid, running=running,
+                       leader=container_leader(pid) if running and pid else None)
             ssh = False
             if running and probe and netns_inode(node.netns) is not None:
                 with in_netns(node.netns):

@@ -1,0 +1,152 @@
+"""`provision lab adopt`'s mapping (pure): what changes in the copy, what the lab cannot
+stand for, and the copy's text (comments and order kept, nothing else changed)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from provision.inventory.source import load_yaml_text
+from provision.lab import adopt as A
+from provision.lab import plan as P
+from provision.lab.adopt_write import rewrite
+
+TEAM = Path(__file__).parent.parent / "fixtures" / "adopt" / "team.yml"
+PLAN = P.make_plan("t", 2, "/var/lib/provision-lab/t", venv="/opt/venv", repo=None)
+
+
+def _public(person: str) -> str:
+    key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(person.encode()).digest()).public_key()
+    return key.public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode() + f" {person}@lab"
+
+
+KEYS = {p: (f"/out/team/{p}", _public(p)) for p in ("alice", "bob", "carol")}
+
+
+def view(tsig: str = "/out/tsig.key", plan: P.LabPlan = PLAN) -> A.LabView:
+    return A.lab_view(plan, tsig_key=tsig, team_keys=KEYS)
+
+
+def changes(a: A.Adoption) -> dict[tuple[Any, ...], Any]:
+    return {c.path: c.value for c in a.changes}
+
+
+def team() -> dict[str, Any]:
+    return yaml.safe_load(TEAM.read_text())
+
+
+def test_hosts_bastion_and_login_become_the_labs() -> None:
+    a = A.adopt(team(), view())
+    c = changes(a)
+    assert a.hosts == {"trainer-a": "gpu1", "trainer-b": "gpu2"}
+    assert a.bastion == "jump"
+    assert c[("hosts", "trainer-a", "address")] == PLAN.address("gpu1")
+    assert c[("hosts", "trainer-b", "address")] == PLAN.address("gpu2")
+    assert c[("bastions", "jump", "address")] == PLAN.address("bastion")
+    assert c[("defaults", "user")] == "admin"
+    assert c[("defaults", "identity_file")] == PLAN.paths["identity"]
+    assert c[("defaults", "known_hosts")] == PLAN.paths["known_hosts"]
+    # else the bastion's firewall would shut the operator (on the pub segment) out
+    assert c[("bastions", "jump", "allow_ssh_from")] == [PLAN.subnet4("pub"), PLAN.subnet6("pub")]
+    assert c[("bastions", "jump", "egress")][0] == f"{PLAN.address('bastion', 'prv')}/32"
+    assert a.unfit == ()
+
+
+def test_zone_moves_to_the_labs_bind_with_its_tsig_key_and_host_addresses() -> None:
+    a = A.adopt(team(), view())
+    c = changes(a)
+    z = ("dns", "zones", "team.example")
+    assert a.zones == ("team.example",)
+    assert (c[(*z, "provider")], c[(*z, "server")], c[(*z, "tsig_key_file")]) == \
+        (P.DNS_PROVIDER, PLAN.address("ns1"), "/out/tsig.key")
+    # the zones' nameserver (ns1.lab.test) is found through the lab's resolver
+    assert c[("dns", "resolvers")] == [PLAN.address("resolver")]
+    # a record holding a host's address follows the host
+    assert c[(*z, "records", "api", "values")] == [PLAN.address("gpu1")]
+
+
+def test_default_envs_run_from_the_bound_venv_people_get_lab_keys() -> None:
+    c = changes(A.adopt(team(), view()))
+    for svc in ("jupyter", "tensorboard"):
+        assert c[("roles", "gpu-server", "services", svc, "venv")] == "/opt/venv"
+    assert ("hosts", "trainer-a", "services", "model-api", "venv") not in c  # not a catalog env
+    assert c[("team", "bob", "identity_file")] == "/out/team/bob"
+    assert c[("team", "bob", "keys")][-1] == KEYS["bob"][1]
+    assert len(c[("team", "bob", "keys")]) == 2  # theirs kept
+
+
+def test_what_the_lab_cannot_stand_for_is_reported_and_left_as_written() -> None:
+    doc = team()
+    doc["bastions"]["inner"] = {"address": "10.0.0.9", "via": "jump"}
+    doc["bastions"]["other"] = {"address": "10.9.0.1"}
+    doc["hosts"]["deep"] = {"address": "10.0.2.1", "via": ["jump", "inner"]}
+    doc["hosts"]["elsewhere"] = {"address": "10.9.1.1", "via": "other"}
+    doc["hosts"]["trainer-a"]["aws"] = {"instance_id": "i-0123456789abcdef0"}
+    doc["hosts"]["third"] = {"address": "10.0.1.23", "via": "jump"}  # the lab has 2 GPU hosts
+    doc["python_envs"] = {"web": {"packages": ["six"]}}
+    a = A.adopt(doc, view())
+    unfit = {u.path: u.why for u in a.unfit}
+    assert "reached through jump" in unfit[("bastions", "inner")]
+    assert "the lab has one bastion" in unfit[("bastions", "other")]
+    assert "chain of 2 bastions" in unfit[("hosts", "deep", "via")]
+    assert "behind bastion other" in unfit[("hosts", "elsewhere", "via")]
+    assert "EC2" in unfit[("hosts", "trainer-a", "aws")]
+    assert "has 2 GPU hosts" in unfit[("hosts", "third")]
+    assert "no Internet" in unfit[("python_envs", "web")]
+    touched = {c.path[:2] for c in a.changes}
+    for name in ("deep", "elsewhere", "third"):
+        assert ("hosts", name) not in touched
+    assert ("bastions", "inner") not in touched and ("bastions", "other") not in touched
+    assert a.hosts == {"trainer-a": "gpu1", "trainer-b": "gpu2"}
+    # a lab big enough takes the third host
+    big = P.make_plan("t", 3, "/var/lib/provision-lab/t", venv="/opt/venv", repo=None)
+    assert A.adopt(doc, view(plan=big)).hosts["third"] == "gpu3"
+    assert A.placement(doc)[1] == ["trainer-a", "trainer-b", "third"]
+
+
+def test_a_zone_overlapping_the_labs_own_is_not_adopted() -> None:
+    doc = team()
+    doc["dns"]["zones"]["x.lab.test"] = {"provider": "rfc2136", "server": "10.0.0.1"}
+    a = A.adopt(doc, view())
+    assert a.zones == ("team.example",)
+    assert ("dns", "zones", "x.lab.test") in {u.path for u in a.unfit}
+
+
+def test_provider_fields_go_acme_moves_to_pebble() -> None:
+    doc = team()
+    doc["dns"]["zones"]["team.example"]["hosted_zone_id"] = "Z123"
+    doc["acme"] = {"ca": "https://acme-v02.api.letsencrypt.org/directory", "email": "a@b.c"}
+    c = changes(A.adopt(doc, view()))
+    assert c[("dns", "zones", "team.example", "hosted_zone_id")] is A.DELETE
+    assert c[("acme", "ca")] == P.pebble_directory(PLAN)
+    assert ("acme", "email") not in c
+
+
+def test_the_copy_keeps_comments_and_order_and_changes_nothing_else(tmp_path: Path) -> None:
+    text = TEAM.read_text()
+    (tmp_path / "tsig.key").write_text("key")
+    a = A.adopt(load_yaml_text(text, str(TEAM)).data, view(tsig=str(tmp_path / "tsig.key")))
+    new = rewrite(text, str(tmp_path / "inventory.yml"), a.changes)
+    assert "# the cloud image's login" in new and "# the model API" in new
+    assert "allow_ssh_from: [10." in new  # a flow list stays one
+    keys = [line.split(":")[0] for line in new.splitlines() if line and line[0].isalpha()]
+    assert keys == ["version", "defaults", "team", "bastions", "roles", "hosts", "dns"]
+    before, after = yaml.safe_load(text), yaml.safe_load(new)
+    A.apply_changes(before, a.changes)
+    assert after == before
+
+
+def test_a_copy_that_would_not_validate_is_refused(tmp_path: Path) -> None:
+    from provision.lab.adopt_write import AdoptError
+
+    text = TEAM.read_text()
+    # a TSIG key outside the copy's tree: the loader's key rule refuses it, nothing written
+    a = A.adopt(load_yaml_text(text, str(TEAM)).data, view(tsig="/etc/passwd"))
+    with pytest.raises(AdoptError, match="does not validate"):
+        rewrite(text, str(tmp_path / "inventory.yml"), a.changes)
