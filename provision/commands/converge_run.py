@@ -346,13 +346,12 @@ def _apply_waves(job: Run, runs: list[HostRun], accept_new: bool, timeout: int, 
     done: dict[str, HostRun] = {}
     with display.phase("applying", [r.host.name for r in runs if r.status == "pending"]):
         for wave in waves(runs, lambda run: run.host):
-            if stop.requested:
-                applied = [not_applied(run) for run in wave]
-            else:
-                applied = in_parallel(_unless_stopped(stop, _told(display, execute), not_applied),
-                                      wave, forks)
+            if stop.requested:  # no new wave: the rest is not started
+                break
+            applied = in_parallel(_unless_stopped(stop, _told(display, execute), not_applied),
+                                  wave, forks)
             done.update((run.host.name, run) for run in applied)
-    return [done.get(run.host.name, run) for run in runs]
+    return [done.get(run.host.name) or not_applied(run) for run in runs]
 
 
 def _interrupted_headline(runs: Sequence[HostRun]) -> str:
