@@ -9,11 +9,15 @@ what the hosts have afterwards is read back on the hosts.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import secrets
 import signal
+import struct
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -295,3 +299,54 @@ def test_a_second_ctrl_c_leaves_at_once_and_says_what_covers_it(
     for h in NODES:
         lab.host(h, "rm", "-f", gate, check=False)
         assert has_member(lab, h, member) and not temps(lab, h, member), h
+
+
+def test_a_terminal_sees_each_host_change_state(lab: Lab, world: dict[str, Any]) -> None:
+    """stderr on a terminal (a pty): the live lines say what a host is doing as it does it,
+    here its batch's step while the batch is held on the host."""
+    inv, member = with_member(world)
+    gate = gate_path()
+    lab.host("bastion", "touch", gate)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    p = subprocess.Popen(["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY,
+                          "--pause-until", gate, "--", "apply", "--yes", "-i", str(inv)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    screen = bytearray()
+    grew = threading.Condition()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the run closed the terminal
+                chunk = b""
+            with grew:
+                screen.extend(chunk)
+                grew.notify_all()
+            if not chunk:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    want = b"gpu1  running the batch, step "
+    try:
+        with grew:
+            assert grew.wait_for(lambda: want in screen or p.poll() is not None, WAIT)
+            assert want in screen, bytes(screen).decode(errors="replace")
+            seen = bytes(screen)
+        for h in GPUS:
+            lab.host(h, "touch", gate)
+        assert p.wait(timeout=WAIT) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for h in NODES:
+            lab.host(h, "rm", "-f", gate, check=False)
+        reader.join(10)
+        os.close(master)
+    # the same lines went from gathering facts to applying, redrawn in place
+    assert seen.index(b"gathering facts: ") < seen.index(b"applying: ") < seen.index(want)
+    assert has_member(lab, "gpu1", member)
