@@ -12,15 +12,16 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.console import RenderableType
+from rich.live import Live
+from rich.text import Text
 
 from provision.hosts.progress import Board, describe
 from provision.text import printable
 
 from .common import console, echo
-
-if TYPE_CHECKING:
-    from rich.console import RenderableType
 
 SHOWN = 20  # hosts listed at most; the rest are counted
 
@@ -60,8 +61,6 @@ class Display:
         if not self.enabled:
             yield
             return
-        from rich.live import Live
-
         self.title = title
         with Live(get_renderable=self._render, console=console(stderr=True),
                   refresh_per_second=8, transient=True,
@@ -73,16 +72,12 @@ class Display:
                 self.live = None
 
     def _render(self) -> RenderableType:
-        from rich.text import Text
-
         return Text("\n".join(render_lines(self.board, self.title, time.monotonic())))
 
     def say(self, line: str) -> None:
         """One line on stderr (escaped), above the drawing when there is one."""
         live = self.live
         if live is not None:
-            from rich.text import Text
-
             live.console.print(Text(printable(line)))
         else:
             echo(line, err=True)
