@@ -11,7 +11,6 @@ import functools
 import getpass
 import secrets
 import socket
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -34,7 +33,9 @@ from provision.hosts.converge import (
     in_parallel,
     prepare,
 )
+from provision.hosts.interrupt import EXIT_INTERRUPTED, Stop, asking, stopping
 from provision.hosts.lock import Report, Spec, event_text, new_token, operator_id
+from provision.hosts.progress import NOT_STARTED, Board, Event
 from provision.hosts.reach import Closing
 from provision.inventory.model import Host
 from provision.playbook import waves
@@ -53,19 +54,52 @@ from provision.text import printable as p
 
 from .common import EXIT_FAILED, EXIT_OK, console, echo, emit_json
 from .converge import Run
+from .live import Display, wanted
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
-                "failed": "bold red", "unreachable": "bold red"}
+                "failed": "bold red", "unreachable": "bold red", NOT_STARTED: "cyan"}
 
 
 T = TypeVar("T")
-Tick = Callable[[HostRun], None] | None  # progress callback: one host finished
 
 
-def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pending: bool,
+def _unless_stopped(stop: Stop | None, fn: Callable[[T], HostRun],
+                    skipped: Callable[[T], HostRun]) -> Callable[[T], HostRun]:
+    """`fn`, or `skipped` for a host whose turn comes after the user asked to stop."""
+    def go(item: T) -> HostRun:
+        return skipped(item) if stop is not None and stop.requested else fn(item)
+    return go
+
+
+def _not_probed(display: Display, host: Host) -> HostRun:
+    display.board.feed(Event(host.name, "not-started"))
+    return HostRun(host, status=NOT_STARTED,
+                   note="stopped (Ctrl-C) before this host was probed: nothing read or changed")
+
+
+def _not_applied(display: Display, run: HostRun) -> HostRun:
+    display.board.feed(Event(run.host.name, "not-started"))
+    if run.status == "pending":
+        run.status = NOT_STARTED
+        run.note = "; ".join(filter(None, [run.note, f"stopped (Ctrl-C) before this host "
+                                           f"started: {run.changes} change(s) not applied"]))
+    return run
+
+
+def _told(display: Display, fn: Callable[[T], HostRun]) -> Callable[[T], HostRun]:
+    """`fn`, then the board told the host is done (with its status)."""
+    def go(item: T) -> HostRun:
+        run = fn(item)
+        display.board.feed(Event(run.host.name, "done", status=run.status))
+        return run
+    return go
+
+
+def _prepare_all(job: Run, forks: int, accept_new: bool, display: Display, keep_pending: bool,
                  gateways: Gateways, early: dict[str, Future[Chain]],
-                 closing: Closing, spec: Spec | None = None) -> list[HostRun]:
+                 closing: Closing, spec: Spec | None = None,
+                 stop: Stop | None = None) -> list[HostRun]:
     """Connect and probe every host, `forks` at a time, through the run's shared bastion
     hops. A host's connection is closed as soon as it is probed unless it has changes that
     `apply` will send over it, so a plan or a no-op apply never holds more than `forks`
@@ -76,13 +110,20 @@ def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pendi
     `spec` (apply) each probe takes the host lock; what it waits for is said on stderr as
     it happens."""
     inv, pb, selected = job.inv, job.pb, job.selected
-    contention = None if spec is None else Contention(spec.token, _say_lock_event)
+    def say_lock_event(host: Host, kind: str, report: Report) -> None:
+        text = event_text(report, kind, time.time())
+        if text:
+            display.say(f"{host.name}: {text}")
+            if kind in ("busy", "execs", "armed"):
+                display.board.feed(Event(host.name, "lock-wait", detail=text))
+
+    contention = None if spec is None else Contention(spec.token, say_lock_event)
     started = time.monotonic()
 
     def one(round_spec: Spec | None, h: Host) -> HostRun:
         run = prepare(inv, h, pb, accept_new, gateways, round_spec,
                       None if contention is None else contention.on_event,
-                      opened=early.pop(h.name, None))
+                      opened=early.pop(h.name, None), say=display.board.feed)
         if contention is not None:
             contention.prepared(run)
         if keep_pending and run.status == "pending":
@@ -93,9 +134,10 @@ def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pendi
     todo, done = list(selected), dict[str, HostRun]()
     round_spec = spec
     while todo:
-        runs = _with_progress("gathering facts", todo, quiet,
-                              functools.partial(in_parallel, functools.partial(one, round_spec),
-                                                todo, forks))
+        with display.phase("gathering facts", [h.name for h in todo]):
+            work = _told(display, functools.partial(one, round_spec))
+            runs = in_parallel(_unless_stopped(stop, work, functools.partial(_not_probed, display)),
+                               todo, forks)
         redo: set[str] = set() if contention is None else contention.take_redo()
         if redo:
             closing.wait()  # a host's own close first, not two at once
@@ -111,12 +153,6 @@ def _prepare_all(job: Run, forks: int, accept_new: bool, quiet: bool, keep_pendi
     return [done[h.name] for h in selected]
 
 
-def _say_lock_event(host: Host, kind: str, report: Report) -> None:
-    text = event_text(report, kind, time.time())
-    if text:
-        echo(f"{host.name}: {text}", err=True)
-
-
 def _lock_spec(timeout: int) -> Spec:
     """Who this run is, for the host lock: `$USER@hostname` of this machine, the command."""
     try:
@@ -125,18 +161,6 @@ def _lock_spec(timeout: int) -> Spec:
         user = "unknown"
     return Spec(operator_id(user, socket.gethostname()), "apply",
                 new_token(time.time(), secrets.token_hex(6)), timeout)
-
-
-def _with_progress(what: str, items: Sequence[T], quiet: bool,
-                   work: Callable[[Tick], list[HostRun]]) -> list[HostRun]:
-    if quiet or not sys.stderr.isatty():
-        return work(None)
-    total, done = len(items), [0]
-    with console(stderr=True).status(f"{what}: 0/{total} hosts") as status:
-        def tick(run: HostRun) -> None:
-            done[0] += 1
-            status.update(f"{what}: {done[0]}/{total} hosts (last: {run.host.name} {run.status})")
-        return work(tick)
 
 
 # --- output ----------------------------------------------------------------------------
@@ -190,21 +214,23 @@ def _print_recap(runs: list[HostRun], title: str) -> None:
     for col in ("host", "status", "changed", "remote execs", "seconds", "reason"):
         t.add_column(col, justify="right" if col in ("changed", "remote execs", "seconds") else "left")
     for r in runs:
-        t.add_row(p(r.host.name), Text(p(r.status), style=STATUS_STYLE.get(r.status, "")),
+        t.add_row(p(r.host.name), Text(p(r.status.replace("-", " ")),
+                                       style=STATUS_STYLE.get(r.status, "")),
                   str(r.done if r.status != "pending" else r.changes), str(r.remote_execs),
                   f"{r.seconds:.2f}", p(r.error or r.note))
     console().print(t)
 
 
 def _json(runs: list[HostRun], command: str, job: Run, shard: str | None,
-          memory: Memory) -> None:
+          memory: Memory, interrupted: bool = False) -> None:
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.status] = counts.get(r.status, 0) + 1
     emit_json({"command": command, "playbook": job.pb.name, "summary": counts, "shard": shard,
                "control": memory.finish().to_json(),
                "tasks_imported": [i.to_json() for i in job.imported],
-               "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs]})
+               "plan": to_json(sections(runs)), "hosts": [r.to_json() for r in runs],
+               "interrupted": interrupted})
 
 
 def _held(runs: Sequence[HostRun]) -> dict[str, dict[str, str | None]]:
@@ -233,7 +259,8 @@ def plan(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str 
     """Probe and diff every selected host; print the plan (or --json); Exit with its status."""
     memory = Memory.now(len(job.selected), forks)
     closing = Closing()
-    runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=False,
+    display = Display(Board(), wanted(as_json))
+    runs = _prepare_all(job, forks, accept_new, display, keep_pending=False,
                         gateways=gateways, early=early, closing=closing)
     if as_json:
         _json(runs, "plan", job, shard_text, memory)
@@ -248,45 +275,44 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
           yes: bool, confirm_timeout: int | None, lock_timeout: int, gateways: Gateways,
           early: dict[str, Future[Chain]]) -> None:
     """Plan every selected host under its lock, ask (unless `yes`), apply in waves
-    (bastions before their hosts), print the recap (or --json); Exit with its status."""
+    (bastions before their hosts), print the recap (or --json); Exit with its status.
+    Ctrl-C (`provision.hosts.interrupt`): the first stops starting hosts and waves, lets
+    those in flight finish, and ends with the recap and exit 130; the second leaves at once."""
     memory = Memory.now(len(job.selected), forks)
     timeout = confirm_timeout or job.inv.confirm_timeout
     runs: list[HostRun] = []
     closing = Closing()
+    display = Display(Board(), wanted(as_json))
+    stop = Stop(display.board, display.say, leave=display.leave)
     try:
-        runs = _prepare_all(job, forks, accept_new, quiet=as_json, keep_pending=True,
-                            gateways=gateways, early=early, closing=closing,
-                            spec=_lock_spec(lock_timeout))
-        pending = [r for r in runs if r.status == "pending"]
-        if pending and not as_json:
-            _print_plan(runs)
-        if pending and not yes and not click.confirm(
-                f"apply {sum(r.changes for r in pending)} change(s) to {len(pending)} host(s)?",
-                default=False, err=True):
-            click.echo("apply cancelled; nothing changed", err=True)
-            raise Exit(EXIT_FAILED)
-        if pending:
-            def guarded(run: HostRun) -> HostRun:
-                return execute_guarded(job.inv, run, accept_new, timeout)
-
-            def execute(run: HostRun) -> HostRun:
-                return execute_in_order(run, guarded)  # Python tasks first, in order
-
-            done: dict[str, HostRun] = {}
-            for wave in waves(runs, lambda run: run.host):  # bastions settle before their hosts
-                applied = _with_progress("applying", wave, as_json,
-                                         functools.partial(in_parallel, execute, wave, forks))
-                done.update((run.host.name, run) for run in applied)
-            runs = [done[run.host.name] for run in runs]
+        with stopping(stop):
+            runs = _prepare_all(job, forks, accept_new, display, keep_pending=True,
+                                gateways=gateways, early=early, closing=closing,
+                                spec=_lock_spec(lock_timeout), stop=stop)
+            if stop.requested:  # planned under the lock, but nothing goes out
+                runs = [_not_applied(display, r) for r in runs]
+            pending = [r for r in runs if r.status == "pending"]
+            display.board.reset(r.host.name for r in pending)  # what Ctrl-C counts from now
+            if pending and not as_json:
+                _print_plan(runs)
+            if pending and not yes and not stop.requested:
+                with asking():
+                    _ask(pending)
+            if pending:
+                runs = _apply_waves(job, runs, accept_new, timeout, forks, display, stop)
     finally:
         closing.wait()  # the no-op hosts' closes, before the rest (each run closed once at a time)
         for run in runs:
             close(run)
     if as_json:
-        _json(runs, "apply", job, shard_text, memory)
+        _json(runs, "apply", job, shard_text, memory, interrupted=stop.requested)
     else:
         _print_recap(runs, f"apply: {job.pb.name}")
-        echo(apply_line([r.status for r in runs]))
+        if not stop.requested:
+            echo(apply_line([r.status for r in runs]))
+    if stop.requested:
+        echo(_interrupted_headline(runs), err=True)
+        raise Exit(EXIT_INTERRUPTED)
     certs_failed = False
     converged = [r.host for r in runs if r.status not in ("failed", "unreachable")]
     if any(s.https is not None for h in converged for s in h.services):
@@ -294,3 +320,47 @@ def apply(job: Run, forks: int, accept_new: bool, as_json: bool, shard_text: str
 
         certs_failed = after_apply(job.inv, converged, accept_new, _held(runs))
     raise Exit(EXIT_FAILED if _failed(runs) or certs_failed else EXIT_OK)
+
+
+def _ask(pending: list[HostRun]) -> None:
+    """The question before anything changes; no (or Ctrl-C there) ends the command."""
+    try:
+        go = click.confirm(f"apply {sum(r.changes for r in pending)} change(s) to "
+                           f"{len(pending)} host(s)?", default=False, err=True)
+    except click.Abort:  # Ctrl-C (or end of input) at the question
+        click.echo("\napply cancelled; nothing changed", err=True)
+        raise Exit(EXIT_INTERRUPTED) from None
+    if not go:
+        click.echo("apply cancelled; nothing changed", err=True)
+        raise Exit(EXIT_FAILED)
+
+
+def _apply_waves(job: Run, runs: list[HostRun], accept_new: bool, timeout: int, forks: int,
+                 display: Display, stop: Stop) -> list[HostRun]:
+    """Apply the pending runs wave by wave (bastions settle before their hosts); after
+    Ctrl-C no host and no wave starts."""
+    def guarded(run: HostRun) -> HostRun:
+        return execute_guarded(job.inv, run, accept_new, timeout)
+
+    def execute(run: HostRun) -> HostRun:
+        return execute_in_order(run, guarded)  # Python tasks first, in order
+
+    not_applied = functools.partial(_not_applied, display)
+    done: dict[str, HostRun] = {}
+    with display.phase("applying", [r.host.name for r in runs if r.status == "pending"]):
+        for wave in waves(runs, lambda run: run.host):
+            if stop.requested:  # no new wave: the rest is not started
+                break
+            applied = in_parallel(_unless_stopped(stop, _told(display, execute), not_applied),
+                                  wave, forks)
+            done.update((run.host.name, run) for run in applied)
+    return [done.get(run.host.name) or not_applied(run) for run in runs]
+
+
+def _interrupted_headline(runs: Sequence[HostRun]) -> str:
+    """The last line after Ctrl-C: what the run did before it stopped, by status."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    said = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items())
+    return f"interrupted (Ctrl-C): {said}; run apply again to finish"

@@ -205,7 +205,10 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
                          for k, (a, i) in enumerate(zip(guarded, ids, strict=True))],
                         batch=batch.build(plain) if plain else None,
                         stop_on_error=True, what="apply")
-    out = run.remote.sh(locked_script(run, script), timeout=None if plain else APPLY_TIMEOUT)
+    run.tell("applying", steps=len(plain), armed=True,
+             detail=", ".join(a.kind for a in guarded) + " (commit-confirmed)")
+    out = run.remote.sh(locked_script(run, script), timeout=None if plain else APPLY_TIMEOUT,
+                        on_line=run.batch_lines(plain))
     returned = time.monotonic()
     head, sections = C.split_sections(out.stdout)
     run.done = 0
@@ -242,6 +245,7 @@ def _run(inv: Inventory, run: HostRun, accept_new: bool, timeout: int, plain: li
         confirm_script = C.combined([C.confirm_script(guarded[k], ids[k]) for k in armed],
                                     stop_on_error=False, what="confirm")
         window = C.confirm_window(timeout, results)
+        run.tell("confirming", until=returned + window)
         conf = confirm(inv, run, accept_new, confirm_script, len(armed), returned + window)
         fresh[0] += 1
         missed = [k for k, ok in zip(armed, conf.answers, strict=True) if not ok]

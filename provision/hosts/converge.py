@@ -42,10 +42,12 @@ from provision.tasks.step import Planned, Refused, Step
 from . import lock as L
 from . import pytasks
 from .gather import HeldLock, probe_locked, probe_peek
+from .progress import Event, from_batch_line
 from .pytasks import TaskFailed
 from .reach import Unreachable, connecting, reason
 
 LockEvents = Callable[[Host, str, L.Report], None]
+Say = Callable[[Event], None]  # where a host's progress goes (`provision.hosts.progress`)
 
 # Every converge also reports these (recap --json: OS, Docker, GPUs, listening sockets).
 BASE_REQUEST = Request(facts=("system", "sockets", "gpus"))
@@ -54,7 +56,8 @@ BASE_REQUEST = Request(facts=("system", "sockets", "gpus"))
 @dataclass
 class HostRun:
     host: Host
-    status: str = "pending"  # ok | changed | failed | unreachable (pending: planned, not run)
+    status: str = "pending"  # ok | changed | failed | unreachable | not-started (Ctrl-C)
+    # (pending: planned, not run)
     actions: list[tuple[str, Planned]] = field(default_factory=list)  # (step, action)
     done: int = 0  # actions that completed
     error: str = ""
@@ -71,6 +74,24 @@ class HostRun:
     gateways: Gateways | None = None  # the run's shared bastion hops (confirmations use them)
     lock: HeldLock | None = None  # apply: the host lock, held until `close`
     lock_report: L.Report | None = None
+    say: Say | None = None  # progress events, as they happen
+
+    def tell(self, kind: str, **kw: Any) -> None:
+        """Say what this host is doing now (a no-op without a listener)."""
+        if self.say is not None:
+            self.say(Event(self.host.name, kind, **kw))
+
+    def batch_lines(self, actions: list[Any]) -> Callable[[str], None] | None:
+        """`Remote.sh`'s `on_line` for a batch of `actions`: its markers as progress."""
+        if self.say is None:
+            return None
+        say, steps = self.say, [a.describe() for a in actions]
+
+        def on_line(line: str) -> None:
+            e = from_batch_line(self.host.name, line, steps)
+            if e is not None:
+                say(e)
+        return on_line
 
     @property
     def changes(self) -> int:
@@ -104,15 +125,17 @@ class HostRun:
 
 def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
             gateways: Gateways | None = None, spec: L.Spec | None = None,
-            on_event: LockEvents | None = None, opened: Future[Chain] | None = None) -> HostRun:
+            on_event: LockEvents | None = None, opened: Future[Chain] | None = None,
+            say: Say | None = None) -> HostRun:
     """Connect (through `gateways`' shared bastion hops, if given; `opened`: a connection
     the caller started already), probe, diff. Never raises: problems land in the result's
     status.
 
     With `spec` (apply) the probe takes the host lock first (waiting, `on_event` says for
     what) and the run keeps it while it has changes to make (released by `close`); without
-    (plan) it only reports who holds the host."""
-    run = HostRun(host, gateways=gateways)
+    (plan) it only reports who holds the host. `say`: progress events."""
+    run = HostRun(host, gateways=gateways, say=say)
+    run.tell("connecting")
     started = time.monotonic()
     if opened is None:  # network round trips while the state renders
         opened = connecting(inv, host, accept_new, gateways)
@@ -134,6 +157,7 @@ def prepare(inv: Inventory, host: Host, playbook: Playbook, accept_new: bool,
     if run.chain.retried is not None:
         run.retries, run.note = run.chain.retried.attempts, run.chain.retried.note()
     run.remote = Remote(run.chain)
+    run.tell("probing")
     try:
         if spec is None:
             run.facts, run.lock_report = probe_peek(run.remote, request)
@@ -211,6 +235,7 @@ def execute_in_order(run: HostRun, finish: Callable[[HostRun], HostRun]) -> Host
             task = segment[0][1]
             if isinstance(task, RunTask):
                 started = time.monotonic()
+                run.tell("applying", detail=f"Python task {task.describe()}")
                 error = pytasks.run(task, pytasks.task_connection(run.chain, run.remote),
                                     run.host)
                 run.seconds += time.monotonic() - started
@@ -327,8 +352,10 @@ def execute(run: HostRun) -> HostRun:
     if len(plain) != len(run.actions):
         raise TypeError("commit-confirmed actions go through provision.hosts.confirm, "
                         "Python tasks through execute_in_order")
+    run.tell("applying", steps=len(plain))
     try:
-        out = run.remote.sh(locked_script(run, batch.build(plain)))
+        out = run.remote.sh(locked_script(run, batch.build(plain)),
+                            on_line=run.batch_lines(plain))
         last, finished = batch.parse_progress(out.stdout)
         add_notes(run, apt_script.notes(out.stdout))
         if out.status == 0 and finished:

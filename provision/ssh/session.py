@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import select
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from shlex import quote
 from typing import Any
@@ -72,7 +73,10 @@ class Remote:
         return ch
 
     def sh(self, script: str, args: list[str] | tuple[str, ...] = (),
-           timeout: float | None = None) -> Output:
+           timeout: float | None = None,
+           on_line: Callable[[str], None] | None = None) -> Output:
+        """Run `script`; `on_line` is called with each whole stdout line as it arrives (a
+        batch's progress markers), from this thread."""
         command = self._command(args)
         transport = self.chain.conn.transport
         self.execs += 1
@@ -83,6 +87,7 @@ class Remote:
             ch.shutdown_write()
             out: list[bytes] = []
             err: list[bytes] = []
+            seen = 0  # bytes of `out` already handed to `on_line`
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 wait = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -91,6 +96,8 @@ class Remote:
                     raise RemoteTimeout(f"no answer within {timeout:g}s")
                 while ch.recv_ready():
                     out.append(ch.recv(65536))
+                    if on_line is not None:
+                        seen = _lines(out, seen, on_line)
                 while ch.recv_stderr_ready():
                     err.append(ch.recv_stderr(65536))
                 if (ch.exit_status_ready() and ch.eof_received and not ch.recv_ready()
@@ -103,3 +110,14 @@ class Remote:
                           b"".join(err).decode("utf-8", "replace"))
         finally:
             ch.close()
+
+
+def _lines(out: list[bytes], seen: int, on_line: Callable[[str], None]) -> int:
+    """Hand each whole line of `out` after byte `seen` to `on_line`; the new `seen`."""
+    data = b"".join(out)
+    end = data.rfind(b"\n") + 1
+    if end > seen:
+        for raw in data[seen:end].splitlines():
+            on_line(raw.decode("utf-8", "replace"))
+        return end
+    return seen

@@ -4,7 +4,8 @@ install packages, install our apt sources with their keys checked and put back o
 The functions below are called as `if ! provision_apt_... ; then exit 1; fi`, so `set -e`
 is off inside them and every failure is handled where it happens: a failing step prints one
 `@error<TAB>message` line on stderr (what the recap says) and returns 1. A successful wait
-for the lock prints `@note<TAB>...` on fd 3 (the recap's note).
+for the lock prints `@note<TAB>...` on fd 3 (the recap's note); a wait, as it starts,
+`@wait<TAB>dpkg-lock<TAB>HOLDER` (the live progress, `provision.hosts.progress`).
 
 The dpkg lock: unattended-upgrades and cloud-init hold `/var/lib/dpkg/lock-frontend` (and
 `lock`, `lists/lock`) for minutes after a cloud image's first boot. They are fcntl (POSIX)
@@ -59,6 +60,7 @@ provision_apt_wait() {{
     if [ -z "$first" ]; then
       first=$h
       echo "waiting up to $1 s for the dpkg lock, held by $h" >&2
+      printf '@wait\tdpkg-lock\t%s\n' "$h" >&3  # progress, as it starts
     fi
     if [ $(( ($(date +%s%N) - start) / 1000000000 )) -ge "$1" ]; then
       printf '@error\tthe dpkg lock is still held by %s after %s s (another package manager is running: unattended-upgrades or cloud-init on a fresh image); nothing was changed by this step, run again when it is done\n' "$h" "$1" >&2

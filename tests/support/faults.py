@@ -3,7 +3,8 @@
     python tests/support/faults.py [--sshd-extra LINE]... [--sleep-before-confirm S]
                                    [--pause-until PATH] [--kill-after-phase PHASE]
                                    [--kill-after-change N] [--count-in-flight FILE]
-                                   [--batch-output FILE] -- <provision arguments>
+                                   [--batch-output FILE] [--hold-dir DIR]
+                                   -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
 package, then calls `provision.cli.main` with the remaining arguments. The lab tests use
@@ -17,6 +18,10 @@ before the journal records it. `--count-in-flight FILE` is instrumentation, not 
 counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
 count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends the stdout
 of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
+`--hold-dir DIR` holds the apply at named points until the test lets it go: before each
+wave (`wave-0`, `wave-1`, ...) and before each host's confirmation (`confirm-HOST`) it
+creates `DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a
+test can send SIGINT at exactly that point (tests/lab/test_interrupt.py).
 """
 
 from __future__ import annotations
@@ -149,6 +154,35 @@ def tee_batch_output(path: Path) -> None:
     script.parse_progress = parse_and_keep
 
 
+def _hold(d: Path, name: str) -> None:
+    (d / f"{name}.reached").touch()
+    deadline = time.monotonic() + 600
+    while not (d / f"{name}.go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def hold_at(d: Path) -> None:
+    """Stop before each wave and each confirmation until the test says go."""
+    from provision.commands import converge_run
+    from provision.hosts import confirm as confirm_mod
+
+    real_waves = converge_run.waves
+
+    def held_waves(items: Any, host_of: Any) -> Any:
+        for k, wave in enumerate(real_waves(items, host_of)):
+            _hold(d, f"wave-{k}")
+            yield wave
+
+    converge_run.waves = held_waves  # type: ignore[assignment]
+    real_confirm = confirm_mod.confirm
+
+    def held_confirm(inv: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
+        _hold(d, f"confirm-{run.host.name}")
+        return real_confirm(inv, run, *args, **kwargs)
+
+    confirm_mod.confirm = held_confirm  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print("usage: faults.py [fault options] -- <provision arguments>", file=sys.stderr)
@@ -162,7 +196,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kill-after-change", type=int, default=0)
     p.add_argument("--count-in-flight", type=Path, default=None)
     p.add_argument("--batch-output", type=Path, default=None)
+    p.add_argument("--hold-dir", type=Path, default=None)
     opts = p.parse_args(argv[:split])
+    if opts.hold_dir is not None:
+        hold_at(opts.hold_dir)
     if opts.batch_output is not None:
         tee_batch_output(opts.batch_output)
     install(opts.sshd_extra, opts.sleep_before_confirm, opts.pause_until)

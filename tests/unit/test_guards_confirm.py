@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,17 @@ class Session:
     timeouts: list[float | None] = field(default_factory=list)
     execs: int = 0
 
-    def sh(self, script: str, timeout: float | None = None) -> Out:
+    def sh(self, script: str, timeout: float | None = None,
+           on_line: Callable[[str], None] | None = None) -> Out:
         self.scripts.append(script)
         self.timeouts.append(timeout)
         self.execs += 1
         answer = self.answers.pop(0) if self.answers else Out("", 1, "no answer")
         if isinstance(answer, BaseException):
             raise answer
+        if on_line is not None:  # as Remote.sh: each stdout line as it arrives
+            for line in answer.stdout.splitlines():
+                on_line(line)
         return answer
 
 
