@@ -64,11 +64,14 @@ def remote_command(command: str, sudo: bool, nonce: str) -> str:
 # /proc/PID/stat, after the command name in parentheses (which may itself hold ") "); a
 # zombie (state Z) is no longer a member: it cannot be signalled and has no environ. The
 # scan reads each stat with the shell's own `read`: a fork per process took seconds on a
-# busy host with thousands of them, past the wait for the stop command's answer.
+# busy host with thousands of them, past the wait for the stop command's answer. A process
+# in the middle of an exec (the session's shell becoming the command) reads as an empty
+# environ for a moment (its new memory is there, its environment not yet): `ours` reads
+# again, up to a second, instead of calling the run's own group someone else's.
 STOP_SCRIPT = """\
 p=$1 n=$2
 grp() { { read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ "$1" != Z ] && [ "$3" = "$p" ]; }
-ours() { { tr '\\0' '\\n' <"/proc/$1/environ"; } 2>/dev/null | grep -qxF "PROVISION_EXEC=$n"; }
+ours() { i=0; while e=$( { tr '\\0' '\\n' <"/proc/$1/environ"; } 2>/dev/null ) && [ -z "$e" ] && [ $i -lt 20 ]; do i=$((i + 1)); sleep 0.05; done; printf '%s\\n' "$e" | grep -qxF "PROVISION_EXEC=$n"; }
 members() { for d in /proc/[0-9]*; do grp "${d#/proc/}" && echo "${d#/proc/}"; done; }
 case $p in ''|*[!0-9]*|0|1) echo "process group '$p' is never signalled" >&2; exit 3;; esac
 if grp $$; then echo "process group $p is the stop command's own" >&2; exit 3; fi

@@ -140,3 +140,28 @@ def test_the_stop_scan_forks_nothing_per_process(tmp_path: Path) -> None:
                        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
     assert r.returncode == 4, r.stderr
     assert not calls.exists(), calls.read_text()
+
+
+def test_an_environ_read_empty_mid_exec_is_read_again(tmp_path: Path) -> None:
+    """A process in the middle of an exec reads as an empty environ for a moment (a loaded
+    CI machine hit it: "process group N is not this run's (no member has the run's mark)"
+    for the run's own group). A `tr` that gives nothing on its first two reads stands in for
+    that moment: the stop reads again and signals the group."""
+    real = subprocess.run(["sh", "-c", "command -v tr"], capture_output=True, text=True).stdout.strip()
+    count = tmp_path / "reads"
+    (tmp_path / "tr").write_text(
+        f'#!/bin/sh\necho x >>"{count}"\n'
+        f'[ "$(wc -l <"{count}")" -le 2 ] && {{ cat >/dev/null; exit 0; }}\nexec {real} "$@"\n')
+    (tmp_path / "tr").chmod(0o755)
+    proc, nonce, pgid = _session("sleep 30")
+    try:
+        line = stop_command(pgid, nonce, sudo=False)
+        r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+        assert r.returncode == 0, r.stderr
+        assert _gone(proc)
+        assert len(count.read_text().split()) == 3  # two empty reads, then the environ
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
