@@ -18,10 +18,12 @@ before the journal records it. `--count-in-flight FILE` is instrumentation, not 
 counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
 count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends the stdout
 of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
-`--hold-dir DIR` holds the apply at named points until the test lets it go: before each
-wave (`wave-0`, `wave-1`, ...) and before each host's confirmation (`confirm-HOST`) it
-creates `DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a
-test can send SIGINT at exactly that point (tests/lab/test_interrupt.py).
+`--hold-dir DIR` holds the run at named points until the test lets it go: before each
+wave (`wave-0`, `wave-1`, ...), before each host's confirmation (`confirm-HOST`), and in
+`dns apply` before each zone's change set is sent (`dns-ZONE`), it creates
+`DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a test can
+send SIGINT at exactly that point (tests/lab/test_interrupt.py,
+tests/integration/test_dns_interrupt.py).
 """
 
 from __future__ import annotations
@@ -181,6 +183,21 @@ def hold_at(d: Path) -> None:
         return real_confirm(inv, run, *args, **kwargs)
 
     confirm_mod.confirm = held_confirm  # type: ignore[assignment]
+    hold_dns(d)
+
+
+def hold_dns(d: Path) -> None:
+    """`dns apply`: hold inside each zone's apply, before its change set is sent
+    (`dns-ZONE`: the zone is in flight, the next not started)."""
+    from provision.commands import dns as dns_cmd
+
+    real_apply_zone = dns_cmd.apply_zone
+
+    def held_apply_zone(run: Any, **kwargs: Any) -> None:
+        _hold(d, f"dns-{run.zone.name}")
+        real_apply_zone(run, **kwargs)
+
+    dns_cmd.apply_zone = held_apply_zone
 
 
 def main(argv: list[str]) -> int:
