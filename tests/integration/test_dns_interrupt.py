@@ -6,6 +6,7 @@ Ctrl-C leaves at once. What the server holds is read back."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,3 +122,51 @@ def test_second_ctrl_c_leaves_at_once_saying_the_change_set_is_whole_or_absent(
     assert "leaving now; what may be half-way:" in err
     assert f"{a}: its change set is one atomic change" in err
     assert not _has_api(pdns, a) and not _has_api(pdns, b)  # held before the send
+
+
+# --- dns migrate run ----------------------------------------------------------------------
+
+def test_ctrl_c_in_migrate_run_stops_after_the_phase_and_names_the_commands(
+        pdns: Pdns, two_zones: tuple[str, str, Path], tmp_path: Path) -> None:
+    """Held once the journal records `lowered` (the lowered TTL served): Ctrl-C there ends
+    the run before the cutover, naming the phase and the exact commands; the printed resume
+    command then finishes the migration."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from provision.cli import main
+
+    a, _b, inv = two_zones
+    api = f"api.{a}."
+    pdns.set_rrset(a + ".", api, "A", 2, ["127.0.0.10"])
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "migrate-lowered.hold").touch()
+    env = {KEY_ENV: pdns.key, URL_ENV: pdns.url, "PROVISION_STATE_DIR": str(tmp_path / "state")}
+    run = Proc(["--hold-dir", str(hold), "--", "dns", "migrate", "run", f"api.{a}", "--to",
+                "127.0.0.20", "--lower-ttl", "1", "--timeout", "30", "-i", str(inv)], env=env)
+    try:
+        run.reach(hold / "migrate-lowered.reached")
+        run.interrupt()
+        assert "no further phase starts" in run.said("stopping:")
+        (hold / "migrate-lowered.go").touch()
+        code, err, _ = run.finish()
+    finally:
+        run.kill()
+    assert code == 130, err
+    assert "interrupted (Ctrl-C): the migration of api is in phase lowered (journal " in err
+    resume = f"provision dns migrate run api.{a} -i {shlex.quote(str(inv))}"
+    assert f"resume:    {resume}" in err
+    assert f"roll back: provision dns migrate rollback api.{a} -i {shlex.quote(str(inv))}" in err
+    assert not (hold / "migrate-switching.reached").exists()  # no cutover began
+    assert pdns.rrsets(a + ".")[(api, "A")] == (1, ["127.0.0.10"])  # lowered, not switched
+    for k, v in env.items():
+        os.environ[k] = v  # the printed command, run as printed (this process's env)
+    try:
+        r = CliRunner().invoke(main, shlex.split(resume)[1:])
+    finally:
+        for k in env:
+            os.environ.pop(k, None)
+    assert r.exit_code == 0, r.output
+    assert pdns.rrsets(a + ".")[(api, "A")][1] == ["127.0.0.20"]
