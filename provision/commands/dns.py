@@ -34,9 +34,11 @@ from provision.dns.records import (
 from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
 from provision.dns.zonequery import check_zone
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
+from provision.interrupt import EXIT_INTERRUPTED, Stop, asking, stopping
 from provision.inventory.model import Inventory, Zone
 from provision.text import printable
 
+from . import dns_stop
 from . import dns_zonecheck as zc
 from .common import console, echo, emit_json, inventory_option, json_option, load
 from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
@@ -278,29 +280,25 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
                          "review `provision dns plan`, then run dns apply with --yes")
     inv, selected = _setup(inventory_path, zones)
     opts = Options(force=force, no_migrate=no_migrate, allow_revert=allow_revert)
-    runs = plan_zones(inv, selected, opts=opts)
-    sections = _sections(runs, force, inv)
-    if not as_json:
-        print_plan(sections, title="dns apply", noun="zone")
-    _refuse_reverts(runs)  # before anything is applied, in any zone
-    guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
-    if guards and not force:
-        raise UsageError("; ".join(guards))
-    pending = [r for r in runs if r.plan is not None and not r.plan.refused and r.plan.change_set]
-    n = sum(len(r.plan.changes) for r in pending if r.plan is not None)
-    if pending and not yes and not click.confirm(
-            f"apply {n} record change(s) to "
-            f"{len(pending)} zone(s)?", default=False, err=True):
-        raise OperationError("apply cancelled; nothing changed")
-    failed = any(bool(r.error) or (r.plan is not None and r.plan.refused) for r in runs)
-    for run in pending:
-        try:
-            apply_zone(run, timeout=timeout, force=force, opts=opts)
-        except ProviderError as e:
-            run.error = e.message
-            failed = True
-        if not as_json:
-            _print_applied(run)
+    where = dns_stop.Zones()
+    stop = Stop(lambda line: echo(line, err=True), lambda: dns_stop.stopping_line(where),
+                lambda: dns_stop.leaving_lines(where))
+    with stopping(stop):  # Ctrl-C: the zone in flight finishes, no other starts
+        runs = plan_zones(inv, selected, opts=opts)
+        if stop.requested:  # read only
+            echo("interrupted (Ctrl-C) while reading the zones; nothing changed", err=True)
+            raise Exit(EXIT_INTERRUPTED)
+        failed, skipped = _apply_all(inv, runs, opts, yes=yes, force=force, timeout=timeout,
+                                     as_json=as_json, stop=stop, where=where)
+    if stop.requested:
+        if as_json:
+            emit_json({**to_json(_sections(runs, force, inv)), "interrupted": True,
+                       "zones": [{**_run_json(r, inv), "not_started": any(r is k for k in skipped)}
+                                 for r in runs]})
+        echo(dns_stop.interrupted_line([r.zone.name for r in runs if r.applied],
+                                       [r.zone.name for r in runs if r.error],
+                                       [r.zone.name for r in skipped]), err=True)
+        raise Exit(EXIT_INTERRUPTED)
     cutovers = [c for r in runs if r.review is not None for c in r.review.cutovers
                 if not c.old_type]  # type changes are said in the plan
     if cutovers and not as_json:
@@ -318,6 +316,53 @@ def apply_cmd(inventory_path: str | None, zones: tuple[str, ...], yes: bool, for
                    **({"verify": [zc.check_json(c) for c in checks]} if verify else {})})
     _refuse_bad_markers(runs)  # the rest was applied; what they hold was not
     raise Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _apply_all(inv: Inventory, runs: list[ZoneRun], opts: Options, *, yes: bool, force: bool,
+               timeout: float, as_json: bool, stop: Stop,
+               where: dns_stop.Zones) -> tuple[bool, list[ZoneRun]]:
+    """Print the plan, refuse what must be, ask, apply zone by zone (none starts after
+    Ctrl-C). Returns whether something failed, and the zones Ctrl-C left unapplied."""
+    sections = _sections(runs, force, inv)
+    if not as_json:
+        print_plan(sections, title="dns apply", noun="zone")
+    _refuse_reverts(runs)  # before anything is applied, in any zone
+    guards = [r.plan.guard for r in runs if r.plan is not None and r.plan.guard]
+    if guards and not force:
+        raise UsageError("; ".join(guards))
+    pending = [r for r in runs if r.plan is not None and not r.plan.refused and r.plan.change_set]
+    n = sum(len(r.plan.changes) for r in pending if r.plan is not None)
+    if pending and not yes and not stop.requested:
+        try:
+            with asking():
+                go = click.confirm(f"apply {n} record change(s) to {len(pending)} zone(s)?",
+                                   default=False, err=True)
+        except click.Abort:  # Ctrl-C (or end of input) at the question
+            echo("\ndns apply cancelled; nothing changed", err=True)
+            raise Exit(EXIT_INTERRUPTED) from None
+        if not go:
+            raise OperationError("apply cancelled; nothing changed")
+    failed = any(bool(r.error) or (r.plan is not None and r.plan.refused) for r in runs)
+    where.waiting = [r.zone.name for r in pending]
+    skipped: list[ZoneRun] = []
+    for run in pending:
+        where.waiting.remove(run.zone.name)
+        if stop.requested:
+            skipped.append(run)
+            continue
+        where.current = run.zone.name
+        try:
+            apply_zone(run, timeout=timeout, force=force, opts=opts)
+        except ProviderError as e:
+            run.error = e.message
+            failed = True
+        where.current = ""
+        if not as_json:
+            _print_applied(run)
+    if skipped and not as_json:
+        for run in skipped:
+            echo(f"{run.zone.name}: {dns_stop.NOT_APPLIED}")
+    return failed, skipped
 
 
 def _print_applied(run: ZoneRun) -> None:

@@ -7,9 +7,10 @@ or a refusal (a migration already open, cutover before the old TTL ran out, none
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Any, TypeVar
 
@@ -24,8 +25,10 @@ from provision.dns.migrate.journal import Journal
 from provision.dns.migrate.run import Ctx
 from provision.dns.migrate.store import JournalStore
 from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
+from provision.interrupt import EXIT_INTERRUPTED, Stop, stopping
 from provision.text import printable
 
+from . import dns_migrate_stop as words
 from .common import console, echo, emit_json, inventory_option, json_option, load
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -50,6 +53,36 @@ def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
     zone, fq = R.find_zone(inv, name)
     return R.Ctx(inv, zone, fq, JournalStore(), say=_say(as_json), timeout=timeout)
+
+
+@contextlib.contextmanager
+def _stoppable(ctx: Ctx, inventory_path: str | None) -> Iterator[Stop]:
+    """Ctrl-C while the block changes the migration: the first lets the change in flight
+    finish and (`run`) starts no further phase, then says where the journal stands and
+    the commands that resume or roll back, exit 130; the second leaves at once, saying the
+    same. The block's own errors stand, but the phase is still said."""
+    def where() -> list[str]:
+        try:
+            j = ctx.store.load(ctx.name)
+        except Exception:  # the journal is being written: say what can be said
+            j = None
+        return words.where_lines(ctx.where, ctx.name, j.phase if j else None,
+                                 str(ctx.store.path(ctx.name)), inventory_path)
+
+    stop = Stop(lambda line: echo(line, err=True), lambda: words.STOPPING,
+                lambda: ["leaving now:", *where()])
+    ctx.stopped = lambda: stop.requested
+    try:
+        with stopping(stop):
+            yield stop
+    except R.Stopped:
+        pass
+    finally:
+        if stop.requested:
+            for line in ["interrupted (Ctrl-C): " + where()[0], *where()[1:]]:
+                echo(line, err=True)
+    if stop.requested:
+        raise Exit(EXIT_INTERRUPTED)
 
 
 def _journal_json(j: Journal | None) -> dict[str, Any] | None:
@@ -118,7 +151,7 @@ def start_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
     authoritative server serves that."""
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.allow_revert = allow_revert
-    with ctx.store.lock(ctx.name):
+    with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path):
         j = R.start(ctx, to, lower_ttl, rtype)
     if as_json:
         emit_json({"migration": _journal_json(j), "nothing_to_migrate": j is None,
@@ -211,7 +244,7 @@ def cutover_cmd(name: str, health: tuple[str, ...], force: bool, inventory_path:
     authoritative server serves the new values."""
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
-    with ctx.store.lock(ctx.name):
+    with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path):
         j, warning = R.cutover(ctx, checks, force)
     if as_json:
         emit_json({"migration": _journal_json(j), "warning": warning or None,
@@ -265,7 +298,7 @@ def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str
     inventory, and close."""
     ctx = _ctx(inventory_path, name, as_json, timeout)
     ctx.write_inventory = not no_write
-    with ctx.store.lock(ctx.name):
+    with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path):
         j = R.finalize(ctx, ttl)
     if as_json:
         emit_json({"migration": _journal_json(j), "closed": "finalized",
@@ -283,7 +316,7 @@ def finalize_cmd(name: str, ttl: int | None, no_write: bool, inventory_path: str
 def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json: bool) -> None:
     """From any phase: restore the original values and TTL exactly, and close."""
     ctx = _ctx(inventory_path, name, as_json, timeout)
-    with ctx.store.lock(ctx.name):
+    with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path):
         j, outcome = R.rollback(ctx)
     if as_json:
         emit_json({"migration": _journal_json(j), "closed": outcome})
@@ -320,9 +353,9 @@ def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
     ctx.write_inventory = not no_write
     ctx.allow_revert = allow_revert
     t0 = time.monotonic()
-    with ctx.store.lock(ctx.name):
+    with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path) as stop:
         j, timings = R.run_all(ctx, to, lower_ttl, rtype, checks, final_ttl, verify_grace,
-                               countdown=_countdown(as_json))
+                               countdown=_countdown(as_json, lambda: stop.requested))
     if j is None:  # nothing to migrate (said)
         if as_json:
             emit_json({"migration": None, "closed": None, "nothing_to_migrate": True})
@@ -337,9 +370,11 @@ def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
     raise Exit(EXIT_OK)
 
 
-def _countdown(as_json: bool) -> Callable[[float, str], None]:
+def _countdown(as_json: bool, stopped: Callable[[], bool] = lambda: False
+               ) -> Callable[[float, str], None]:
     """Wait until the monotonic `deadline`: a progress bar on a terminal, else a plain
-    line every 10 s (on stderr with --json)."""
+    line every 10 s (on stderr with --json). Ctrl-C (`stopped`) ends the wait: it changes
+    nothing."""
     def wait(seconds: float, what: str) -> None:
         if seconds <= 0:
             return
@@ -352,13 +387,13 @@ def _countdown(as_json: bool) -> Callable[[float, str], None]:
                           TimeRemainingColumn(), transient=True,
                           console=console(stderr=as_json)) as prog:
                 task = prog.add_task(printable(what), total=seconds)
-                while (left := end - time.monotonic()) > 0:
+                while (left := end - time.monotonic()) > 0 and not stopped():
                     prog.update(task, completed=seconds - left)
                     time.sleep(min(0.2, left))
             return
         echo(f"waiting {seconds:.0f} s: {what}", err=as_json)
         last = time.monotonic()
-        while (left := end - time.monotonic()) > 0:
+        while (left := end - time.monotonic()) > 0 and not stopped():
             if time.monotonic() - last >= 10:
                 echo(f"  {left:.0f} s left", err=as_json)
                 last = time.monotonic()

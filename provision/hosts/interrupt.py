@@ -1,5 +1,5 @@
-"""Ctrl-C during a converge: the one SIGINT handler (shell; the words are
-`provision.hosts.progress`'s).
+"""Ctrl-C during a converge: `provision.interrupt`'s handler fed the hosts' board (the
+words are `provision.hosts.progress`'s).
 
 Python's default turns SIGINT into KeyboardInterrupt in the main thread, which is waiting
 on the pool: `ThreadPoolExecutor.__exit__` then runs every host still queued to the end,
@@ -16,74 +16,25 @@ applied and the user was told nothing. Instead, while `stopping()` is active:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from types import FrameType
+from collections.abc import Callable
+
+from provision.interrupt import EXIT_INTERRUPTED, asking, stopping
+from provision.interrupt import Stop as _Stop
 
 from .progress import Board, leaving_lines, stopping_line
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C ended
+__all__ = ["EXIT_INTERRUPTED", "Stop", "asking", "stopping"]
 
 
-class Stop:
-    """Whether the user asked the run to stop; `press` is the SIGINT handler."""
+class Stop(_Stop):
+    """Whether the user asked the run to stop; what each press says is read from `board`."""
 
     def __init__(self, board: Board, say: Callable[[str], None],
                  leave: Callable[[int], object] = os._exit,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.board = board
-        self.say = say
-        self.leave = leave
         self.clock = clock
-        self.event = threading.Event()
-        self.presses = 0
-
-    @property
-    def requested(self) -> bool:
-        return self.event.is_set()
-
-    def press(self, signum: int = signal.SIGINT, frame: FrameType | None = None) -> None:
-        self.presses += 1
-        if self.presses == 1:
-            self.event.set()
-            self.say(stopping_line(self.board.snapshot(), self.clock()))
-            return
-        for line in leaving_lines(self.board.snapshot(), self.clock()):
-            self.say(line)
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        self.leave(EXIT_INTERRUPTED)
-
-
-@contextlib.contextmanager
-def stopping(stop: Stop) -> Iterator[Stop]:
-    """SIGINT goes to `stop.press` inside the block (main thread only: elsewhere Python
-    cannot install a handler, and the block only checks `stop`)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    before = signal.signal(signal.SIGINT, stop.press)
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
-@contextlib.contextmanager
-def asking() -> Iterator[None]:
-    """Python's own SIGINT handling inside the block (a question on the terminal: Ctrl-C
-    there is KeyboardInterrupt, which click's prompt turns into Abort)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
+        super().__init__(say, lambda: stopping_line(board.snapshot(), clock()),
+                         lambda: leaving_lines(board.snapshot(), clock()), leave=leave)

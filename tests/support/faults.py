@@ -18,10 +18,14 @@ before the journal records it. `--count-in-flight FILE` is instrumentation, not 
 counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
 count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends the stdout
 of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
-`--hold-dir DIR` holds the apply at named points until the test lets it go: before each
-wave (`wave-0`, `wave-1`, ...) and before each host's confirmation (`confirm-HOST`) it
-creates `DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a
-test can send SIGINT at exactly that point (tests/lab/test_interrupt.py).
+`--hold-dir DIR` holds the run at named points until the test lets it go: before each
+wave (`wave-0`, `wave-1`, ...), before each host's confirmation (`confirm-HOST`), and in
+`dns apply` before each zone's change set is sent (`dns-ZONE`), and in `dns migrate` when
+the journal is first written with a phase the test asked for by creating
+`DIR/migrate-PHASE.hold` (`migrate-PHASE`), it creates
+`DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a test can
+send SIGINT at exactly that point (tests/lab/test_interrupt.py,
+tests/integration/test_dns_interrupt.py).
 """
 
 from __future__ import annotations
@@ -155,6 +159,8 @@ def tee_batch_output(path: Path) -> None:
 
 
 def _hold(d: Path, name: str) -> None:
+    if (d / f"{name}.reached").exists():  # once per name
+        return
     (d / f"{name}.reached").touch()
     deadline = time.monotonic() + 600
     while not (d / f"{name}.go").exists() and time.monotonic() < deadline:
@@ -181,6 +187,31 @@ def hold_at(d: Path) -> None:
         return real_confirm(inv, run, *args, **kwargs)
 
     confirm_mod.confirm = held_confirm  # type: ignore[assignment]
+    hold_dns(d)
+
+
+def hold_dns(d: Path) -> None:
+    """`dns apply`: hold inside each zone's apply, before its change set is sent
+    (`dns-ZONE`: the zone is in flight, the next not started)."""
+    from provision.commands import dns as dns_cmd
+
+    real_apply_zone = dns_cmd.apply_zone
+
+    def held_apply_zone(run: Any, **kwargs: Any) -> None:
+        _hold(d, f"dns-{run.zone.name}")
+        real_apply_zone(run, **kwargs)
+
+    dns_cmd.apply_zone = held_apply_zone
+    from provision.dns.migrate.store import JournalStore
+
+    real_save = JournalStore.save
+
+    def held_save(self: Any, j: Any) -> None:
+        real_save(self, j)
+        if (d / f"migrate-{j.phase}.hold").exists():  # only where the test asked
+            _hold(d, f"migrate-{j.phase}")
+
+    JournalStore.save = held_save  # type: ignore[method-assign]
 
 
 def main(argv: list[str]) -> int:

@@ -158,6 +158,7 @@ class Ctx:
     rtype: str = "A"                  # the migrating record's type, once known
     written: str = ""                 # file:line of the inventory edit finalize made
     allow_revert: bool = False        # start may put back a finished migration's old value
+    stopped: Callable[[], bool] = lambda: False  # Ctrl-C: `run` starts no further phase
     _provider: Provider | None = None
     _auth: list[prop.Target] | None = None
     notes: list[str] = field(default_factory=list)
@@ -804,6 +805,19 @@ def _iso(t: float | None) -> str | None:
 
 # --- run: every phase -------------------------------------------------------------------
 
+class Stopped(Exception):
+    """`run` stopped between phases (Ctrl-C): `journal` is where the migration stands."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal.phase)
+        self.journal = journal
+
+
+def _unless_stopped(ctx: Ctx, j: Journal) -> None:
+    if ctx.stopped():
+        raise Stopped(j)
+
+
 def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
             checks: Sequence[H.Check], final_ttl: int | None, grace: float,
             countdown: Callable[[float, str], None]) -> tuple[Journal | None, dict[str, float]]:
@@ -832,15 +846,19 @@ def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
             return None, timings
         j = started
         timings["lowered"] = round(ctx.now() - t0, 3)
+    _unless_stopped(ctx, j)
     if j.phase == "lowered":
         assert j.cutover_ready_at is not None
         countdown(j.cutover_ready_at - ctx.now(), f"{ctx.where}: the old TTL "
                   f"({j.original_ttl} s) runs out in every cache")
+        _unless_stopped(ctx, j)
         j, _ = cutover(ctx, checks, False)
         timings["switched"] = round(ctx.now() - t0, 3)
+    _unless_stopped(ctx, j)
     if j.phase == "switched":
         deadline = (j.stale_until or ctx.now()) + grace
         while True:
+            _unless_stopped(ctx, j)
             j2, v, _answers = verify(ctx)
             if v.ok:
                 j = j2
@@ -854,6 +872,7 @@ def run_all(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None,
             countdown(min(max(longest + 0.05, 0.2), left),
                       f"{ctx.where}: resolvers still hold the old answer")
         timings["verified"] = round(ctx.now() - t0, 3)
+    _unless_stopped(ctx, j)
     if j.phase == "verified":
         j = finalize(ctx, final_ttl)
         timings["finalized"] = round(ctx.now() - t0, 3)
