@@ -14,7 +14,6 @@ import json
 import os
 import pty
 import secrets
-import signal
 import struct
 import subprocess
 import termios
@@ -26,6 +25,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.support.sigint import Proc
 
 from .conftest import FAULTY, Lab
 
@@ -64,73 +65,24 @@ def with_member(world: dict[str, Any]) -> tuple[Path, str]:
     return path, name
 
 
-class Run:
+class Run(Proc):
     """`provision apply --yes` through faults.py in the operator namespace; stderr read
     line by line as it comes, so the test can wait for what the run says."""
 
     def __init__(self, lab: Lab, inv: Path, faults: list[str], *args: str,
                  as_json: bool = True) -> None:
-        cmd = ["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY, *faults, "--",
-               "apply", "--yes", "-i", str(inv), *(["--json"] if as_json else []), *args]
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-        self.lines: list[str] = []
-        self.out: list[str] = []
-        self.changed = threading.Condition()
-        self.readers = [threading.Thread(target=f, daemon=True)
-                        for f in (self._read_err, self._read_out)]
-        for t in self.readers:
-            t.start()
+        super().__init__([], cmd=["ip", "netns", "exec", lab.plan.operator.netns, *FAULTY,
+                                  *faults, "--", "apply", "--yes", "-i", str(inv),
+                                  *(["--json"] if as_json else []), *args])
+        self.wait = WAIT
 
-    def _read_err(self) -> None:
-        assert self.p.stderr is not None
-        for line in self.p.stderr:
-            with self.changed:
-                self.lines.append(line)
-                self.changed.notify_all()
-        with self.changed:
-            self.lines.append("")  # end of stderr
-            self.changed.notify_all()
-
-    def _read_out(self) -> None:
-        assert self.p.stdout is not None
-        self.out.append(self.p.stdout.read())
-
-    def said(self, text: str, timeout: float = WAIT) -> str:
-        """The first stderr line containing `text`, waiting for it; fails if the run ends
-        (or `timeout` passes) without it."""
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                for line in self.lines:
-                    if text in line:
-                        return line
-                if self.lines and self.lines[-1] == "":
-                    raise AssertionError(f"the run ended without saying {text!r}:\n"
-                                         + "".join(self.lines))
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"{text!r} not said:\n" + "".join(self.lines))
-                self.changed.wait(left)
-
-    def interrupt(self) -> None:
-        os.kill(self.p.pid, signal.SIGINT)  # `ip netns exec` execs: this is provision
-
-    def finish(self, timeout: float = WAIT) -> tuple[int, dict[str, Any], str, str]:
-        code = self.p.wait(timeout=timeout)
-        for t in self.readers:
-            t.join(10)
-        out = "".join(self.out)
+    def finish_json(self, timeout: float = WAIT) -> tuple[int, dict[str, Any], str, str]:
+        code, err, out = self.finish(timeout)
         try:
             data = json.loads(out)
         except json.JSONDecodeError:
             data = {}
-        return code, data, "".join(self.lines), out
-
-    def kill(self) -> None:
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
+        return code, data, err, out
 
 
 def until(what: str, check: Any, run: Run, timeout: float = WAIT) -> Any:
@@ -176,7 +128,7 @@ def test_before_any_host_starts_nothing_changes(lab: Lab, world: dict[str, Any],
         run.interrupt()
         run.said("stopping: 0 hosts finishing, 3 not started", timeout=30)
         (tmp_path / "wave-0.go").touch()
-        code, data, err, _ = run.finish()
+        code, data, err, _ = run.finish_json()
     finally:
         run.kill()
     assert code == 130, err
@@ -200,7 +152,7 @@ def test_during_the_bastion_wave_the_bastion_finishes_and_no_host_starts(
         line = run.said("stopping: 1 host finishing", timeout=30)
         assert "(bastion: running the batch, step " in line and ", 2 not started" in line, line
         lab.host("bastion", "touch", gate)
-        code, data, err, _ = run.finish()
+        code, data, err, _ = run.finish_json()
     finally:
         run.kill()
         lab.host("bastion", "rm", "-f", gate, check=False)
@@ -228,7 +180,7 @@ def test_during_a_host_batch_it_finishes_and_the_recap_says_the_rest(
         line = run.said("stopping: 1 host finishing", timeout=30)
         assert f"({busy}: running the batch, step " in line and ", 1 not started" in line, line
         lab.host(busy, "touch", gate)
-        code, _, err, out = run.finish()
+        code, _, err, out = run.finish_json()
     finally:
         run.kill()
         for h in NODES:
@@ -258,7 +210,7 @@ def test_during_the_confirmation_window_the_change_is_confirmed(
         assert "gpu1: confirming over a new login (rollback in " in line, line
         for h in GPUS:
             (tmp_path / f"confirm-{h}.go").touch()
-        code, data, err, _ = run.finish()
+        code, data, err, _ = run.finish_json()
     finally:
         run.kill()
     assert code == 130, err
@@ -283,7 +235,7 @@ def test_a_second_ctrl_c_leaves_at_once_and_says_what_covers_it(
         run.said("stopping: ", timeout=30)
         run.interrupt()
         # the batch on the hosts is still held: only leaving at once ends the run now
-        code, data, err, out = run.finish(timeout=30)
+        code, data, err, out = run.finish_json(timeout=30)
     finally:
         run.kill()
     assert code == 130, err

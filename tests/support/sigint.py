@@ -18,11 +18,15 @@ WAIT = 120.0
 
 
 class Proc:
-    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.p = subprocess.Popen([sys.executable, str(FAULTS), *args], cwd=ROOT,
+    """`faults.py ARGS` (or `cmd` as given: the lab's wraps it in `ip netns exec`)."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None,
+                 cmd: list[str] | None = None) -> None:
+        self.p = subprocess.Popen(cmd or [sys.executable, str(FAULTS), *args], cwd=ROOT,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True,
                                   env={**os.environ, **(env or {})})
+        self.wait = WAIT  # the longest any awaited line or mark may take
         self.lines: list[str] = []
         self.out: list[str] = []
         self.changed = threading.Condition()
@@ -45,10 +49,10 @@ class Proc:
         assert self.p.stdout is not None
         self.out.append(self.p.stdout.read())
 
-    def said(self, text: str, timeout: float = WAIT) -> str:
+    def said(self, text: str, timeout: float | None = None) -> str:
         """The first stderr line containing `text`, waiting for it; fails if the process
         ends (or `timeout` passes) without it."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (timeout or self.wait)
         with self.changed:
             while True:
                 for line in self.lines:
@@ -61,9 +65,9 @@ class Proc:
                     raise AssertionError(f"{text!r} not said:\n" + "".join(self.lines))
                 self.changed.wait(left)
 
-    def reach(self, mark: Path, timeout: float = WAIT) -> None:
+    def reach(self, mark: Path, timeout: float | None = None) -> None:
         """Wait until the process is held at `mark` (a `NAME.reached` file of --hold-dir)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (timeout or self.wait)
         while not mark.exists():
             if self.p.poll() is not None:
                 self.finish()
@@ -74,9 +78,9 @@ class Proc:
     def interrupt(self) -> None:
         os.kill(self.p.pid, signal.SIGINT)
 
-    def finish(self, timeout: float = WAIT) -> tuple[int, str, str]:
+    def finish(self, timeout: float | None = None) -> tuple[int, str, str]:
         """Exit status, stderr, stdout."""
-        code = self.p.wait(timeout=timeout)
+        code = self.p.wait(timeout=timeout or self.wait)
         for t in self.readers:
             t.join(10)
         return code, "".join(self.lines), "".join(self.out)
