@@ -19,17 +19,10 @@ from provision.acme.dns01 import Dns01
 from provision.errors import OperationError
 from provision.inventory import Inventory, load_inventory
 from tests.support.pebble_server import Pebble, pebble_server
-from tests.support.powerdns_server import Pdns, pdns_server
+from tests.support.powerdns_server import KEY_ENV, URL_ENV, Pdns
 
-KEY_ENV = "PROVISION_POWERDNS_API_KEY"
-URL_ENV = "PROVISION_POWERDNS_API_URL"
 EAB = {"kid-1": "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"}
 
-
-@pytest.fixture(scope="module")
-def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
-    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
-        yield p
 
 
 @pytest.fixture(scope="module")

@@ -13,18 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.powerdns_server import Pdns, pdns_server
+from tests.support.powerdns_server import KEY_ENV, URL_ENV, Pdns
 from tests.support.sigint import Proc
-
-KEY_ENV = "PROVISION_POWERDNS_API_KEY"
-URL_ENV = "PROVISION_POWERDNS_API_URL"
-
-
-@pytest.fixture(scope="module")
-def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
-    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
-        yield p
-
 
 _zones = iter(range(1_000_000))
 

@@ -24,17 +24,7 @@ from provision.cli import main
 from provision.dns.powerdns import PowerDnsProvider, parse_zone, patch_body
 from provision.dns.provider import ProviderError, StaleRead
 from provision.dns.records import ChangeSet, rrset
-from tests.support.powerdns_server import Pdns, pdns_server
-
-KEY_ENV = "PROVISION_POWERDNS_API_KEY"
-URL_ENV = "PROVISION_POWERDNS_API_URL"
-
-
-@pytest.fixture(scope="module")
-def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
-    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
-        yield p
-
+from tests.support.powerdns_server import KEY_ENV, URL_ENV, Pdns
 
 _zones = iter(range(1_000_000))
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.clouddns_fake import FakeCloudDns, inventory_file, isolated_fake
-from tests.support.powerdns_server import Pdns, pdns_server
+from tests.support.powerdns_server import KEY_ENV, Pdns
 from tests.support.record_types import canonical, cli, expected, records, round_trip
 
 # --- Cloud DNS (the real client against the local v1 fake) ---------------------------------
@@ -61,13 +61,6 @@ def test_clouddns_a_record_in_another_spelling_is_no_change(fake: FakeCloudDns,
 
 # --- PowerDNS (the real server) ------------------------------------------------------------
 
-KEY_ENV = "PROVISION_POWERDNS_API_KEY"
-
-
-@pytest.fixture(scope="module")
-def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
-    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
-        yield p
 
 
 def test_powerdns_round_trip_of_txt_mx_srv_caa(pdns: Pdns, tmp_path: Path,

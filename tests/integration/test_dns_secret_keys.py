@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,11 @@ import yaml
 
 from provision.dns.secret_keys import api_key, tsig_key
 from provision.errors import OperationError
-from tests.support.powerdns_server import Pdns, pdns_server
+from tests.support.powerdns_server import Pdns
 
 pytestmark = pytest.mark.skipif(shutil.which("age") is None or shutil.which("ssh-keygen") is None,
                                 reason="needs age and ssh-keygen")
 
-
-@pytest.fixture(scope="module")
-def pdns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pdns]:
-    with pdns_server(tmp_path_factory.mktemp("pdns")) as p:
-        yield p
 
 
 def _key(tmp: Path, name: str) -> tuple[Path, str]:

@@ -169,3 +169,7 @@ def pdns_server(tmp: Path) -> Iterator[Pdns]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+KEY_ENV = "PROVISION_POWERDNS_API_KEY"  # where the provider reads the API key and URL
+URL_ENV = "PROVISION_POWERDNS_API_URL"
