@@ -117,8 +117,9 @@ class KernelStep:
         if k.in_container:
             keys = [s.key for s in settings if shared(s.key)]
             if keys:
-                out.append(f"kernel: {', '.join(keys)}: the machine's kernel's, not settable in "
-                           f"a container ({k.container}); set them on the machine")
+                named = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+                out.append(f"kernel: {len(keys)} sysctl(s) ({named}) are the machine's kernel's, "
+                           f"not settable in a container ({k.container}); set them on the machine")
             out.append(f"time: the clock is the machine's ({k.container} container): no time "
                        "daemon here")
         missing = [s.key for s in settings if self._missing(k, s.key)]
