@@ -11,10 +11,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import dns.message
-import dns.query
-import dns.rcode
-
 from . import plan as P
 from .netns import in_netns
 from .shell import LabError, _dns_ok, _write, container_leader, ensure_keypair, host_dir, read_state
@@ -91,19 +87,11 @@ def serve_zones(plan: P.LabPlan, zones: tuple[str, ...]) -> tuple[str, ...]:
     with in_netns(plan.operator.netns):
         for z in every:
             for server in (plan.address("ns1"), plan.address("resolver")):
-                while not _dns_ok(server, f"ns1.{P.ZONE}") or not _soa_ok(server, z):
+                while not _dns_ok(server, f"ns1.{P.ZONE}") or not _dns_ok(server, z, "SOA"):
                     if time.monotonic() > deadline:
                         raise LabError(f"{server} does not answer for {z} after 30 s")
                     time.sleep(0.2)
     return every
-
-
-def _soa_ok(server: str, zone: str) -> bool:
-    try:
-        r = dns.query.udp(dns.message.make_query(zone, "SOA"), server, timeout=0.5)
-    except Exception:
-        return False
-    return r.rcode() == dns.rcode.NOERROR and bool(r.answer)
 
 
 def write_copy(dest: Path, text: str) -> None:

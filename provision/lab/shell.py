@@ -435,9 +435,10 @@ def _banner(address: str, port: int = 22) -> bool:
         return False
 
 
-def _dns_ok(address: str, qname: str) -> bool:
+def _dns_ok(address: str, qname: str, rtype: str = "A") -> bool:
+    """`address` answers `qname`/`rtype` with a record (NOERROR, a non-empty answer)."""
     try:
-        r = dns.query.udp(dns.message.make_query(qname, "A"), address, timeout=0.5)
+        r = dns.query.udp(dns.message.make_query(qname, rtype), address, timeout=0.5)
     except Exception:
         return False
     return r.rcode() == dns.rcode.NOERROR and bool(r.answer)
