@@ -1,7 +1,8 @@
 """`provision audit`: live exposure, drift and socket report. CLI only: parse, call, print.
 
 One probe per host (hosts in parallel, `provision.hosts.gather.gather_many`), the pure join
-in `provision.exposure.live`, and the security groups of `aws` read with describe calls only.
+in `provision.exposure.join` (reported by `provision.exposure.live`), and the security
+groups of `aws` read with describe calls only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from rich.text import Text
 from provision import cluster_matrix as CM
 from provision.errors import Exit, UsageError
 from provision.exposure import Finding, live
-from provision.exposure.live import HostReport, SgRule, Side, declared_sg_rules, sg_rule
+from provision.exposure.join import SgRule, Side, declared_sg_rules, sg_rule
+from provision.exposure.live import HostReport
 from provision.headline import audit_line
 from provision.hosts.cluster_probe import measure
 from provision.hosts.gather import HostFacts, gather_many, in_background

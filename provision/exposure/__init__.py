@@ -1,8 +1,8 @@
 """Cross-layer findings: bind address x host firewall x security group x tunnel.
 
 Pure: an Inventory in, findings out; `provision check` prints them. `provision audit`
-prints the same findings beside the live ones of `provision.exposure.live`, which joins the
-same layers from facts probed on the hosts.
+prints the same findings beside the live ones of `provision.exposure.live`, which reports
+the same layers joined from facts probed on the hosts (`provision.exposure.join`).
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
-"""Live firewall rules read back into the renderer's `Rule` data, and what they let in (pure).
+"""Live firewall rules read back into the renderer's `Rule` data (pure).
 
 `provision audit` probes `iptables-save -t filter` / `ip6tables-save -t filter` on the host;
 this module turns that text into chains of `LiveRule`s (a `Rule` plus whatever options it
-did not understand), so that:
-
-- `drift(rendered, live)` names every difference from the rendered chains: a chain that is
-  missing, flushed or not hooked in, a rule added or removed by hand, and rules in the
-  foreign hook chain (INPUT, DOCKER-USER) that provision did not put there;
-- `admitted(live, proto, port)` evaluates the live verdict for a NEW connection to a port:
-  the source addresses (an `AddressSet`) that INPUT -> our chain -> ... accepts.
-
-The evaluation is symbolic over source addresses and conservative where it cannot know:
-a rule with options this module does not understand (`-m set`, `-d`, negations, `-i eth0`)
-is assumed to match when it ACCEPTs and not to match when it DROPs, so an unknown rule can
-make a port look more exposed than it is, never less. Packets are taken to arrive on a
-network interface (not `lo`). No I/O.
+did not understand), and spells a rendered rule the way iptables-save prints it back
+(`canonical`). What differs from the rendered chains is `provision.firewall.drift`; what the
+live chains let in, `provision.firewall.verdict`. No I/O.
 """
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 import shlex
-from collections.abc import Iterable
 from dataclasses import field, replace
-from typing import Any, Literal, cast
+from typing import Any
 
 from provision.record import record
-from provision.spans import merge as _merge
 
-from .rules import DOCKER_CHAIN, INPUT_CHAIN, Family, Rule, Ruleset
+from .rules import Family, Rule
 
 # iptables-save prints ICMP types as numbers; the renderer writes names.
 ICMP4_TYPES = {"echo-request": "8", "echo-reply": "0", "destination-unreachable": "3",
@@ -41,7 +28,7 @@ ICMP6_TYPES = {"echo-request": "128", "echo-reply": "129", "destination-unreacha
                "neighbor-solicitation": "135", "neighbor-advertisement": "136", "redirect": "137"}
 _LIMIT_UNITS = {"s": "sec", "sec": "sec", "second": "sec", "m": "min", "min": "min", "minute": "min",
                 "h": "hour", "hour": "hour", "d": "day", "day": "day"}
-BUILTIN = ("INPUT", "FORWARD", "OUTPUT")
+
 
 
 class ParseError(ValueError):
@@ -84,8 +71,6 @@ class LiveFilter:
     def chain(self, name: str) -> Chain | None:
         return self.chains.get(name)
 
-
-# --- parsing ---------------------------------------------------------------------------
 
 def _source(value: str, family: Family) -> str:
     net = ipaddress.ip_network(value, strict=False)
@@ -237,248 +222,5 @@ def canonical(rule: Rule, family: Family) -> Rule:
                    ctstate=tuple(sorted(rule.ctstate)))
 
 
-# --- drift -----------------------------------------------------------------------------
-
-DriftKind = Literal["missing-chain", "flushed", "unhooked", "extra-rule", "missing-rule",
-                    "foreign-rule", "unreadable"]
-
-
-@record
-class Drift:
-    family: Family
-    chain: str
-    kind: DriftKind
-    text: str  # the rule (live line, or the rendered rule spelt like one) or an explanation
-
-    def describe(self) -> str:
-        fam = f"IPv{self.family}"
-        return {
-            "missing-chain": f"{self.chain} ({fam}) does not exist: the rendered rules are not loaded",
-            "flushed": f"{self.chain} ({fam}) is empty: the chain was flushed",
-            "unhooked": f"{self.text} ({fam}): nothing jumps to {self.chain}, its rules are not used",
-            "extra-rule": f"rule added by hand to {self.chain} ({fam}): {self.text}",
-            "missing-rule": f"rule missing from {self.chain} ({fam}): {self.text}",
-            "foreign-rule": f"rule in {self.chain} ({fam}) that provision does not manage: {self.text}",
-            "unreadable": f"{fam} firewall could not be read: {self.text}",
-        }[self.kind]
-
-
-def rule_text(chain: str, r: Rule, family: Family) -> str:
-    """A rendered rule spelt as iptables-save prints it (for drift messages)."""
-    parts = [f"-A {chain}"]
-    if r.in_iface:
-        parts.append(f"-i {r.in_iface}")
-    if r.source:
-        parts.append(f"-s {r.source}")
-    if r.proto:
-        parts.append(f"-p {r.proto}")
-    if r.icmp_type:
-        parts.append(f"--{'icmp' if family == 4 else 'icmpv6'}-type {r.icmp_type}")
-    if r.dport:
-        parts.append(f"--dport {r.dport}" + (f":{r.dport_to}" if r.dport_to else ""))
-    if r.ctstate:
-        parts.append(f"--ctstate {','.join(r.ctstate)}")
-    if r.ctorigdstport:
-        parts.append(f"--ctorigdstport {r.ctorigdstport}")
-    parts.append(f'--comment "{r.comment}" -j {r.target}')
-    return " ".join(parts)
-
-
-def _key(r: LiveRule | Rule) -> tuple[Rule, tuple[str, ...]]:
-    if isinstance(r, LiveRule):
-        return (r.rule, r.unknown)
-    return (r, ())
-
-
-def drift(rendered: Ruleset, live: LiveFilter, *, hook_required: bool = True) -> list[Drift]:
-    """What differs between a rendered chain and the live table (both of one family).
-
-    `hook_required=False` for the Docker chain: it is hooked only where Docker runs, so a
-    missing hook chain (no DOCKER-USER) is not drift.
-    """
-    fam, name = rendered.family, rendered.chain
-    out: list[Drift] = []
-    hook = live.chain(rendered.hook)
-    if hook is None and not hook_required:
-        return []
-    chain = live.chain(name)
-    if chain is None:
-        return [Drift(fam, name, "missing-chain", "")]
-    want = [canonical(r, fam) for r in rendered.rules]
-    have = list(chain.rules)
-    if not have:
-        out.append(Drift(fam, name, "flushed", ""))
-    else:
-        sm = difflib.SequenceMatcher(a=[_key(r) for r in want], b=[_key(r) for r in have],
-                                     autojunk=False)
-        for op, a0, a1, b0, b1 in sm.get_opcodes():
-            if op in ("replace", "delete"):
-                out += [Drift(fam, name, "missing-rule", rule_text(name, r, fam)) for r in want[a0:a1]]
-            if op in ("replace", "insert"):
-                out += [Drift(fam, name, "extra-rule", r.text) for r in have[b0:b1]]
-    if hook is not None:
-        jumps = [r for r in hook.rules if r.target == name and not r.unknown
-                 and r.rule == Rule(cast(Any, name), "")]
-        if not jumps:
-            out.append(Drift(fam, name, "unhooked", f"{rendered.hook} has no '-j {name}'"))
-        for r in hook.rules:
-            # Docker (before 28) ends DOCKER-USER with a bare `-j RETURN`: a no-op, not drift
-            noop = r.rule == Rule("RETURN", "") and not r.unknown
-            if r not in jumps[:1] and not noop:
-                out.append(Drift(fam, rendered.hook, "foreign-rule", r.text))
-    return out
-
-
-# --- evaluation ------------------------------------------------------------------------
-
-Interval = tuple[int, int]
-
-
-@record
-class AddressSet:
-    """A set of addresses of one family as sorted, disjoint, inclusive integer intervals."""
-
-    family: Family
-    spans: tuple[Interval, ...] = ()
-
-    @classmethod
-    def everything(cls, family: Family) -> AddressSet:
-        return cls(family, ((0, (1 << (32 if family == 4 else 128)) - 1),))
-
-    @classmethod
-    def of(cls, family: Family, cidrs: Iterable[str]) -> AddressSet:
-        spans = []
-        for c in cidrs:
-            net = ipaddress.ip_network(c, strict=False)
-            if net.version == family:
-                spans.append((int(net.network_address), int(net.broadcast_address)))
-        return cls(family, _merge(spans))
-
-    def __bool__(self) -> bool:
-        return bool(self.spans)
-
-    def __or__(self, other: AddressSet) -> AddressSet:
-        return AddressSet(self.family, _merge([*self.spans, *other.spans]))
-
-    def __and__(self, other: AddressSet) -> AddressSet:
-        out, i, j = [], 0, 0
-        a, b = self.spans, other.spans
-        while i < len(a) and j < len(b):
-            lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-            if lo <= hi:
-                out.append((lo, hi))
-            if a[i][1] < b[j][1]:
-                i += 1
-            else:
-                j += 1
-        return AddressSet(self.family, tuple(out))
-
-    def __sub__(self, other: AddressSet) -> AddressSet:
-        out: list[Interval] = []
-        for lo, hi in self.spans:
-            cur = lo
-            for olo, ohi in other.spans:
-                if ohi < cur or olo > hi:
-                    continue
-                if olo > cur:
-                    out.append((cur, olo - 1))
-                cur = max(cur, ohi + 1)
-                if cur > hi:
-                    break
-            if cur <= hi:
-                out.append((cur, hi))
-        return AddressSet(self.family, tuple(out))
-
-    def issubset(self, other: AddressSet) -> bool:
-        return not (self - other)
-
-    def cidrs(self) -> tuple[str, ...]:
-        cls: Any = ipaddress.IPv4Address if self.family == 4 else ipaddress.IPv6Address
-        return tuple(str(n) for lo, hi in self.spans
-                     for n in ipaddress.summarize_address_range(cls(lo), cls(hi)))
-
-
-@record
-class Packet:
-    """A NEW connection from the network: protocol and destination port. `dnat` marks one
-    Docker DNATed to a published port (evaluated from DOCKER-USER, with --ctorigdstport)."""
-
-    proto: str
-    port: int
-    dnat: bool = False
-
-
-def _matches(r: LiveRule, p: Packet) -> bool | None:
-    """True/False when the rule certainly does / does not match the packet; None: unknown."""
-    rule = r.rule
-    if rule.in_iface == "lo":
-        return False
-    if p.dnat and rule.in_iface in ("docker0", "br-+"):
-        return False  # from containers: not our packet
-    if rule.proto and rule.proto not in (p.proto, "all"):
-        return False
-    if rule.icmp_type is not None:
-        return False
-    if rule.dport is not None and not rule.dport <= p.port <= (rule.dport_to or rule.dport):
-        return False
-    if rule.ctstate:
-        state = "DNAT" if p.dnat else "NEW"
-        if state not in rule.ctstate and not (p.dnat and "NEW" in rule.ctstate):
-            return False
-    if rule.ctorigdstport is not None and (not p.dnat or rule.ctorigdstport != p.port):
-        return False
-    if r.unknown or (rule.in_iface and rule.in_iface != "lo"):
-        return None
-    return True
-
-
-def admitted(live: LiveFilter, packet: Packet, start: str = "INPUT") -> AddressSet:
-    """The sources from which `start` (INPUT, or DOCKER-USER for a published port) lets the
-    packet through. A missing INPUT chain admits everything (no firewall)."""
-    everything = AddressSet.everything(live.family)
-    chain = live.chain(start)
-    if chain is None:
-        return everything
-    accepted, rest = _walk(live, chain, everything, packet, depth=0)
-    if start in BUILTIN:
-        return accepted | rest if (chain.policy or "ACCEPT") == "ACCEPT" else accepted
-    return accepted | rest  # DOCKER-USER falls through to Docker's own accepting chains
-
-
-def _walk(live: LiveFilter, chain: Chain, space: AddressSet, p: Packet,
-          depth: int) -> tuple[AddressSet, AddressSet]:
-    """(accepted, fell through or returned) for the sources in `space` entering `chain`."""
-    accepted = returned = AddressSet(live.family)
-    if depth > 16:  # a loop iptables itself would refuse; be safe
-        return accepted, space
-    for r in chain.rules:
-        if not space:
-            break
-        m = _matches(r, p)
-        if m is False:
-            continue
-        src = AddressSet.of(live.family, [r.rule.source]) if r.rule.source else space
-        hit = space & src
-        if not hit:
-            continue
-        t = r.target
-        if t == "ACCEPT":
-            accepted, space = accepted | hit, space - hit
-        elif t in ("DROP", "REJECT"):
-            if m:
-                space = space - hit
-        elif t == "RETURN":
-            if m:
-                returned, space = returned | hit, space - hit
-        elif t in live.chains:
-            sub_acc, sub_rest = _walk(live, live.chains[t], hit, p, depth + 1)
-            accepted = accepted | sub_acc
-            if m:
-                space = (space - hit) | sub_rest
-        # LOG, MARK, ...: not terminating
-    return accepted, space | returned
-
-
-__all__ = ["DOCKER_CHAIN", "INPUT_CHAIN", "AddressSet", "Chain", "Drift", "LiveFilter", "LiveRule",
-           "Packet", "ParseError", "admitted", "canonical", "drift", "parse_rule", "parse_save",
-           "rule_text"]
+__all__ = ["Chain", "LiveFilter", "LiveRule", "ParseError", "canonical", "parse_rule",
+           "parse_save", "split_rule"]

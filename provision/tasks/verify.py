@@ -19,7 +19,9 @@ from dataclasses import replace
 from provision.facts import Facts
 from provision.facts import sshd_config as SC
 from provision.facts.sshd_effective import SshdEffective, settings_of
+from provision.firewall import drift as FD
 from provision.firewall import parse as FP
+from provision.firewall import verdict as FV
 from provision.firewall.rules import HOOKS, Family, Ruleset, is_cluster_rule
 from provision.text import printable
 
@@ -133,13 +135,13 @@ def in_the_way(live: FP.LiveFilter, chain: str, hook: str) -> list[str]:
         return []
     ours = replace(live, chains={**live.chains, hook: replace(hooked, rules=(hooked.rules[jump],),
                                                                policy="DROP")})
-    packets = [FP.Packet(proto, port) for proto in ("tcp", "udp") for port in _ports(live)]
-    allowed = {p: FP.admitted(ours, p, hook) for p in packets}
+    packets = [FV.Packet(proto, port) for proto in ("tcp", "udp") for port in _ports(live)]
+    allowed = {p: FV.admitted(ours, p, hook) for p in packets}
     out: list[str] = []
     for r in before:
         alone = replace(live, chains={**live.chains, hook: replace(hooked, rules=(r,),
                                                                     policy="DROP")})
-        extra = [(p, FP.admitted(alone, p, hook) - allowed[p]) for p in packets]
+        extra = [(p, FV.admitted(alone, p, hook) - allowed[p]) for p in packets]
         wider = [(p, s) for p, s in extra if s]
         if wider:
             p, s = wider[0]
@@ -163,13 +165,13 @@ def drops_peers(live: FP.LiveFilter, rendered: Ruleset) -> list[str]:
         if not is_cluster_rule(want) or want.source is None or want.proto is None:
             continue
         port = want.dport or 1
-        lost = FP.AddressSet.of(live.family, [want.source]) - FP.admitted(
-            live, FP.Packet(want.proto, port), hook)
+        lost = FV.AddressSet.of(live.family, [want.source]) - FV.admitted(
+            live, FV.Packet(want.proto, port), hook)
         if not lost:
             continue
         culprit = next((r for r in hooked.rules[:jump] if r.target not in ("ACCEPT", "RETURN")
-                        and (FP.AddressSet.of(live.family, [r.rule.source]) if r.rule.source
-                             else FP.AddressSet.everything(live.family)) & lost), None)
+                        and (FV.AddressSet.of(live.family, [r.rule.source]) if r.rule.source
+                             else FV.AddressSet.everything(live.family)) & lost), None)
         who = (f"{printable(what(culprit))} before {chain} in {hook} (`{printable(culprit.text)}`)"
                if culprit is not None else f"a rule before {chain} in {hook}")
         out.append(f"{who} drops {want.proto}/{port} from {', '.join(lost.cidrs()[:2])}, which "
@@ -201,7 +203,7 @@ def firewall_problems(files: list[tuple[str, str]], saves: dict[int, str]) -> li
             if hook is None:
                 continue
             rs = Ruleset(fam, name, hook, tuple(r.rule for r in chain.rules))
-            problems += [d.describe() for d in FP.drift(rs, live, hook_required=not docker)
+            problems += [d.describe() for d in FD.drift(rs, live, hook_required=not docker)
                          if d.kind != "foreign-rule"]
             if not docker:
                 problems += [f"IPv{fam}: {w}" for w in in_the_way(live, name, hook)]

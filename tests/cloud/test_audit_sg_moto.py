@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from provision.commands.audit import _security_groups
+from provision.exposure import join as JN
 from provision.exposure import live as LV
 from provision.facts import parse
 from provision.inventory import load_inventory
@@ -30,7 +31,7 @@ def test_live_groups_are_read_and_joined(vpc: str, tmp_path: Path,
     assert sg.source == "aws"
     assert all(c.startswith("Describe") for c in calls) and calls, calls
     gpu1 = sg["gpu1"]
-    assert LV.SgRule("gpu-servers", "tcp", 8888, 8888, "0.0.0.0/0") in gpu1
+    assert JN.SgRule("gpu-servers", "tcp", 8888, 8888, "0.0.0.0/0") in gpu1
     # declared only: the console rule is not there
     declared = _security_groups(inv, (*inv.bastions, *inv.hosts), False, None)
     assert declared.source == "inventory"

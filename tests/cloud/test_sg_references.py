@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from provision.exposure import findings
+from provision.exposure import join as JN
 from provision.exposure import live as LV
 from provision.facts import parse
 from provision.inventory import load_inventory
@@ -64,14 +65,14 @@ def test_audit_reach_through_a_group_reference_and_an_undeclared_id(tmp_path: Pa
     i = inv(tmp_path, ["lb"])
     host = i.node("gpu1")
     names = {"sg-0000000000000b001": "lb"}  # as audit maps live ids to inventory names
-    rules = (LV.sg_rule(i, "gpu", "tcp", 8000, 8000, "sg-0000000000000b001", names),
-             LV.sg_rule(i, "gpu", "tcp", 8000, 8000, "sg-00000000000000bad", names))
+    rules = (JN.sg_rule(i, "gpu", "tcp", 8000, 8000, "sg-0000000000000b001", names),
+             JN.sg_rule(i, "gpu", "tcp", 8000, 8000, "sg-00000000000000bad", names))
     assert rules[0].members == ("10.0.2.7/32",) and rules[0].declared
     assert rules[1].members == () and not rules[1].declared
     rep = LV.report(i, host, parse(PROBE), rules)
     port = next(p for p in rep.ports if p.port == 8000)
     assert port.v4.sources == ("10.0.2.7/32",)
     assert port.sg == "sg:lb, sg:sg-00000000000000bad (not declared)"
-    declared = LV.declared_sg_rules(i, host)
+    declared = JN.declared_sg_rules(i, host)
     assert declared is not None
     assert [r.members for r in declared if r.peer == "lb"] == [("10.0.2.7/32",)]

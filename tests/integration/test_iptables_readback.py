@@ -15,7 +15,9 @@ import subprocess
 
 import pytest
 
+from provision.firewall import drift as FD
 from provision.firewall import parse as FP
+from provision.firewall import verdict as FV
 from provision.firewall.rules import HOOKS, INPUT_CHAIN, Family, Rule, Ruleset
 from provision.render.env import render
 
@@ -62,11 +64,11 @@ def test_rendered_rules_read_back_equal_from_a_real_table(family: Family) -> Non
     assert r.returncode == 0, r.stderr
     assert "-s 0.0.0.0/0" not in r.stdout and "-s ::/0" not in r.stdout  # what it omits
     live = FP.parse_save(r.stdout, family)
-    assert FP.drift(rs, live) == [], r.stdout
+    assert FD.drift(rs, live) == [], r.stdout
     # and what it means: the world may reach 443; only the range's network reaches 40000+
-    world = FP.admitted(live, FP.Packet("tcp", 443))
-    assert world == FP.AddressSet.everything(family)
-    ranged = FP.admitted(live, FP.Packet("udp" if family == 6 else "tcp", 40500))
-    assert ranged == FP.AddressSet.of(family, ["192.0.2.0/24" if family == 4
+    world = FV.admitted(live, FV.Packet("tcp", 443))
+    assert world == FV.AddressSet.everything(family)
+    ranged = FV.admitted(live, FV.Packet("udp" if family == 6 else "tcp", 40500))
+    assert ranged == FV.AddressSet.of(family, ["192.0.2.0/24" if family == 4
                                                else "2001:db8::/64"])
-    assert not FP.admitted(live, FP.Packet("tcp", 41000))
+    assert not FV.admitted(live, FV.Packet("tcp", 41000))

@@ -18,10 +18,13 @@ import pytest
 from click.testing import CliRunner
 
 from provision.exposure import findings
+from provision.exposure import join as JN
 from provision.exposure import live as LV
 from provision.facts import Facts, parse, probe_script
 from provision.facts import sshd_effective as S
+from provision.firewall import drift as FD
 from provision.firewall import parse as FP
+from provision.firewall import verdict as FV
 from provision.firewall.rules import Rule, host_firewall
 from provision.inventory import Inventory, load_inventory
 
@@ -73,16 +76,16 @@ def live(name: str, family: int) -> FP.LiveFilter:
 def test_bootstrapped_rules_match_the_rendered_ones(inv: Inventory) -> None:
     fw = host_firewall(inv, inv.node("gpu1"))
     v4, v6 = live("gpu1-bootstrapped.v4", 4), live("gpu1-bootstrapped.v6", 6)
-    assert FP.drift(fw.v4, v4) == [] and FP.drift(fw.v6, v6) == []
-    assert FP.drift(fw.docker_v4, v4, hook_required=False) == []  # no Docker: no DOCKER-USER
+    assert FD.drift(fw.v4, v4) == [] and FD.drift(fw.v6, v6) == []
+    assert FD.drift(fw.docker_v4, v4, hook_required=False) == []  # no Docker: no DOCKER-USER
     ssh = v4.chains["PROVISION-INPUT"].rules[4].rule
     assert ssh == Rule("ACCEPT", "ssh", source="10.149.2.10/32", proto="tcp", dport=22, ctstate=("NEW",))
     assert v4.chains["INPUT"].policy == "ACCEPT" and v4.chains["PROVISION-INPUT"].policy is None
-    assert FP.admitted(v4, FP.Packet("tcp", 22)).cidrs() == ("10.149.2.10/32",)
-    assert FP.admitted(v6, FP.Packet("tcp", 22)).cidrs() == ("fd28:6cd2:7156:2::10/128",)
+    assert FV.admitted(v4, FV.Packet("tcp", 22)).cidrs() == ("10.149.2.10/32",)
+    assert FV.admitted(v6, FV.Packet("tcp", 22)).cidrs() == ("fd28:6cd2:7156:2::10/128",)
     for port in (8888, 6006, 9999):
-        assert not FP.admitted(v4, FP.Packet("tcp", port)) and not FP.admitted(v6, FP.Packet("tcp", port))
-    assert not FP.admitted(v4, FP.Packet("udp", 5454))
+        assert not FV.admitted(v4, FV.Packet("tcp", port)) and not FV.admitted(v6, FV.Packet("tcp", port))
+    assert not FV.admitted(v4, FV.Packet("udp", 5454))
 
 
 @pytest.mark.parametrize("host", ["gpu1", "gpu2", "jump"])
@@ -94,37 +97,37 @@ def test_rendered_golden_files_read_back_without_drift(host: str) -> None:
     for fam, rs, f in ((4, fw.v4, "rules.v4"), (6, fw.v6, "rules.v6"),
                        (4, fw.docker_v4, "provision-docker.v4"), (6, fw.docker_v6, "provision-docker.v6")):
         text = (d / f).read_text() + f"\n*filter\n:{rs.hook} ACCEPT [0:0]\n-A {rs.hook} -j {rs.chain}\nCOMMIT\n"
-        assert FP.drift(rs, FP.parse_save(text, fam)) == [], f  # type: ignore[arg-type]
+        assert FD.drift(rs, FP.parse_save(text, fam)) == [], f  # type: ignore[arg-type]
 
 
 def test_hand_added_rule_is_drift_and_opens_the_port(inv: Inventory) -> None:
     fw = host_firewall(inv, inv.node("gpu1"))
     v4 = live("gpu1-hand-rule.v4", 4)
-    (d,) = FP.drift(fw.v4, v4)
+    (d,) = FD.drift(fw.v4, v4)
     assert d.kind == "extra-rule" and "--dport 9999" in d.text and "by hand" in d.describe()
-    assert FP.admitted(v4, FP.Packet("tcp", 9999)).cidrs() == ("0.0.0.0/0",)
-    assert FP.admitted(v4, FP.Packet("tcp", 9998)).cidrs() == ()
+    assert FV.admitted(v4, FV.Packet("tcp", 9999)).cidrs() == ("0.0.0.0/0",)
+    assert FV.admitted(v4, FV.Packet("tcp", 9998)).cidrs() == ()
 
 
 def test_flushed_v6_chain(inv: Inventory) -> None:
     fw = host_firewall(inv, inv.node("gpu1"))
     v6 = live("gpu1-v6-flushed.v6", 6)
-    assert [d.kind for d in FP.drift(fw.v6, v6)] == ["flushed"]
-    assert FP.admitted(v6, FP.Packet("tcp", 22)).cidrs() == ("::/0",)
+    assert [d.kind for d in FD.drift(fw.v6, v6)] == ["flushed"]
+    assert FV.admitted(v6, FV.Packet("tcp", 22)).cidrs() == ("::/0",)
 
 
 def test_missing_chain_unhooked_and_foreign_rules(inv: Inventory) -> None:
     fw = host_firewall(inv, inv.node("gpu1"))
     none = FP.parse_save("*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n", 4)
-    assert [d.kind for d in FP.drift(fw.v4, none)] == ["missing-chain"]
-    assert FP.admitted(none, FP.Packet("tcp", 1)).cidrs() == ("0.0.0.0/0",)
+    assert [d.kind for d in FD.drift(fw.v4, none)] == ["missing-chain"]
+    assert FV.admitted(none, FV.Packet("tcp", 1)).cidrs() == ("0.0.0.0/0",)
     text = (FIX / "iptables" / "gpu1-bootstrapped.v4").read_text().replace(
         "-A INPUT -j PROVISION-INPUT", "-A INPUT -s 192.0.2.0/24 -p tcp -m tcp --dport 8888 -j ACCEPT")
     v4 = FP.parse_save(text, 4)
-    kinds = sorted(d.kind for d in FP.drift(fw.v4, v4))
+    kinds = sorted(d.kind for d in FD.drift(fw.v4, v4))
     assert kinds == ["foreign-rule", "unhooked"]
     # unhooked: INPUT's policy decides, and the foreign rule admits its source first
-    assert FP.admitted(v4, FP.Packet("tcp", 8888)).cidrs() == ("0.0.0.0/0",)
+    assert FV.admitted(v4, FV.Packet("tcp", 8888)).cidrs() == ("0.0.0.0/0",)
 
 
 def test_verdict_walks_user_chains_returns_and_unknown_matches() -> None:
@@ -141,13 +144,13 @@ def test_verdict_walks_user_chains_returns_and_unknown_matches() -> None:
         "-A B -s 192.0.2.128/25 -j REJECT --reject-with icmp-port-unreachable",
         "COMMIT", ""])
     v4 = FP.parse_save(text, 4)
-    assert FP.admitted(v4, FP.Packet("tcp", 80)).cidrs() == ("192.0.2.0/25",)
-    assert FP.admitted(v4, FP.Packet("tcp", 3005)).cidrs() == ("198.51.100.0/24",)
-    assert FP.admitted(v4, FP.Packet("tcp", 3011)).cidrs() == ()
-    assert FP.admitted(v4, FP.Packet("tcp", 1500)).cidrs() == ()  # the multiport rule is udp
+    assert FV.admitted(v4, FV.Packet("tcp", 80)).cidrs() == ("192.0.2.0/25",)
+    assert FV.admitted(v4, FV.Packet("tcp", 3005)).cidrs() == ("198.51.100.0/24",)
+    assert FV.admitted(v4, FV.Packet("tcp", 3011)).cidrs() == ()
+    assert FV.admitted(v4, FV.Packet("tcp", 1500)).cidrs() == ()  # the multiport rule is udp
     # multiport is not modelled: assumed to match (any udp port), so more looks open, never less
-    assert FP.admitted(v4, FP.Packet("udp", 1500)).cidrs() == ("0.0.0.0/0",)
-    assert FP.admitted(v4, FP.Packet("udp", 53)).cidrs() == ("0.0.0.0/0",)
+    assert FV.admitted(v4, FV.Packet("udp", 1500)).cidrs() == ("0.0.0.0/0",)
+    assert FV.admitted(v4, FV.Packet("udp", 53)).cidrs() == ("0.0.0.0/0",)
     unknown = [r for r in v4.chains["INPUT"].rules if r.unknown]
     assert [r.unknown for r in unknown] == [("-m multiport", "--dports 1000:2000"), ("-m set", "--match-set blocked src")]
 
@@ -162,19 +165,19 @@ def test_docker_user_verdict_for_published_ports(inv: Inventory) -> None:
         '-A PROVISION-DOCKER -m conntrack --ctstate DNAT -m comment --comment "other published ports" -j DROP',
         "COMMIT", ""])
     v4 = FP.parse_save(text.replace("COMMIT", "-A DOCKER-USER -j RETURN\nCOMMIT"), 4)
-    drifts = FP.drift(host_firewall(inv, inv.node("gpu1")).docker_v4, v4, hook_required=False)
+    drifts = FD.drift(host_firewall(inv, inv.node("gpu1")).docker_v4, v4, hook_required=False)
     assert drifts and "foreign-rule" not in {d.kind for d in drifts}  # Docker's bare RETURN: no-op
-    assert FP.admitted(v4, FP.Packet("tcp", 8000, dnat=True), "DOCKER-USER").cidrs() == ("203.0.113.0/24",)
-    assert FP.admitted(v4, FP.Packet("tcp", 8080, dnat=True), "DOCKER-USER").cidrs() == ()
+    assert FV.admitted(v4, FV.Packet("tcp", 8000, dnat=True), "DOCKER-USER").cidrs() == ("203.0.113.0/24",)
+    assert FV.admitted(v4, FV.Packet("tcp", 8080, dnat=True), "DOCKER-USER").cidrs() == ()
 
 
 def test_address_sets() -> None:
-    a = FP.AddressSet.of(4, ["10.0.0.0/8", "10.1.0.0/16", "192.0.2.0/24", "::/0"])
+    a = FV.AddressSet.of(4, ["10.0.0.0/8", "10.1.0.0/16", "192.0.2.0/24", "::/0"])
     assert a.cidrs() == ("10.0.0.0/8", "192.0.2.0/24")
-    b = FP.AddressSet.of(4, ["10.128.0.0/9"])
+    b = FV.AddressSet.of(4, ["10.128.0.0/9"])
     assert (a - b).cidrs() == ("10.0.0.0/9", "192.0.2.0/24")
     assert (a & b).cidrs() == ("10.128.0.0/9",) and b.issubset(a) and not a.issubset(b)
-    assert (FP.AddressSet.everything(6) - FP.AddressSet.of(6, ["::/1"])).cidrs() == ("8000::/1",)
+    assert (FV.AddressSet.everything(6) - FV.AddressSet.of(6, ["::/1"])).cidrs() == ("8000::/1",)
 
 
 # --- the live join on whole probe answers ---------------------------------------------------
@@ -265,9 +268,9 @@ def test_jupyter_reachable_from_the_internet(inv: Inventory) -> None:
 
 
 def test_security_groups_narrow_the_reach(inv: Inventory) -> None:
-    sg = (LV.SgRule("office", "tcp", 9999, 9999, "198.51.100.0/24"),
-          LV.SgRule("office", "tcp", 22, 22, "10.149.2.0/24"),
-          LV.SgRule("peers", "all", -1, -1, "gpu-servers"))
+    sg = (JN.SgRule("office", "tcp", 9999, 9999, "198.51.100.0/24"),
+          JN.SgRule("office", "tcp", 22, 22, "10.149.2.0/24"),
+          JN.SgRule("peers", "all", -1, -1, "gpu-servers"))
     rep = LV.report(inv, inv.node("gpu1"), probe("gpu1-planted-opened"), sg)
     p = next(p for p in rep.ports if p.port == 9999)
     assert p.level == "undeclared" and p.v4.sources == ("198.51.100.0/24",)

@@ -16,7 +16,7 @@ from provision.cloud.attach import AttachPlan, LiveInstance
 from provision.cloud.placement import LivePlacement, Outside, plan_placements
 from provision.cloud.rules import DEFAULT_EGRESS, LiveGroup, LiveRule, RuleKey, plan_groups
 from provision.exposure import findings
-from provision.exposure.live import declared_sg_rules
+from provision.exposure.join import declared_sg_rules
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 

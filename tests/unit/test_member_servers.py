@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from provision.exposure import findings
-from provision.exposure.live import member_server_findings
+from provision.exposure.jupyter import member_server_findings
 from provision.facts import parse
 from provision.facts.jupyter_auth import JupyterAnswer, JupyterAuth, PortHolder, SocketAnswer
 from provision.inventory import Inventory, load_inventory
