@@ -33,23 +33,16 @@ from provision.text import printable
 from provision.tunnel.backends import AUTO, Request, choose, names
 from provision.tunnel.local import http_answers, port_accepts, port_is_free
 from provision.tunnel.openssh import find_ssh, known_hosts_path, private_dir, write_ssh_config
-from provision.tunnel.plan import (
-    ServiceState,
-    check_passed,
-    check_request,
-    local_port_wanted,
-    plan_forwards,
-    remote_side,
-    rsync_argv,
-    select_services,
-    ssh_argv,
-)
+from provision.tunnel.openssh_argv import ssh_argv
+from provision.tunnel.ports import local_port_wanted, plan_forwards, select_services
+from provision.tunnel.rsync import remote_side, rsync_argv
 from provision.tunnel.session import Interrupted, Session, until_stopped
+from provision.tunnel.tokens import ServiceState, check_passed, check_request
 
 if TYPE_CHECKING:
     from provision.inventory.model import Host, Inventory
     from provision.ssh.login import Login
-    from provision.tunnel.plan import Row
+    from provision.tunnel.status import Row
 
 F = TypeVar("F", bound=Callable[..., Any])
 

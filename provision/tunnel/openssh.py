@@ -1,6 +1,6 @@
 """The OpenSSH tunnel backend (I/O): the system `ssh -N -L ...` with the rendered config in a
 private directory, a ControlMaster for remote commands. Decisions (argv, error classes)
-come from `provision.tunnel.plan`."""
+come from `provision.tunnel.openssh_argv`."""
 
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ from provision.ssh.login import Login, hops
 from provision.tunnel.backends import BackendSpec, Request
 from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.local import port_accepts
-from provision.tunnel.openssh_auth import auth_failure
-from provision.tunnel.plan import (
+from provision.tunnel.openssh_argv import (
     classify_ssh_error,
     is_host_key_failure,
     openssh_exec_argv,
     openssh_tunnel_argv,
 )
+from provision.tunnel.openssh_auth import auth_failure
 
 Log = Callable[[str], None]
 

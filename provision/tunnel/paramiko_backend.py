@@ -30,8 +30,9 @@ from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
 from provision.ssh.streamlocal import open_streamlocal
 from provision.tunnel.backends import BackendSpec, Request
+from provision.tunnel.backoff import KEEPALIVE_COUNT
 from provision.tunnel.forwards import LOCAL_BIND, Forward, peer_uid
-from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
+from provision.tunnel.status import nothing_listening
 
 # Per-channel window. Twice OpenSSH's 2 MiB: more (16–64 MiB) lets sshd queue a window's
 # worth ahead of us and the first transfers crawl at ~20 MB/s with sshd spinning at 100 %.

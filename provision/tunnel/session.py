@@ -1,6 +1,7 @@
 """A tunnel session (I/O): connect a backend, learn tokens and listening state, keep the
 link up until told to stop. The `Backend` protocol is what `openssh` and `paramiko_backend`
-implement; decisions come from `provision.tunnel.plan`."""
+implement; decisions come from the pure modules beside it (`ports`, `tokens`, `status`,
+`backoff`)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,16 @@ from typing import Any, Protocol, TypeVar
 from provision.errors import OperationError
 from provision.inventory.model import Host, Service
 from provision.ssh.errors import ConnectError, HostKeyError
+from provision.tunnel.backoff import backoff
 from provision.tunnel.forwards import Forward
-from provision.tunnel.plan import (
-    Row,
+from provision.tunnel.status import Row, nothing_listening, rows
+from provision.tunnel.tokens import (
     ServiceState,
-    backoff,
     held_by,
     held_note,
-    nothing_listening,
     owners_command,
     parse_probe,
     probe_command,
-    rows,
     service_state,
 )
 

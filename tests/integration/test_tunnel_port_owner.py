@@ -21,7 +21,7 @@ import pytest
 from provision.inventory import load_inventory
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.model import Service
-from provision.tunnel.plan import (
+from provision.tunnel.tokens import (
     PROBE_BEGIN,
     parse_probe,
     port_holders,

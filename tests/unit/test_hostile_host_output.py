@@ -24,7 +24,8 @@ from provision.facts.spec import FactsError
 from provision.playbook import MAX_PLAYBOOK_BYTES, PlaybookError, load
 from provision.text import unsafe
 from provision.tunnel.forwards import Forward
-from provision.tunnel.plan import parse_jupyter_list, service_url
+from provision.tunnel.status import service_url
+from provision.tunnel.tokens import parse_jupyter_list
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN = (ROOT / "fixtures" / "audit" / "gpu1-clean.txt").read_text()

@@ -21,15 +21,13 @@ from provision.render import render_host, render_ssh_config
 from provision.tasks.actions import RestartUnit, RetireUnit
 from provision.tasks.member_servers import retired_instances
 from provision.tasks.services import ServicesStep
-from provision.tunnel.plan import (
+from provision.tunnel.ports import TunnelError, plan_forwards, select_services
+from provision.tunnel.tokens import (
     ServiceState,
-    TunnelError,
     check_passed,
     check_request,
     member_token_state,
-    plan_forwards,
     probe_command,
-    select_services,
     service_state,
 )
 from tests.support.probe_records import answer, file_rec, unit_block, user_rec

@@ -13,7 +13,7 @@ from provision.exposure import findings
 from provision.inventory import load_inventory
 from provision.inventory.programs import program
 from provision.render import render_host
-from provision.tunnel.plan import probe_command
+from provision.tunnel.tokens import probe_command
 
 ROOT = Path(__file__).parents[2]
 HEAD = """version: 1

@@ -11,30 +11,24 @@ import pytest
 from provision.inventory import load_inventory
 from provision.inventory.model import Expose, Inventory, Service
 from provision.ssh.login import Hop, Login, LoginError, choose_login, hops
-from provision.tunnel.plan import (
-    LOCAL_BIND,
-    Forward,
-    ServiceState,
-    TunnelError,
-    backoff,
+from provision.tunnel.backoff import backoff, dead_after
+from provision.tunnel.forwards import LOCAL_BIND, Forward, remote_target
+from provision.tunnel.openssh_argv import (
     classify_ssh_error,
-    dead_after,
     is_host_key_failure,
     openssh_exec_argv,
     openssh_tunnel_argv,
+    ssh_argv,
+)
+from provision.tunnel.ports import TunnelError, pick_local_port, plan_forwards, select_services
+from provision.tunnel.rsync import remote_side, rsync_argv
+from provision.tunnel.status import rows, service_url
+from provision.tunnel.tokens import (
+    ServiceState,
     parse_jupyter_list,
     parse_probe,
-    pick_local_port,
-    plan_forwards,
     probe_command,
-    remote_side,
-    remote_target,
-    rows,
-    rsync_argv,
-    select_services,
     service_state,
-    service_url,
-    ssh_argv,
     token_command,
 )
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from provision.inventory import load_inventory
 from provision.tunnel.forwards import forward_for
-from provision.tunnel.plan import PROBE_BEGIN
 from provision.tunnel.session import Session
+from provision.tunnel.tokens import PROBE_BEGIN
 
 INV = Path(__file__).parent.parent / "fixtures" / "member_servers" / "inventory.yml"
 

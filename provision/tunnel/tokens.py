@@ -1,33 +1,19 @@
-"""One-command tunnels: the decisions (pure, no I/O).
-
-What to forward and where (service selection, local port choice, remote target), who logs
-in (team member or login user, which key), what URL to print (Jupyter token), when to retry
-(backoff schedule), how to call OpenSSH (argv), what to run on the host to learn tokens, and
-how to read its answer. The I/O lives in `provision.tunnel.session` (session, OpenSSH backend) and
-`provision.tunnel.paramiko_backend` (paramiko backend).
-"""
+"""What a tunnel asks the host, and how it reads the answer (pure): one probe command (is
+each service listening, its Jupyter token, who holds its port), the service's state from
+the answer (a token refused when it is not plain URL text, withheld when another account
+could be listening in the server's place), and what `tunnel --check` asks."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import field
+from collections.abc import Sequence
 
-from provision.errors import UsageError
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
-from provision.inventory.model import Host, Service
+from provision.inventory.model import Service
 from provision.record import record
-from provision.ssh.login import Hop
-from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
-
-PORT_SEARCH = 100  # how far from the wanted port we look for a free one
-KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget
-
-
-class TunnelError(UsageError):
-    """A problem the user must fix (bad names, no free port); exit status 2."""
+from provision.tunnel.forwards import remote_target
 
 
 @record
@@ -42,104 +28,6 @@ class ServiceState:
     held_by: tuple[str, ...] = ()  # uids listening on its port that are not its account's
 
 
-@record
-class Row:
-    """One line of the output table / JSON."""
-
-    service: str
-    url: str
-    local: str
-    remote: str
-    status: str
-    listening: bool | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, object]:
-        return {"service": self.service, "url": self.url, "local": self.local,
-                "remote": self.remote, "status": self.status, "listening": self.listening}
-
-
-# --- what to forward -------------------------------------------------------------------
-
-def select_services(host: Host, names: Sequence[str], user: str | None = None) -> tuple[Service, ...]:
-    """The host's tunnel services `user` reaches (shared ones and their own per-user server,
-    nobody else's), or only those named: `jupyter` names `user`'s own server when the
-    service is per-user. Raises TunnelError on bad names."""
-    tunnel = host.tunnel_services_for(user)
-    if not names:
-        if not tunnel:
-            raise TunnelError(f"{host.name} has no service with expose: tunnel for "
-                              f"{user or host.user} (services: "
-                              f"{', '.join(s.name for s in host.services) or 'none'})")
-        return tunnel
-    out: list[Service] = []
-    for name in names:
-        svc = host.service(name) or host.service(f"{name}@{user}")
-        if svc is not None and not svc.visible_to(user):
-            raise TunnelError(f"{host.name}: {name} is {svc.member}'s own server; only "
-                              f"{svc.member}'s login reads its token (--user {svc.member})")
-        if svc is None and any(s.template == name for s in host.services):
-            raise TunnelError(f"{host.name}: {name} is per-user and {user or host.user} has "
-                              f"none (members: {', '.join(s.member or '' for s in host.services if s.template == name)})")
-        if svc is None:
-            known = ", ".join(s.name for s in tunnel) or "none"
-            raise TunnelError(f"{host.name} has no service '{name}' (tunnel services: {known})")
-        if svc.expose.kind != "tunnel":
-            raise TunnelError(f"{host.name}: service '{name}' has expose: {svc.expose.kind}, "
-                              f"not tunnel")
-        if svc not in out:
-            out.append(svc)
-    return tuple(out)
-
-
-def pick_local_port(wanted: int, is_free: Callable[[int], bool], taken: Iterable[int] = (),
-                    search: int = PORT_SEARCH) -> int:
-    """The wanted port when free, else the nearest free one above it, then below it."""
-    used = set(taken)
-    candidates = [wanted] + [wanted + d for d in range(1, search + 1)] \
-        + [wanted - d for d in range(1, search + 1)]
-    for port in candidates:
-        if 1024 <= port <= 65535 and port not in used and is_free(port):
-            return port
-        if port == wanted and port < 1024 and port not in used and is_free(port):
-            return port
-    raise TunnelError(f"no free local port within {search} of {wanted}")
-
-
-def local_port_wanted(service: Service, requested: dict[str, int] | None = None) -> int:
-    """`--port NAME=PORT` (a member's server answers to its service's name too), else the
-    forward's own local port."""
-    asked = requested or {}
-    return asked.get(service.name, asked.get(service.template or "",
-                                             service.local_port or service.port))
-
-
-def plan_forwards(services: Sequence[Service], is_free: Callable[[int], bool],
-                  requested: dict[str, int] | None = None) -> tuple[Forward, ...]:
-    """One forward per service, each on its own local port."""
-    out: list[Forward] = []
-    for s in services:
-        want = local_port_wanted(s, requested)
-        port = pick_local_port(want, is_free, taken=[f.local_port for f in out])
-        out.append(forward_for(s).on_port(port))
-    return tuple(out)
-
-
-# --- who logs in --------------------------------------------------------------------------
-
-# --- URLs and tokens ----------------------------------------------------------------------
-
-def service_url(fwd: Forward, state: ServiceState) -> str:
-    scheme = fwd.scheme
-    base = state.base_url if state.base_url.startswith("/") else "/" + state.base_url
-    if not base.endswith("/"):
-        base += "/"
-    if scheme not in ("http", "https"):
-        return f"{scheme}://{fwd.local}"
-    url = f"{scheme}://{fwd.local}{base}"
-    if state.token:
-        url += f"?token={state.token}"
-    return url
 
 
 def jupyter_bin(service: Service) -> str:
@@ -378,139 +266,3 @@ def check_passed(answer: str | None, need_ok: bool) -> bool:
     if answer is None:
         return False
     return not need_ok or answer.split()[1:2] == ["200"]
-
-
-def nothing_listening(fwd: Forward, host: str) -> str:
-    return f"{fwd.service}: nothing listening on {fwd.remote} on {host}"
-
-
-def rows(forwards: Sequence[Forward], states: dict[str, ServiceState], host: str) -> list[Row]:
-    out = []
-    for f in forwards:
-        st = states.get(f.service, ServiceState())
-        if st.listening is False:
-            status = "nothing listening"
-        elif st.note:
-            status = st.note
-        else:
-            status = "ok" if st.listening else "forwarded"
-        out.append(Row(f.service, service_url(f, st), f.local, f"{host}:{f.remote}", status,
-                       st.listening))
-    return out
-
-
-# --- retries ------------------------------------------------------------------------------
-
-def backoff(attempt: int, base: float = 1.0, cap: float = 30.0) -> float:
-    """Seconds before reconnect attempt `attempt` (0-based): 1, 2, 4, … capped."""
-    return float(min(cap, base * (2 ** max(0, attempt))))
-
-
-def dead_after(keepalive: int, count: int = KEEPALIVE_COUNT) -> int:
-    """Seconds of silence after which a link is declared dead."""
-    return keepalive * count
-
-
-# --- OpenSSH argv ---------------------------------------------------------------------------
-
-def openssh_common(config: str, known_hosts: str | None, keepalive: int,
-                   control_path: str | None = None) -> list[str]:
-    opts = ["-F", config, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"ServerAliveInterval={keepalive}",
-            "-o", f"ServerAliveCountMax={KEEPALIVE_COUNT}",
-            "-o", "ConnectTimeout=10"]
-    if known_hosts:
-        opts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=none"]
-    if control_path:
-        opts += ["-o", f"ControlPath={control_path}"]
-    return opts
-
-
-def openssh_target(target: Hop, jumps: Sequence[str]) -> list[str]:
-    """Options and destination that reach the target host through the rendered config's jumps.
-
-    The destination is the address, not the inventory name: the rendered config's block for
-    the name carries LocalForwards for every tunnel service, which must not apply here (a
-    busy port would fail the whole tunnel, and unselected services would be forwarded too).
-    The jump hosts are resolved by name in the rendered config (the jump ssh gets `-F`).
-    """
-    argv = ["-p", str(target.port), "-l", target.user]
-    if jumps:
-        argv += ["-o", f"ProxyJump={','.join(jumps)}"]
-    if target.identity_file:
-        argv += ["-i", target.identity_file, "-o", "IdentitiesOnly=yes"]
-    return [*argv, target.address]
-
-
-def openssh_tunnel_argv(ssh: str, config: str, target: Hop, jumps: Sequence[str],
-                        forwards: Sequence[Forward], known_hosts: str | None, keepalive: int,
-                        control_path: str | None) -> list[str]:
-    """`ssh -N` with one 127.0.0.1-bound -L per forward; it exits when a forward cannot bind."""
-    argv = [ssh, *openssh_common(config, known_hosts, keepalive, control_path),
-            "-N", "-o", "ExitOnForwardFailure=yes", "-o", "GatewayPorts=no"]
-    if control_path:
-        argv += ["-o", "ControlMaster=yes", "-o", "ControlPersist=no"]
-    for f in forwards:
-        to = f.remote_socket or f"{f.remote_host}:{f.remote_port}"
-        argv += ["-L", f"{LOCAL_BIND}:{f.local_port}:{to}"]
-    return argv + openssh_target(target, jumps)
-
-
-def openssh_exec_argv(ssh: str, config: str, target: Hop, jumps: Sequence[str], command: str,
-                      known_hosts: str | None, keepalive: int,
-                      control_path: str | None) -> list[str]:
-    """Run one command on the host, through the tunnel's master connection when there is one."""
-    argv = [ssh, *openssh_common(config, known_hosts, keepalive, control_path), "-T",
-            "-o", "ClearAllForwardings=yes"]
-    if control_path:
-        argv += ["-o", "ControlMaster=no"]
-    return [*argv, *openssh_target(target, jumps), "--", command]
-
-
-def ssh_argv(ssh: str, config: str, host: str, command: Sequence[str]) -> list[str]:
-    """Interactive ssh to an inventory name through the rendered config (no forwards)."""
-    argv = [ssh, "-F", config, "-o", "ClearAllForwardings=yes", host]
-    return [*argv, "--", *command] if command else argv
-
-
-def classify_ssh_error(stderr: str) -> str:
-    """A one-line reason from OpenSSH's stderr."""
-    text = stderr.strip()
-    low = text.lower()
-    if "remote host identification has changed" in low:
-        return "host key verification failed: REMOTE HOST IDENTIFICATION HAS CHANGED"
-    if "host key verification failed" in low or "no matching host key" in low \
-            or ("host key for" in low and "not known" in low):
-        which = next((ln.strip().rstrip(".") for ln in text.splitlines()
-                      if "host key is known for" in ln), "")
-        detail = f": {which[0].lower()}{which[1:]}" if which else " (unknown host key)"
-        return f"host key verification failed{detail}; refusing to connect"
-    if "permission denied" in low:
-        return "authentication failed (permission denied)"
-    if "address already in use" in low or "cannot listen to port" in low:
-        return "a local port is already in use"
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else "ssh exited"
-
-
-def is_host_key_failure(reason: str) -> bool:
-    return reason.startswith("host key verification failed")
-
-
-# --- rsync ----------------------------------------------------------------------------------
-
-def remote_side(spec: str, names: Iterable[str]) -> str | None:
-    """The inventory host named by an rsync spec `HOST:PATH` (or `USER@HOST:PATH`), if any."""
-    if ":" not in spec or spec.startswith(("/", "./", "../")):
-        return None
-    head = spec.split(":", 1)[0]
-    name = head.rsplit("@", 1)[-1]
-    return name if name in set(names) else None
-
-
-def rsync_argv(rsync: str, ssh: str, config: str, known_hosts: str | None, src: str, dst: str,
-               extra: Sequence[str] = ()) -> list[str]:
-    ssh_cmd = [ssh, "-F", config, "-o", "ClearAllForwardings=yes", "-o", "StrictHostKeyChecking=yes"]
-    if known_hosts:
-        ssh_cmd += ["-o", f"UserKnownHostsFile={known_hosts}"]
-    return [rsync, "-avhP", "-e", shlex.join(ssh_cmd), *extra, src, dst]
