@@ -45,7 +45,7 @@ def lab_status() -> bool:
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from provision.lab import plan as P
-    from provision.lab.shell import read_state
+    from provision.lab.state import read_state
 
     started = False
     if not lab_status():

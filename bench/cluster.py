@@ -63,7 +63,7 @@ def lab_up() -> bool:
 def main() -> int:
     sys.path[0] = str(ROOT)  # not bench/: its dns.py would shadow dnspython
     from provision.lab import plan as P
-    from provision.lab.shell import container_leader, read_state
+    from provision.lab.state import container_leader, read_state
 
     started = not lab_up()
     if started:

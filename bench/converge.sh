@@ -51,7 +51,7 @@ trap cleanup EXIT
 read -r NS LABINV < <("$PY" - <<'PYEOF'
 import os
 from provision.lab import plan as P
-from provision.lab.shell import read_state
+from provision.lab.state import read_state
 p = P.plan_from_state(read_state(os.environ["PROVISION_LAB_NAME"]))
 print(p.operator.netns, p.paths["inventory"])
 PYEOF
@@ -69,7 +69,7 @@ doc.pop("roles", None); doc.pop("dns", None)
 open(sys.argv[2], "w").write(yaml.safe_dump(doc, sort_keys=False))
 PYEOF
 for i in $(seq "$MAX"); do
-  LEADER[$i]=$("$PY" -c "import os,sys; from provision.lab.shell import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "gpu$i")
+  LEADER[$i]=$("$PY" -c "import os,sys; from provision.lab.state import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "gpu$i")
 done
 
 "$PY" bench/converge_peers.py "$INV" "$OUT/peers"

@@ -133,7 +133,7 @@ def bench_lab(name: str, n: int) -> None:
     from provision.inventory import load_inventory
     from provision.lab import plan as P
     from provision.lab.netns import in_netns
-    from provision.lab.shell import read_state
+    from provision.lab.state import read_state
 
     state = read_state(name)
     if state is None:

@@ -29,7 +29,7 @@ trap cleanup EXIT
 read -r NS INV < <("$PY" - <<'PYEOF'
 import os
 from provision.lab import plan as P
-from provision.lab.shell import read_state
+from provision.lab.state import read_state
 p = P.plan_from_state(read_state(os.environ["PROVISION_LAB_NAME"]))
 print(p.operator.netns, p.paths["inventory"])
 PYEOF

@@ -45,7 +45,7 @@ def main() -> int:
 
     from provision.lab import plan as P
     from provision.lab.netns import in_netns
-    from provision.lab.shell import read_state
+    from provision.lab.state import read_state
 
     state = read_state(a.lab)
     if state is None:

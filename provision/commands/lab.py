@@ -24,6 +24,7 @@ from provision.commands.lab_common import require_root as _require_root
 from provision.errors import Exit, OperationError, UsageError
 from provision.lab import plan as P
 from provision.lab import shell
+from provision.lab.state import lab_lock, read_state
 from provision.text import printable as p
 
 
@@ -55,8 +56,8 @@ def up_cmd(gpus: int, directory: str | None, image: str, as_json: bool) -> None:
     if directory is not None and (os.path.realpath(directory) + "/").startswith("/tmp/"):
         raise UsageError("--dir must not be under /tmp: the containers get a fresh /tmp")
     plan = new_plan(name, gpus, directory, image)
-    with shell.lab_lock(name):
-        state = shell.read_state(name)
+    with lab_lock(name):
+        state = read_state(name)
         if state is not None:
             old = P.plan_from_state(state)
             rows = shell.status(old, state.get("pids", {}), probe=True)
@@ -94,8 +95,8 @@ def down_cmd(as_json: bool) -> None:
     _require_root()
     name = lab_name()
     t0 = time.monotonic()
-    with shell.lab_lock(name):
-        state = shell.read_state(name)
+    with lab_lock(name):
+        state = read_state(name)
         if state is None:
             plan = P.make_plan(name, 1, None, venv=sys.prefix, repo=None)
             if not shell._lab_netns(plan):

@@ -17,13 +17,14 @@ from provision.lab import adopt_shell as S
 from provision.lab import plan as P
 from provision.lab import shell
 from provision.lab.adopt_write import AdoptError, rewrite
+from provision.lab.state import container_leader, lab_lock, read_state
 from provision.text import printable as p
 
 
 def _lab_for(name: str, hosts: int) -> tuple[P.LabPlan, bool]:
     """The running lab, or a new one with a GPU host per host of the inventory."""
-    with shell.lab_lock(name):
-        state = shell.read_state(name)
+    with lab_lock(name):
+        state = read_state(name)
         if state is not None:
             plan = P.plan_from_state(state)
             rows = shell.status(plan, state.get("pids", {}), probe=True)
@@ -78,7 +79,7 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         S.copy_tsig(plan, dest_dir)
         new = rewrite(text, str(dest), adoption.changes)
         S.write_copy(dest, new)
-        with shell.lab_lock(name):
+        with lab_lock(name):
             zones = S.serve_zones(plan, adoption.zones)
             S.record_adoption(plan, zones, adoption.hosts)
     except AdoptError as e:
@@ -132,7 +133,7 @@ def shell_cmd(host: str, command: tuple[str, ...]) -> None:
         names = ", ".join(n.name for n in plan.containers)
         raise UsageError(f"no lab host {p(host)} in lab {name} (hosts: {names}"
                          + (f"; adopted: {', '.join(map(p, mapped))}" if mapped else "") + ")")
-    leader = shell.container_leader(int(state.get("pids", {}).get(node) or 0))
+    leader = container_leader(int(state.get("pids", {}).get(node) or 0))
     if leader is None:
         raise OperationError(f"{node}: the container is not running (`provision lab status`)")
     sys.stdout.flush()

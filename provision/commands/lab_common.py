@@ -10,7 +10,7 @@ from typing import Any
 import provision
 from provision.errors import UsageError
 from provision.lab import plan as P
-from provision.lab import shell
+from provision.lab.state import read_state
 
 
 def lab_name() -> str:
@@ -28,7 +28,7 @@ def require_root() -> None:
 
 
 def state_or_exit(name: str) -> dict[str, Any]:
-    state = shell.read_state(name)
+    state = read_state(name)
     if state is None:
         raise UsageError(f"lab {name} is not up (no state in /run/provision-lab/{name}/); "
                          "run `provision lab up` (set $PROVISION_LAB_NAME for another lab)")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from . import plan as P
 from .netns import in_netns
-from .shell import LabError, _dns_ok, _write, container_leader, ensure_keypair, host_dir, read_state
+from .shell import LabError, _dns_ok, _write, ensure_keypair, host_dir
+from .state import container_leader, read_state
 
 ADOPTED = "adopted.json"  # in the lab's state directory: zones added, hosts mapped
 

@@ -11,6 +11,7 @@ import time
 
 from . import plan as P
 from . import shell
+from .state import container_leader, lab_lock, read_state, write_state
 
 TABLES = ("filter", "nat", "mangle", "raw")
 STOP_TIMEOUT = 30.0
@@ -30,8 +31,8 @@ def clear_netfilter(netns: str) -> None:
 
 def restart_host(name: str, host: str) -> float:
     """Reboot container `host` of lab `name`; returns the seconds until sshd answered again."""
-    with shell.lab_lock(name):
-        state = shell.read_state(name)
+    with lab_lock(name):
+        state = read_state(name)
         if state is None:
             raise shell.LabError(f"lab {name} is not up")
         plan = P.plan_from_state(state)
@@ -41,7 +42,7 @@ def restart_host(name: str, host: str) -> float:
         pids: dict[str, int] = dict(state.get("pids", {}))
         pid = pids[host]
         t0 = time.monotonic()
-        leader = shell.container_leader(pid)
+        leader = container_leader(pid)
         if leader is not None:
             subprocess.run(["nsenter", "-t", str(leader), "-a", "--", "systemctl", "reboot"],
                            capture_output=True, check=False, timeout=30)
@@ -50,6 +51,6 @@ def restart_host(name: str, host: str) -> float:
         clear_netfilter(node.netns)
         root = shell.host_dir(plan, node) / "root"
         pids[host] = shell.start_container(plan, node, root)
-        shell.write_state(plan, pids, "up")
+        write_state(plan, pids, "up")
         shell.wait_ready(plan, node, pids[host], time.monotonic() + shell.BOOT_TIMEOUT)
         return time.monotonic() - t0

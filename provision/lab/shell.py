@@ -5,9 +5,7 @@ Every decision (names, addresses, file contents) comes from `plan.py`.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -17,8 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,13 @@ from provision.text import printable_lines
 from . import pebble
 from . import plan as P
 from .netns import NETNS_RUN_DIR, in_netns, netns_inode, pids_in_netns
+from .state import (
+    container_leader,
+    is_nspawn,
+    lock_path,
+    pid_alive,
+    write_state,
+)
 
 BOOT_TIMEOUT = 90.0
 NSPAWN_RUN = "/run/systemd/nspawn"
@@ -80,57 +85,6 @@ def parallel(fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
             raise err
         raise LabError(f"{key}: {err}") from err
     return results
-
-
-# --- state ------------------------------------------------------------------------
-
-def state_path(name: str) -> Path:
-    return Path(P.STATE_ROOT) / name / "state.json"
-
-
-def read_state(name: str) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(state_path(name).read_text())
-        return data
-    except FileNotFoundError:
-        return None
-
-
-def write_state(plan: P.LabPlan, pids: dict[str, int], status: str) -> None:
-    p = state_path(plan.name)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(P.state_doc(plan, pids, status), indent=2))
-    tmp.replace(p)
-
-
-@contextmanager
-def lab_lock(name: str) -> Iterator[None]:
-    Path(P.STATE_ROOT).mkdir(parents=True, exist_ok=True)
-    with open(lock_path(name), "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
-def lock_path(name: str) -> str:
-    return f"{P.STATE_ROOT}/.{name}.lock"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
-
-
-def is_nspawn(pid: int, machine: str) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return bool(cmd) and cmd[0].endswith(b"systemd-nspawn") and f"--machine={machine}".encode() in cmd
 
 
 # --- keys -------------------------------------------------------------------------
@@ -542,18 +496,6 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
             if pending:
                 time.sleep(0.1)
     return time.monotonic() - start
-
-
-def container_leader(nspawn_pid: int) -> int | None:
-    """The container's PID 1 (systemd) as seen from the machine."""
-    try:
-        for task in os.listdir(f"/proc/{nspawn_pid}/task"):
-            kids = Path(f"/proc/{nspawn_pid}/task/{task}/children").read_text().split()
-            if kids:
-                return int(kids[0])
-    except OSError:
-        return None
-    return None
 
 
 def memory_kib(node: P.Node) -> int | None:

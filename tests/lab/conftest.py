@@ -116,7 +116,7 @@ class Lab:
         return in_netns(self.plan.operator.netns)
 
     def leader(self, host: str) -> int:
-        from provision.lab.shell import container_leader
+        from provision.lab.state import container_leader
 
         pid = container_leader(self.state["pids"][host])
         assert pid, f"{host}: container not running"
@@ -189,7 +189,7 @@ def model_api(lab: Lab) -> dict[str, Any]:
 
 
 def _load(name: str) -> Lab:
-    from provision.lab.shell import read_state
+    from provision.lab.state import read_state
 
     state = read_state(name)
     assert state is not None, f"lab {name} has no state"

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from provision.lab.shell import read_state
+from provision.lab.state import read_state
 
 from .conftest import FAULTY, Lab, model_api, one_host_inventory
 
