@@ -461,6 +461,7 @@ class _Resolver:
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
+                      public_address=b.public_address,
                       security_groups=self._attached(("bastions", name), b.security_groups),
                       instance=self._instance(("bastions", name), b.aws, b.address),
                       sshd=sshd.merged(self._sshd_layers(name))[0])
@@ -538,7 +539,7 @@ class _Resolver:
                       python_envs=self._host_envs(roles, h, resolved),
                       ephemeral_ports=(h.ephemeral_ports[0], h.ephemeral_ports[1])
                       if h.ephemeral_ports else None, sshd=sshd.merged(self._sshd_layers(name))[0],
-                      **self._kernel(roles, h))
+                      public_address=h.public_address, **self._kernel(roles, h))
 
     def _kernel(self, roles: tuple[str, ...], h: HostDoc) -> dict[str, Any]:
         """`sysctl:` and `kernel:` merged: the roles in order, then the host."""
@@ -984,7 +985,7 @@ class _Resolver:
             settings = self._settings(zpath, z)
             self._visibility(zpath, z, settings)
             self._supported(zpath, z.provider, records)
-            records += self._from_hosts(zpath, zname, z.from_hosts, records)
+            records += self._from_hosts(zpath, zname, z.from_hosts, records, z.visibility)
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 settings=settings,
                                 cutover_above_ttl=z.cutover_above_ttl,
@@ -1064,7 +1065,7 @@ class _Resolver:
                           f"writes {', '.join(sorted(types))})")
 
     def _from_hosts(self, zpath: FieldPath, zone: str, spec_doc: bool | FromHostsDoc,
-                    declared: list[m.Record]) -> list[m.Record]:
+                    declared: list[m.Record], visibility: str = "public") -> list[m.Record]:
         """The zone's records generated from the hosts' addresses; a generated name that a
         declared record of the zone has (same type, or a CNAME), that two hosts generate,
         or that lies in another of the inventory's zones, is an error naming both places."""
@@ -1082,7 +1083,8 @@ class _Resolver:
                 self.fail((*where, "roles", i), f"unknown role '{role}' (roles: "
                           f"{', '.join(self.doc.roles) or 'none defined'})")
         spec = gen.Spec(tuple(doc.roles) if doc.roles is not None else None, doc.name, doc.ttl)
-        hosts = [gen.HostIn(n, h.address, tuple(h.roles)) for n, h in self.doc.hosts.items()]
+        hosts = [gen.HostIn(n, gen.record_address(h.address, h.public_address, visibility),
+                            tuple(h.roles)) for n, h in self.doc.hosts.items()]
         made, problems = gen.generate(zone, spec, hosts)
         for host, why in problems:
             self.fail(("hosts", host, "address"), f"from_hosts of zone {zone}: {why}")
