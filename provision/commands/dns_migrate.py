@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
+from provision.dns.migrate import health_from, report
 from provision.dns.migrate import run as R
 from provision.dns.migrate.health import Check, parse
 from provision.dns.migrate.journal import Journal
@@ -26,6 +27,7 @@ from provision.dns.migrate.run import Ctx
 from provision.dns.migrate.store import JournalStore
 from provision.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Exit, UsageError
 from provision.interrupt import EXIT_INTERRUPTED, Stop, stopping
+from provision.inventory.model import Host
 from provision.text import printable
 
 from . import dns_migrate_stop as words
@@ -53,6 +55,11 @@ def _ctx(inventory_path: str | None, name: str, as_json: bool, timeout: float = 
         raise UsageError(f"{inv.source}: no dns.zones in the inventory")
     zone, fq = R.find_zone(inv, name)
     return R.Ctx(inv, zone, fq, JournalStore(), say=_say(as_json), timeout=timeout)
+
+
+def health_from_host(ctx: Ctx, name: str | None, checks: list[Check]) -> Host | None:
+    """--health-from checked against the inventory before anything is read or sent."""
+    return health_from.source(ctx.inv, name, checks)
 
 
 @contextlib.contextmanager
@@ -107,6 +114,14 @@ def _health_option(f: F) -> F:
     return click.option("--health", "health", multiple=True, metavar="tcp:PORT|URL",
                         help="check every new value first: tcp:PORT (connect) or "
                              "http://HOST:PORT/PATH (GET sent to each new value, 2xx); repeatable")(f)
+
+
+def _health_from_option(f: F) -> F:
+    return click.option("--health-from", "health_from", metavar="HOST", default=None,
+                        help="run the --health checks from this bastion or host of the "
+                             "inventory (its sshd connects, through its jump chain) instead "
+                             "of from this machine: for new values only its network "
+                             "reaches")(f)
 
 
 def _checks(specs: tuple[str, ...]) -> list[Check]:
@@ -173,14 +188,14 @@ def status_cmd(name: str | None, inventory_path: str | None, as_json: bool) -> N
     if name is not None:  # an empty NAME is a bad name, not "every migration"
         names, problems = [name], list[str]()
     else:
-        names, problems = R.open_names(inv, JournalStore())
+        names, problems = report.open_names(inv, JournalStore())
     out = []
     refused = bool(problems)
     for n in names:
         try:
             zone, fq = R.find_zone(inv, n)
             ctx = R.Ctx(inv, zone, fq, JournalStore(), say=say)
-            s = R.status_of(ctx)
+            s = report.status_of(ctx)
         except UsageError as e:
             if name is not None:  # the one name asked for: in no zone, or its journal/marker refused
                 raise
@@ -233,17 +248,19 @@ def _print_status(items: list[dict[str, Any]], name: str | None) -> None:
 @migrate_group.command("cutover")
 @_name_arg
 @_health_option
+@_health_from_option
 @click.option("--force", is_flag=True, help="do not wait for the old TTL to run out (caches "
               "may still serve the old value; says for how long)")
 @inventory_option
 @_timeout_option
 @json_option
-def cutover_cmd(name: str, health: tuple[str, ...], force: bool, inventory_path: str | None,
-                timeout: float, as_json: bool) -> None:
+def cutover_cmd(name: str, health: tuple[str, ...], health_from: str | None, force: bool,
+                inventory_path: str | None, timeout: float, as_json: bool) -> None:
     """Health-check every new value, then switch (lowered TTL) and wait until every
     authoritative server serves the new values."""
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
+    ctx.health_from = health_from_host(ctx, health_from, checks)
     with ctx.store.lock(ctx.name), _stoppable(ctx, inventory_path):
         j, warning = R.cutover(ctx, checks, force)
     if as_json:
@@ -332,6 +349,7 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @_LOWER
 @_TYPE
 @_health_option
+@_health_from_option
 @click.option("--final-ttl", type=click.IntRange(1, 604800), default=None, metavar="SECONDS",
               help="the TTL to raise to at the end (default: the inventory's, else the original)")
 @_NO_WRITE
@@ -343,13 +361,15 @@ def rollback_cmd(name: str, inventory_path: str | None, timeout: float, as_json:
 @_timeout_option
 @json_option
 def run_cmd(name: str, to: tuple[str, ...], lower_ttl: int, rtype: str | None,
-            health: tuple[str, ...], final_ttl: int | None, no_write: bool,
+            health: tuple[str, ...], health_from: str | None, final_ttl: int | None,
+            no_write: bool,
             allow_revert: bool, verify_grace: float, inventory_path: str | None, timeout: float,
             as_json: bool) -> None:
     """Every phase in one go, waiting with a countdown; stops at the first failure and
     leaves the migration resumable (run it again, or use the single commands)."""
     checks = _checks(health)
     ctx = _ctx(inventory_path, name, as_json, timeout)
+    ctx.health_from = health_from_host(ctx, health_from, checks)
     ctx.write_inventory = not no_write
     ctx.allow_revert = allow_revert
     t0 = time.monotonic()

@@ -18,6 +18,7 @@ from .dns import dns_findings
 from .door import door_findings
 from .finding import Finding, Severity, sort_findings
 from .internet import covers_internet
+from .public_address import findings as public_address_findings
 
 __all__ = ["Finding", "Severity", "findings", "sort_findings"]
 
@@ -45,6 +46,7 @@ def findings(inv: Inventory) -> tuple[Finding, ...]:
     out += cloud_findings(inv)
     out += cluster_findings(inv)
     out += dns_findings(inv)
+    out += public_address_findings(inv)
     return sort_findings(out)
 
 

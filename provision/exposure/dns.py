@@ -2,8 +2,9 @@
 
 Pure: an Inventory in, findings out; no DNS query, no provider import.
 
-* An A/AAAA record whose address no host or bastion has (directly, or through its own
-  name in one of the inventory's zones): a warning naming the record.
+* An A/AAAA record whose address no host or bastion has (directly, as its
+  `public_address`, or through its own name in one of the inventory's zones): a warning
+  naming the record.
 * A host or bastion whose `address` is a name in one of the inventory's zones, where
   the zone's records send that name to another host's address: an error (connections
   and host keys would go to the wrong machine). A name the zone has no record for: a
@@ -68,6 +69,9 @@ def dns_findings(inv: Inventory) -> list[Finding]:
     nodes: list[Host] = [*inv.bastions, *inv.hosts]
     literal = {str(ipaddress.ip_address(h.address)): h.name for h in reversed(nodes) if is_ip(h.address)}
     owner = dict(literal)  # address -> node name, also through the nodes' own names
+    for h in nodes:  # and the address the internet reaches it at (NAT, elastic IP)
+        if h.public_address:
+            owner.setdefault(str(ipaddress.ip_address(h.public_address)), h.name)
     for h in nodes:
         if not is_ip(h.address):
             for a in _resolve(h.address.rstrip(".").lower(), records) or ():

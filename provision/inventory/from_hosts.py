@@ -1,5 +1,6 @@
 """Records generated from the hosts: a zone's `from_hosts` gives every host (or the hosts
-of listed roles) an A or AAAA record from its `address`. Pure, no I/O.
+of listed roles) an A or AAAA record from its `address` (in a public zone, its
+`public_address` when it has one: `record_address`). Pure, no I/O.
 
 `build` turns the result into model records beside the declared ones, so they are
 planned, applied, owned (ownership markers) and checked like declared records; it also
@@ -42,6 +43,13 @@ class Generated:
     type: Literal["A", "AAAA"]
     value: str
     ttl: int
+
+
+def record_address(address: str, public_address: str | None, visibility: str) -> str:
+    """The address a host's generated record holds: in a public zone its `public_address`
+    when it declares one (the address the internet reaches it at: NAT, elastic IP), else
+    its `address`; a private zone is read inside the network, where `address` is right."""
+    return public_address if public_address and visibility == "public" else address
 
 
 def template_problem(template: str) -> str:

@@ -205,6 +205,7 @@ class Host:
     core_dumps: bool = False  # `kernel.core_dumps`: the baseline's core dump limits left off
     kernel_modules: tuple[str, ...] = ()  # `kernel.modules`: kept loadable
     sshd: tuple[tuple[str, str], ...] = ()  # the inventory's sshd options (keyword, value)
+    public_address: str | None = None  # where the internet reaches it (NAT, elastic IP)
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)

@@ -66,6 +66,8 @@ from .https import HttpsDoc, Reason
 from .kernel_doc import SYSCTL_DESCRIPTION, KernelDoc, Sysctl
 from .login import DEFAULT as DEFAULT_BANNER
 from .login import ROOT_SHELL_TIMEOUT, UMASK_DEFAULT, Banner, Umask
+from .public_address import DESCRIPTION as PUBLIC_ADDRESS
+from .public_address import PublicAddress
 from .python_envs import EnvName, IndexUrl, PipRequirement, PythonCommand, Venv
 from .sshd_options import BastionSshdDoc, SshdDoc
 
@@ -259,6 +261,7 @@ _SSHD_DESCRIPTION = ("sshd options that are the team's choice (AllowTcpForwardin
 
 class BastionDoc(Strict):
     address: Address
+    public_address: PublicAddress | None = Field(None, description=PUBLIC_ADDRESS)
     user: User | None = None
     port: Port | None = None
     identity_file: FilePath | None = None
@@ -311,6 +314,7 @@ _UPDATES_DESCRIPTION = ("unattended security upgrades: {security, never, reboot}
 
 class HostDoc(Strict):
     address: Address
+    public_address: PublicAddress | None = Field(None, description=PUBLIC_ADDRESS)
     user: User | None = None
     port: Port | None = None
     identity_file: FilePath | None = None

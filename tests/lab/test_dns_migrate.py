@@ -267,6 +267,38 @@ def test_a_failing_health_check_stops_the_cutover_and_leaves_the_record(lab: Lab
     assert s["phase"] == "lowered"
 
 
+def test_health_from_the_bastion_reaches_what_the_operator_cannot(lab: Lab, rec: Any) -> None:
+    """Issue 39: a new value only the private network reaches. From the operator's
+    namespace the check fails (no route into the GPU segment); from the bastion, whose
+    sshd makes the connection through the run's SSH link, it passes and the cutover goes."""
+    z = rec()
+    new = lab.addr("gpu1", "prv")  # sshd listens there; the operator has no route to it
+    assert z.m("start", z.fq, "--to", new, "--lower-ttl", "1")[0] == 0
+    code, data, err = z.m("cutover", z.fq, "--force", "--health", "tcp:22")
+    assert code == 1, (data, err)
+    assert "nothing switched" in err
+    assert "unreachable" in err.lower() or "timed out" in err.lower(), err
+    assert z.ns1()[1] == [z.old]
+    # a name the inventory does not declare: exit 2 before anything is read or sent
+    code, data, err = z.m("cutover", z.fq, "--force", "--health", "tcp:22",
+                          "--health-from", "gpu99")
+    assert code == 2, (data, err)
+    assert "--health-from gpu99: no host or bastion of that name" in err
+    # from gpu1 a closed port is refused by gpu1's own kernel, said as the sshd said it
+    code, data, err = z.m("cutover", z.fq, "--force", "--health", "tcp:9",
+                          "--health-from", "bastion")
+    assert code == 1, (data, err)
+    assert f"health tcp:9 {new}: FAILED ({new}:9: " in err and "(from bastion))" in err, err
+    assert z.ns1()[1] == [z.old]
+    code, data, err = z.m("cutover", z.fq, "--force", "--health", "tcp:22",
+                          "--health-from", "bastion")
+    assert code == 0, (data, err)
+    assert f"health tcp:22 {new}: ok (connected to {new}:22 from bastion)" in err
+    assert z.ns1()[1] == [new]
+    [s] = z.status()
+    assert s["phase"] == "switched"
+
+
 def test_a_cname_target_change_works_like_an_a_change(lab: Lab, rec: Any) -> None:
     z = rec(rtype="CNAME", ttl=2, value=f"gpu1.{P.ZONE}.")
     code, data, err = z.m("run", z.fq, "--to", f"gpu2.{P.ZONE}", "--lower-ttl", "1")

@@ -119,3 +119,24 @@ def test_check_reads_a_name_spelled_with_its_zone_like_dns_plan(tmp_path: Path) 
     assert inv.dns is not None
     assert [rr.name for rr in desired(inv.dns.zones[0])] == ["jump.example.org."]
     assert ("error", "dns-host-mismatch", "jump") in _codes(p)
+
+
+def test_a_record_pointing_at_a_hosts_public_address_has_a_host(tmp_path: Path) -> None:
+    """Issue 39: an A record for a host behind NAT no longer warns "no host has it" once
+    the host declares its public_address; another address still does."""
+    text = """dns:
+  zones:
+    example.org:
+      provider: route53
+      records:
+        api: {type: A, values: [198.51.100.7]}
+"""
+    p = _inv(tmp_path, text)
+
+    def unknown() -> list[tuple[str, str, str]]:
+        return [c for c in _codes(p) if c[1] == "dns-unknown-address"]
+
+    assert unknown() == [("warning", "dns-unknown-address", "dns/api.example.org")]
+    p.write_text(HEAD.replace("gpu1: {address: 10.0.1.21,",
+                              "gpu1: {address: 10.0.1.21, public_address: 198.51.100.7,") + text)
+    assert unknown() == []

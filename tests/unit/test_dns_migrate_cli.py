@@ -100,3 +100,31 @@ def test_journal_writes_are_atomic_and_archived_on_close(tmp_path: Path) -> None
     (tmp_path / "m" / "bad.example.org.json").write_text("{")
     with pytest.raises(UsageError.__mro__[1]):  # ProvisionError: a clear message, not a traceback
         store.load("bad.example.org.")
+
+
+def test_health_from_names_a_host_or_bastion_of_the_inventory(tmp_path: Path) -> None:
+    """`--health-from`: checked against the inventory before anything is read or sent
+    (exit 2); the name printed escaped."""
+    from provision.dns.migrate import health, health_from
+
+    z = {"provider": "rfc2136", "server": "127.0.0.1", "tsig_key_file": "tsig.key", "records": {}}
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "bastions": {"jump": {"address": "192.0.2.1"}},
+                                 "hosts": {"gpu1": {"address": "10.0.0.5", "via": "jump"}},
+                                 "dns": {"zones": {"example.org": z}}}))
+    inv = load_inventory(p)
+    tcp = [health.parse("tcp:8000")]
+    assert health_from.source(inv, None, tcp) is None
+    assert health_from.source(inv, "jump", tcp).name == "jump"  # type: ignore[union-attr]
+    assert health_from.source(inv, "gpu1", tcp).address == "10.0.0.5"  # type: ignore[union-attr]
+    with pytest.raises(UsageError, match=r"--health-from gpu2: no host or bastion of that "
+                                         r"name in .*inv.yml \(hosts and bastions: gpu1, jump\)"):
+        health_from.source(inv, "gpu2", tcp)
+    with pytest.raises(UsageError, match=r"--health-from jump: there is no --health"):
+        health_from.source(inv, "jump", [])
+    with pytest.raises(UsageError) as e:
+        health_from.source(inv, "x\x1b[2Jy", tcp)
+    assert "\x1b" not in e.value.message
+    r = CliRunner().invoke(main, ["dns", "migrate", "cutover", "api.example.org", "-i", str(p),
+                                  "--health", "tcp:80", "--health-from", "nosuch"])
+    assert r.exit_code == 2 and "--health-from nosuch: no host or bastion" in r.output

@@ -308,3 +308,19 @@ def test_a_migration_never_rewrites_a_generated_record_in_a_file(tmp_path: Path)
     with pytest.raises(WriteBackError, match=r"from host gpu1's address: set hosts\.gpu1\.address"):
         prepare(inv, "example.org", "gpu1", "A", ("10.0.1.99",))
     assert "10.0.1.21" in (tmp_path / "inv.yml").read_text()
+
+
+def test_from_hosts_in_a_public_zone_uses_a_hosts_public_address(tmp_path: Path) -> None:
+    """A host behind NAT (an elastic IP): its record in a public zone is where the internet
+    reaches it; a private zone keeps `address` (read inside the network)."""
+    text = ZONE.replace("FROM", "from_hosts: true").replace(
+        "gpu1: {address: 10.0.1.21, roles: [gpu]}",
+        "gpu1: {address: 10.0.1.21, public_address: 203.0.113.21, roles: [gpu]}")
+    inv = _load(tmp_path, text)
+    made = {(r.name, r.values) for r in inv.dns.zones[0].records if r.host}
+    assert made == {("gpu1", ("203.0.113.21",)), ("gpu2", ("fd00::22",)), ("web", ("10.0.1.30",))}
+    assert inv.node("gpu1").public_address == "203.0.113.21"
+    from provision.inventory.from_hosts import record_address
+    assert record_address("10.0.1.21", "203.0.113.21", "private") == "10.0.1.21"
+    assert record_address("gpu1.lan", "2001:db8::21", "public") == "2001:db8::21"
+    assert record_address("10.0.1.21", None, "public") == "10.0.1.21"

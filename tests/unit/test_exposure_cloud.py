@@ -143,3 +143,24 @@ def test_check_exits_1_and_points_at_the_rule(tmp_path: Path) -> None:
     hit = next(f for f in data["findings"] if f["code"] == "sg-code-exec-public")
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "8888" in text)
     assert hit["location"].startswith(f"{path}:{line}:")
+
+
+def test_a_rule_admitting_a_machines_public_address_inside_its_vpc(tmp_path: Path) -> None:
+    """The elastic-IP mistake: the gpu group admits the bastion's public address, but
+    inside the VPC the bastion's connections come from its private address."""
+    gpu = {"vpc": "vpc-0abc1234", "ingress": [
+        {"port": 22, "from": ["bastion"]}, {"port": 8000, "from": ["0.0.0.0/0", "::/0"]},
+        {"port": 8000, "from": ["192.0.2.10/32", "192.0.2.0/24"]}]}
+    path = inventory(tmp_path, {"gpu": gpu})
+    doc = yaml.safe_load(path.read_text())
+    doc["bastions"]["jump"]["public_address"] = "192.0.2.10"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    [f] = found(path, "sg-source-public-address")
+    assert f.subject == "sg/gpu" and f.severity == "warning"
+    assert "admits 192.0.2.10/32, the public_address of jump" in f.message
+    assert f.fix == "use its group (bastion) as the source, or its private address"
+    assert f.field == "aws.security_groups.gpu.ingress[2]"
+    # in another VPC it does come from its public address: no finding
+    doc["aws"]["security_groups"]["bastion"]["vpc"] = "vpc-0def5678"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert found(path, "sg-source-public-address") == []

@@ -3,7 +3,8 @@
 `parse` is pure (a spec's text to a `Check`, or ValueError with a clear message); `run`
 does the I/O: a TCP connect to each new value, or an HTTP GET sent to each new value
 with the URL's host as Host header (and TLS name), expecting 2xx. Run from where the CLI
-runs; redirects are not followed (a 3xx is a failure).
+runs, or (`dial`) from a bastion or host (`health_from`); redirects are not followed (a
+3xx is a failure).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -51,6 +53,14 @@ def parse(spec: str) -> Check:
     raise ValueError(f"--health {spec}: expected tcp:PORT or http://HOST:PORT/PATH")
 
 
+# (host, port, timeout) -> a connected socket; OSError when it cannot connect
+Dial = Callable[[str, int, float], socket.socket]
+
+
+def _local(host: str, port: int, timeout: float) -> socket.socket:
+    return socket.create_connection((host, port), timeout=timeout)
+
+
 @record
 class Result:
     check: str
@@ -59,33 +69,40 @@ class Result:
     detail: str
 
 
-def run(check: Check, value: str, timeout: float = 5.0) -> Result:
-    """One check against one new value (an address, or a CNAME target name)."""
+def run(check: Check, value: str, timeout: float = 5.0, dial: Dial = _local,
+        where: str = "") -> Result:
+    """One check against one new value (an address, or a CNAME target name), connecting
+    through `dial` (`where`: from which host, said in the detail)."""
     host = value.rstrip(".")
     try:
         if check.kind == "tcp":
-            with socket.create_connection((host, check.port), timeout=timeout):
+            with dial(host, check.port, timeout):
                 pass
-            return Result(check.describe(), value, True, f"connected to {host}:{check.port}")
-        return _http(check, host, timeout)
+            return Result(check.describe(), value, True,
+                          f"connected to {host}:{check.port}{where and ' from ' + where}")
+        return _http(check, host, timeout, dial, where)
     except OSError as e:
         return Result(check.describe(), value, False,
                       f"{host}:{check.port}: {e.strerror or e}")
 
 
-def _http(check: Check, host: str, timeout: float) -> Result:
+def _http(check: Check, host: str, timeout: float, dial: Dial, where: str) -> Result:
     conn: http.client.HTTPConnection
     if check.kind == "https":
         ctx = ssl.create_default_context()
 
         class To(http.client.HTTPSConnection):
             def connect(self) -> None:  # the address of the new value, the name of the URL
-                sock = socket.create_connection((host, check.port), timeout)
+                sock = dial(host, check.port, timeout)
                 self.sock = ctx.wrap_socket(sock, server_hostname=check.host)
 
         conn = To(check.host, check.port, timeout=timeout, context=ctx)
     else:
-        conn = http.client.HTTPConnection(host, check.port, timeout=timeout)
+        class Plain(http.client.HTTPConnection):
+            def connect(self) -> None:
+                self.sock = dial(host, check.port, timeout)
+
+        conn = Plain(host, check.port, timeout=timeout)
     try:
         conn.request("GET", check.path, headers={"Host": check.host, "User-Agent": "provision"})
         resp = conn.getresponse()
@@ -93,4 +110,5 @@ def _http(check: Check, host: str, timeout: float) -> Result:
     finally:
         conn.close()
     ok = 200 <= resp.status < 300
-    return Result(check.describe(), host, ok, f"GET {check.path} via {host}: HTTP {resp.status}")
+    return Result(check.describe(), host, ok, f"GET {check.path} via {host}{where and ' from ' + where}: "
+                  f"HTTP {resp.status}")

@@ -12,11 +12,6 @@ new phase with the time it was served. A crash anywhere in between is recognised
 
 from __future__ import annotations
 
-import getpass
-import ipaddress
-import os
-import re
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,29 +21,30 @@ from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import Provider, ProviderError, StaleRead
 from provision.dns.providers import provider_for
-from provision.dns.rdata import value_problem, values_problem
+from provision.dns.rdata import values_problem
 from provision.dns.records import (
     ChangeSet,
     RRset,
     absolute,
     desired,
     foreign,
-    in_zone,
-    normalise_value,
     relative,
 )
 from provision.dns.records import marker_name as ownership_marker_name
 from provision.errors import OperationError, UsageError
-from provision.inventory.model import Inventory, Zone
+from provision.inventory.model import Host, Inventory, Zone
 from provision.inventory.writeback import WriteBackError, prepare, write
 from provision.text import printable
 
 from . import closed as C
 from . import health as H
+from . import health_from as HF
 from . import phases as P
 from . import trust as T
+from .inputs import alias_message, validate_values, who
+from .inputs import find_zone as find_zone  # re-exported: the CLI and tests call run.find_zone
 from .journal import Journal
-from .marker import LABEL, marked_name, marker_name, parse
+from .marker import marker_name, parse
 from .store import JournalStore
 
 Say = Callable[[str], None]
@@ -56,18 +52,6 @@ R = TypeVar("R")
 
 if TYPE_CHECKING:
     from provision.inventory.writeback import Edit
-
-
-def who() -> str:
-    """The operator, ``$USER@hostname`` (short host name), cut to what a marker may hold."""
-    try:
-        user = os.environ.get("USER") or getpass.getuser()
-    except (KeyError, OSError):
-        user = ""
-    host = socket.gethostname().split(".")[0]
-    user = re.sub(r"[^A-Za-z0-9._-]", "_", user)[:32] or "unknown"
-    host = re.sub(r"[^A-Za-z0-9.-]", "-", host)[:63] or "unknown"
-    return f"{user}@{host}"
 
 
 def make_provider(zone: Zone, inv: Inventory) -> Provider:
@@ -78,52 +62,6 @@ def apply_change(provider: Provider, changes: ChangeSet) -> str:
     """The one provider write of every phase (a function of its own so that tests can
     kill the process right after it, before the journal records it)."""
     return provider.apply(changes)
-
-
-def find_zone(inv: Inventory, name: str) -> tuple[Zone, str]:
-    """The inventory zone holding `name` (the longest match) and the absolute name.
-    UsageError (exit 2) for a name in no zone, or one provision refuses to migrate
-    (reserved marker labels, too long for its marker, characters a host name lacks)."""
-    zones = {z.name: z for z in inv.dns.zones} if inv.dns else {}
-    try:
-        zone_name, fq = names.cli_name(name, list(zones))
-    except names.BadName as e:
-        raise UsageError(f"'{printable(name)}' {e}") from None
-    found = zones[zone_name], fq
-    why = names.problem(found[1], room=names.MARKER_ROOM) or names.reserved(found[1])
-    if why:
-        raise UsageError(f"{printable(name)}: {why}")
-    return found
-
-
-def validate_values(rtype: str, values: Sequence[str]) -> tuple[str, ...]:
-    out = []
-    for v in values:
-        if not v or any(c.isspace() or ord(c) < 32 or c in "\"'\\;" for c in v):
-            raise UsageError(f"--to {v!r}: not a valid {rtype} value")
-        if rtype in ("A", "AAAA"):
-            try:
-                addr = ipaddress.ip_address(v)
-            except ValueError:
-                raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
-                                 f"and the record is {rtype}") from None
-            if "%" in v or addr.version != (4 if rtype == "A" else 6):
-                raise UsageError(f"--to {v}: not an IPv{4 if rtype == 'A' else 6} address, "
-                                 f"and the record is {rtype}")
-        elif rtype == "CNAME":
-            why = value_problem("CNAME", v)
-            if why:  # a single label would be a top-level domain: refused, not guessed
-                raise UsageError(f"--to {printable(v)}: {why} (a CNAME points at an absolute "
-                                 "host name such as lb-2.example.org)")
-        out.append(normalise_value(rtype, v))
-    if rtype == "CNAME" and len(set(out)) != 1:
-        raise UsageError("a CNAME holds exactly one target: give one --to")
-    values = tuple(sorted(set(out)))
-    try:  # what the closed record at finalize must hold, by the rules it is read with
-        C.check_values(rtype, values, "--to")
-    except C.ClosedError as e:
-        raise UsageError(f"{e}: a finished migration's record could not hold it") from None
-    return values
 
 
 def _closed_record_holds(ctx: Ctx, rtype: str, old: tuple[str, ...],
@@ -159,6 +97,7 @@ class Ctx:
     written: str = ""                 # file:line of the inventory edit finalize made
     allow_revert: bool = False        # start may put back a finished migration's old value
     stopped: Callable[[], bool] = lambda: False  # Ctrl-C: `run` starts no further phase
+    health_from: Host | None = None   # --health-from: where the checks run (None: here)
     _provider: Provider | None = None
     _auth: list[prop.Target] | None = None
     notes: list[str] = field(default_factory=list)
@@ -398,7 +337,7 @@ def start(ctx: Ctx, to: Sequence[str], lower_ttl: int, rtype: str | None = None
         found = [rr for rr in found if rr.type == fam] or found[:1]
     current = found[0]
     if current.alias is not None:
-        raise UsageError(_alias_message(ctx, current))
+        raise UsageError(alias_message(ctx.where, ctx.zone.name, current))
     assert current.ttl is not None
     values = validate_values(current.type, to)
     if values == current.values:
@@ -532,21 +471,6 @@ def _third_value(ctx: Ctx, j: Journal) -> None:
                          "migration back and start again")
 
 
-def _alias_message(ctx: Ctx, rr: RRset) -> str:
-    a = rr.alias
-    assert a is not None  # called for an alias only
-    target = a.dns_name.rstrip(".").lower() + "."
-    same_zone = in_zone(target, ctx.zone.name)
-    if same_zone:
-        return (f"{ctx.where} {rr.type} is a Route53 alias to {target}: an alias has no TTL of "
-                f"its own (resolvers cache it for the target's TTL). Migrate the target "
-                f"instead: provision dns migrate start {target} --to …")
-    return (f"{ctx.where} {rr.type} is a Route53 alias to {target} (an AWS resource): an "
-            "alias has no TTL of its own and the target's TTL is set by AWS, so it cannot be "
-            "lowered; change the alias with `provision dns apply` and expect caches to hold "
-            "the old target for the AWS-set TTL (60 s for load balancers)")
-
-
 def _open(ctx: Ctx, loaded: Loaded, allow_conflict: bool = False) -> Journal:
     if loaded.rec.conflict and not allow_conflict:
         raise OperationError(loaded.rec.conflict)
@@ -556,10 +480,6 @@ def _open(ctx: Ctx, loaded: Loaded, allow_conflict: bool = False) -> Journal:
                          "`provision dns migrate start`)")
     ctx.rtype = j.type
     return j
-
-
-def health_checks(checks: Sequence[H.Check], values: Sequence[str]) -> list[H.Result]:
-    return [H.run(c, v) for c in checks for v in values]
 
 
 def cutover(ctx: Ctx, checks: Sequence[H.Check], force: bool) -> tuple[Journal, str]:
@@ -576,17 +496,8 @@ def cutover(ctx: Ctx, checks: Sequence[H.Check], force: bool) -> tuple[Journal, 
     warn = gate.message
     if warn:
         ctx.say(f"{ctx.where}: {warn}")
-    if checks:
-        results = health_checks(checks, j.target_values)
-        for r in results:
-            ctx.say(f"{ctx.where}: health {r.check} {r.value}: {'ok' if r.ok else 'FAILED'} ({r.detail})")
-        bad = [r for r in results if not r.ok]
-        if bad:
-            raise OperationError(f"{ctx.where}: health check failed ({'; '.join(f'{r.check} {r.value}: {r.detail}' for r in bad)}); "
-                                 f"nothing switched, the record still holds "
-                                 f"{', '.join(j.original_values)} (phase lowered)")
-    else:
-        ctx.say(f"{ctx.where}: no --health given: the new values were not checked")
+    HF.gate(ctx.where, checks, j.target_values, j.original_values, ctx.say, ctx.inv,
+            ctx.health_from)
     ctx.say(f"{ctx.where}: switching {', '.join(j.original_values)} -> "
             f"{', '.join(j.target_values)} (ttl {j.lower_ttl})")
     j1, served_at = change(ctx, j, loaded.view, "switching", "switched",
@@ -700,101 +611,6 @@ def rollback(ctx: Ctx) -> tuple[Journal | None, str]:
     j1, _ = change(ctx, j, view, "rolling-back", "original", rollback_from=view.snapshot())
     ctx.store.archive(j1, "rolled back")
     return j1, "rolled back"
-
-
-# --- status ---------------------------------------------------------------------------
-
-def status_of(ctx: Ctx) -> dict[str, Any] | None:
-    """The migration of ctx.name as it stands (read-only in the zone; a local journal
-    that the zone proves closed is archived), or None when none is open."""
-    loaded = load(ctx)
-    rec = loaded.rec
-    j = rec.journal
-    if j is None:
-        return None
-    if rec.closed:
-        if loaded.journal is not None and not ctx.store.busy(ctx.name):
-            ctx.store.archive(loaded.journal, rec.closed)
-        ctx.say(f"{ctx.where}: closed ({rec.closed}); {' '.join(rec.notes)}")
-        return None
-    now = ctx.now()
-    answers = probe(ctx, j)
-    what, left = P.time_left(j, now)
-    notes = list(rec.notes) + ctx.notes
-    if ctx.store.busy(ctx.name):
-        notes = [n for n in notes if "interrupted" not in n]
-        notes.insert(0, "another provision process on this machine is working on this "
-                        "migration right now (e.g. a `run` waiting)")
-    if j.phase in ("switched", "verified", "switching"):
-        notes += [n for n in P.verify(j, answers, now).notes if n not in notes]
-    else:
-        notes += P.resolver_notes(j, answers)
-    return {
-        "name": j.name, "zone": j.zone, "type": j.type, "provider": j.provider,
-        "phase": j.phase, "source": rec.source, "conflict": rec.conflict or None,
-        "by": j.by or None, "mine": not j.by or j.by == ctx.by,
-        "started_at": _iso(j.started_at), "original": {"values": list(j.original_values),
-                                                       "ttl": j.original_ttl},
-        "target": {"values": list(j.target_values), "ttl": j.lower_ttl},
-        "lower_ttl": j.lower_ttl, "forced": j.forced,
-        "lowered_at": _iso(j.lowered_at), "switched_at": _iso(j.switched_at),
-        "verified_at": _iso(j.verified_at),
-        "waiting_for": what or None, "seconds_left": None if left is None else round(left, 1),
-        "zone_now": loaded.view.describe(),
-        "answers": [{"server": a.target.label, "address": a.target.address,
-                     "role": a.target.role, "status": a.status, "aa": a.aa,
-                     "values": list(a.values), "ttl": a.ttl, "negative_ttl": a.negative_ttl,
-                     "serves": _serves(j, a)} for a in answers],
-        "notes": list(dict.fromkeys(notes)), "next": P.next_step(rec, now) or None,
-    }
-
-
-def _serves(j: Journal, a: prop.Answer) -> str:
-    if a.status != "NOERROR":
-        return a.status.lower()
-    if a.values == j.target_values:
-        return "new"
-    if a.values == j.original_values:
-        return "old"
-    return "other"
-
-
-def open_names(inv: Inventory, store: JournalStore) -> tuple[list[str], list[str]]:
-    """Names with an open migration: every local journal, and every marker in the
-    inventory's zones (a teammate's). Returns (names, problems)."""
-    found = []
-    problems = []
-    for path, j, err in store.all():
-        if j is None:
-            problems.append(f"the migration journal {path} is refused: {printable(err)}")
-        else:
-            found.append(j.name)
-    for z in (inv.dns.zones if inv.dns else ()):
-        try:
-            rrsets = make_provider(z, inv).list_rrsets()
-        except ProviderError as e:
-            problems.append(f"zone {z.name}: markers not read: {e.message}")
-            continue
-        for rr in rrsets:
-            if rr.type == "TXT" and C.closed_covered(rr.name) is not None:
-                try:   # a finished migration's record: not open
-                    C.in_force(C.parse(rr), time.time(), z.closed_migration_days * 86400.0)
-                except C.ClosedError as e:
-                    problems.append(f"{rr.name} says phase=closed but is malformed ({e}): "
-                                    "provision does not act on that record")
-            elif rr.type == "TXT" and rr.name.startswith(LABEL + "."):
-                n = marked_name(rr.name)
-                why = ("not a marker name" if not n else
-                       names.problem(n) or names.reserved(n) or
-                       ("" if names.in_zone(n, z.name) else f"outside zone {z.name}") or
-                       ("" if marker_name(n) == rr.name else
-                        f"provision writes the marker of {n} as {marker_name(n)}"))
-                if why or not n:
-                    problems.append(f"the migration marker {printable(rr.name)} TXT is "
-                                    f"refused: {why}")
-                    continue
-                found.append(n)
-    return sorted(set(found)), problems
 
 
 def _iso(t: float | None) -> str | None:

@@ -81,6 +81,7 @@ class Hosts(Section):
         return m.Host(name=name, address=b.address, user=b.user or d.user, port=b.port or d.port,
                       identity_file=b.identity_file or d.identity_file, jump_chain=chain,
                       is_bastion=True, ssh_from=tuple(b.allow_ssh_from), egress=egress,
+                      public_address=b.public_address,
                       security_groups=self.cloud.attached(("bastions", name), b.security_groups),
                       instance=self.cloud.instance(("bastions", name), b.aws, b.address),
                       sshd=sshd.merged(self.sshd_layers(name))[0])
@@ -158,7 +159,7 @@ class Hosts(Section):
                       python_envs=self.envs.host_envs(roles, h, resolved),
                       ephemeral_ports=(h.ephemeral_ports[0], h.ephemeral_ports[1])
                       if h.ephemeral_ports else None, sshd=sshd.merged(self.sshd_layers(name))[0],
-                      **self._kernel(roles, h))
+                      public_address=h.public_address, **self._kernel(roles, h))
 
     def _kernel(self, roles: tuple[str, ...], h: HostDoc) -> dict[str, Any]:
         """`sysctl:` and `kernel:` merged: the roles in order, then the host."""

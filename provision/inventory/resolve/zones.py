@@ -64,7 +64,7 @@ class Zones(Section):
             settings = self._settings(zpath, z)
             self._visibility(zpath, z, settings)
             self._supported(zpath, z.provider, records)
-            records += self._from_hosts(zpath, zname, z.from_hosts, records)
+            records += self._from_hosts(zpath, zname, z.from_hosts, records, z.visibility)
             zones.append(m.Zone(name=zname, provider=z.provider, records=tuple(records),
                                 settings=settings,
                                 cutover_above_ttl=z.cutover_above_ttl,
@@ -144,7 +144,7 @@ class Zones(Section):
                           f"writes {', '.join(sorted(types))})")
 
     def _from_hosts(self, zpath: FieldPath, zone: str, spec_doc: bool | FromHostsDoc,
-                    declared: list[m.Record]) -> list[m.Record]:
+                    declared: list[m.Record], visibility: str = "public") -> list[m.Record]:
         """The zone's records generated from the hosts' addresses; a generated name that a
         declared record of the zone has (same type, or a CNAME), that two hosts generate,
         or that lies in another of the inventory's zones, is an error naming both places."""
@@ -162,7 +162,8 @@ class Zones(Section):
                 self.fail((*where, "roles", i), f"unknown role '{role}' (roles: "
                           f"{', '.join(self.doc.roles) or 'none defined'})")
         spec = gen.Spec(tuple(doc.roles) if doc.roles is not None else None, doc.name, doc.ttl)
-        hosts = [gen.HostIn(n, h.address, tuple(h.roles)) for n, h in self.doc.hosts.items()]
+        hosts = [gen.HostIn(n, gen.record_address(h.address, h.public_address, visibility),
+                            tuple(h.roles)) for n, h in self.doc.hosts.items()]
         made, problems = gen.generate(zone, spec, hosts)
         for host, why in problems:
             self.fail(("hosts", host, "address"), f"from_hosts of zone {zone}: {why}")
