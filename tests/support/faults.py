@@ -169,17 +169,17 @@ def _hold(d: Path, name: str) -> None:
 
 def hold_at(d: Path) -> None:
     """Stop before each wave and each confirmation until the test says go."""
-    from provision.commands import converge_run
     from provision.hosts import confirm as confirm_mod
+    from provision.hosts import run_phases
 
-    real_waves = converge_run.waves
+    real_waves = run_phases.waves
 
     def held_waves(items: Any, host_of: Any) -> Any:
         for k, wave in enumerate(real_waves(items, host_of)):
             _hold(d, f"wave-{k}")
             yield wave
 
-    converge_run.waves = held_waves  # type: ignore[assignment]
+    run_phases.waves = held_waves  # type: ignore[assignment]
     real_confirm = confirm_mod.confirm
 
     def held_confirm(inv: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
