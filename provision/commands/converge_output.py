@@ -19,21 +19,13 @@ from provision.hosts.interrupt import EXIT_INTERRUPTED
 from provision.hosts.progress import NOT_STARTED, Board
 from provision.hosts.run import Run
 from provision.hosts.run_phases import Hooks, Outcome
-from provision.tasks.actions import (
-    AptSources,
-    EnsureUser,
-    Mkdir,
-    RemoveFile,
-    RemoveTemps,
-    WriteFile,
-)
-from provision.tasks.commit import CommitConfirmed
+from provision.tasks.action import FileChange
 from provision.tasks.step import Planned
 from provision.text import printable as p
 
 from .common import EXIT_FAILED, console, echo, emit_json
 from .live import Display, wanted
-from .plan_output import Change, Op, Section, exit_status, print_plan, to_json
+from .plan_output import Change, Section, exit_status, print_plan, to_json
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
                 "failed": "bold red", "unreachable": "bold red", NOT_STARTED: "cyan"}
@@ -41,31 +33,19 @@ STATUS_STYLE = {"ok": "green", "changed": "yellow", "pending": "yellow",
 
 # --- output ----------------------------------------------------------------------------
 
-def _file_diff(old: str | None, new: str, path: str) -> tuple[str, ...]:
-    return tuple(difflib.unified_diff((old or "").splitlines(keepends=True),
-                                      new.splitlines(keepends=True),
-                                      fromfile="/dev/null" if old is None else f"a{path}",
-                                      tofile=f"b{path}"))
+def _file_diff(f: FileChange) -> tuple[str, ...]:
+    """A file written (`new`) or removed (`new` None) as a unified diff."""
+    return tuple(difflib.unified_diff((f.old or "").splitlines(keepends=True),
+                                      (f.new or "").splitlines(keepends=True),
+                                      fromfile="/dev/null" if f.old is None else f"a{f.path}",
+                                      tofile="/dev/null" if f.new is None else f"b{f.path}"))
 
 
 def _change(step: str, a: Planned) -> Change:
-    """One planned action as a line of the shared plan output."""
-    diff: tuple[str, ...] = ()
-    op: Op = "~"
-    if isinstance(a, WriteFile):
-        diff, op = _file_diff(a.old, a.content, a.path), "+" if a.old is None else "~"
-    elif isinstance(a, CommitConfirmed | AptSources):
-        diff = tuple(x for w in a.writes for x in _file_diff(w.old, w.content, w.path))
-    elif isinstance(a, RemoveFile):
-        op = "-"
-        if a.old is not None:
-            diff = tuple(difflib.unified_diff(a.old.splitlines(keepends=True), [],
-                                              fromfile=f"a{a.path}", tofile="/dev/null"))
-    elif isinstance(a, RemoveTemps):
-        op = "-"
-    elif (isinstance(a, EnsureUser) and a.create) or isinstance(a, Mkdir):
-        op = "+"
-    return Change(op, f"[{step}] {a.describe()}", diff=diff, kind=type(a).__name__)
+    """One planned action as a line of the shared plan output (each says its own sign,
+    line and files)."""
+    diff = tuple(x for f in a.plan_files() for x in _file_diff(f))
+    return Change(a.plan_op(), f"[{step}] {a.describe()}", diff=diff, kind=type(a).__name__)
 
 
 def sections(runs: list[HostRun]) -> list[Section]:
