@@ -126,8 +126,8 @@ def bench_clouddns(n: int) -> None:
 def bench_lab(name: str, n: int) -> None:
     import dns.query
     import dns.update
-    from provision.dns.provider_for import provider_for
 
+    from provision.dns.provider_for import provider_for
     from provision.dns.records import desired
     from provision.dns.sync import apply_zone, plan_zones
     from provision.inventory import load_inventory
