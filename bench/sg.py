@@ -66,8 +66,8 @@ def main() -> None:
                       AWS_EC2_METADATA_DISABLED="true", AWS_ENDPOINT_URL=url, AWS_ENDPOINT_URL_EC2=url)
     try:
         from provision.cloud import aws as shell
+        from provision.cloud.apply import read_plan as _plan
         from provision.cloud.plan import build
-        from provision.commands.sg import _plan
         from provision.inventory import load_inventory
 
         calls: collections.Counter[str] = collections.Counter()

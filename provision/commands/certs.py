@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Mapping, Sequence
-
 import click
 
-from provision.acme.renew import doors, maybe_due, renew
+from provision.acme.renew import doors, renew
 from provision.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -18,7 +15,6 @@ from provision.commands.common import (
     load,
 )
 from provision.errors import Exit, UsageError
-from provision.inventory.model import Host, Inventory
 
 
 @click.group("certs")
@@ -68,17 +64,3 @@ def renew_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
             echo(f"{o.host} {o.name}: {o.status}: {o.reason}{served}")
     raise Exit(EXIT_FAILED if any(o.status == "failed" for o in outcomes) else EXIT_OK)
 
-
-def after_apply(inv: Inventory, hosts: Sequence[Host], accept_new: bool,
-                on_host: Mapping[str, Mapping[str, str | None]] | None = None) -> bool:
-    """`apply` renews too: the doors of the converged `hosts` whose certificate may be due
-    (by what this machine last saw, and what the run's facts say each host holds: none of
-    them costs a remote command otherwise). Says what it did on stderr; whether any
-    certificate failed."""
-    due = maybe_due([h for h, _ in doors(inv, hosts)], dt.datetime.now(dt.UTC), on_host)
-    if not due:
-        return False
-    outcomes = renew(inv, due, accept_new=accept_new, log=lambda line: echo(f"  {line}", err=True))
-    for o in outcomes:
-        echo(f"certs: {o.host} {o.name}: {o.status}: {o.reason}", err=True)
-    return any(o.status == "failed" for o in outcomes)

@@ -5,40 +5,31 @@ then the action list). apply: the same plan, a confirmation (Terraform-style; `-
 skips it, no terminal and no `--yes` is a usage error), then one batched remote script
 per host that has changes, and a recap table (ok / changed / failed / unreachable).
 
-This module checks what the command was given (inventory, playbook, hosts, task code)
-and starts connecting to the first hosts; only then does it import the rest of the run
-(`converge_run`: the steps, their templates and Jinja, the facts, the output), ~0.3 s of
-imports that take place while the key exchanges and logins are under way.
+The command parses (the inventory, the playbook, the options), calls the engine once
+(`provision.hosts.run.plan` / `.apply`: it selects the hosts, starts connecting to the
+first of them, and only then imports the rest of the run and asks for the output hooks),
+and exits with the status the outcome implies. What is printed is `converge_output`'s,
+imported while the first connections are under way.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import sys
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from pathlib import Path
-from typing import TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from provision.errors import UsageError
-from provision.hosts import pytasks
-from provision.hosts.pytasks import Imported
-from provision.hosts.reach import connecting
-from provision.inventory import default_inventory_path
-from provision.inventory.model import Host, Inventory
-from provision.playbook import DEFAULT_PLAYBOOK, Playbook
+from provision.errors import EXIT_FAILED, EXIT_OK, Exit, UsageError
+from provision.hosts import run as engine
+from provision.interrupt import EXIT_INTERRUPTED
+from provision.playbook import DEFAULT_PLAYBOOK
 from provision.playbook import load as load_playbook
-from provision.record import record
-from provision.secrets import unlock
-from provision.shard import parse_shard, split
-from provision.ssh.connect import Chain, Gateways
-from provision.ssh.limits import machine_forks
-from provision.tasks.registry import preload
 
 from .common import echo, inventory_option, json_option, load
+
+if TYPE_CHECKING:
+    from provision.hosts.run_phases import Hooks
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -64,92 +55,18 @@ def _common(f: F) -> F:
     return click.argument("hosts", nargs=-1)(f)
 
 
-@record
-class Run:
-    """What a plan or apply works on: the inventory, the playbook, the hosts it selects,
-    and the task files it imported."""
-
-    inv: Inventory
-    pb: Playbook
-    selected: tuple[Host, ...]
-    imported: tuple[Imported, ...] = ()
-
-
-def _setup(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
-           shard_text: str | None = None, task_paths: tuple[str, ...] = (),
-           as_json: bool = False) -> Run:
-    shard = parse_shard(shard_text) if shard_text is not None else None
-
+def _request(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
+             shard_text: str | None, task_paths: tuple[str, ...], forks: int | None,
+             accept_new: bool) -> engine.Request:
+    """The command's input, checked: the inventory, the playbook (exit 2 when bad)."""
     inv = load(inventory_path)
     pb = load_playbook(playbook_name)  # PlaybookError: exit 2
-    pb, imported = _load_tasks(pb, inventory_path, task_paths, as_json)
-    try:
-        selected = pb.select(inv, hosts)
-    except KeyError as e:
-        known = ", ".join(h.name for h in inv.hosts)
-        raise UsageError(f"no host matches {e.args[0]!r} (hosts: {known}; or all, bastions, "
-                         "role:NAME)") from None
-    if not selected:
-        raise UsageError(f"playbook {pb.name} (hosts: {', '.join(pb.hosts)}) selects no host here")
-    if shard is not None:
-        mine, bastions = split(selected, shard, lambda h: h.name, lambda h: h.is_bastion)
-        selected = tuple(mine)
-        if bastions:
-            echo(f"shard {shard}: bastions are global, left to their own run "
-                 f"(provision apply bastions): {', '.join(h.name for h in bastions)}", err=True)
-    # the selected hosts' secrets, decrypted here on the operator's machine (exit 1 naming
-    # whose keys a secret is for when the operator's is not among them); check and render
-    # never decrypt
-    vault = unlock.vault_for(inv, selected)
-    if vault is not None:
-        inv = dataclasses.replace(inv, vault=vault)
-    return Run(inv, pb, tuple(selected), imported)
+    return engine.Request(inv, pb, hosts, inventory_path, shard_text, task_paths, forks,
+                          accept_new)
 
 
-def _load_tasks(pb: Playbook, inventory_path: str | None, task_paths: tuple[str, ...],
-                as_json: bool) -> tuple[Playbook, tuple[Imported, ...]]:
-    """Import the playbook's Python tasks (only plan and apply do), saying which files."""
-    if not pb.tasks:
-        return pb, ()
-    root = pytasks.root_of(inventory_path or default_inventory_path())
-    code, imported = pytasks.load(pb.tasks, root, [Path(t) for t in task_paths])
-    if not as_json:
-        for i in imported:
-            echo(f"imported task code: {i.path} (sha256 {i.sha256[:16]})", err=True)
-    return pb.with_code(code), tuple(imported)
-
-
-def _connect_first(job: Run, forks: int, accept_new: bool,
-                   gateways: Gateways) -> dict[str, Future[Chain]]:
-    """Start connecting to the hosts the run's first `forks` workers take (the run never
-    holds more chains than that at once); each is taken up by its host's `prepare`."""
-    return {h.name: connecting(job.inv, h, accept_new, gateways) for h in job.selected[:forks]}
-
-
-def _drop(early: dict[str, Future[Chain]]) -> None:
-    """Close the chains no host's worker took up (the run stopped before it got there),
-    as each finishes opening."""
-    def close(fut: Future[Chain]) -> None:
-        if fut.exception() is None:
-            fut.result().close()
-
-    for fut in early.values():
-        fut.add_done_callback(close)
-
-
-@contextlib.contextmanager
-def _connecting(job: Run, forks: int, accept_new: bool
-                ) -> Iterator[tuple[Gateways, dict[str, Future[Chain]]]]:
-    """The run's shared bastion hops, with the first hosts' connections under way and the
-    playbook's steps imported meanwhile; on the way out, the connections no worker took
-    up are closed, then the hops (after the hosts' chains, which ride on them)."""
-    with Gateways() as gateways:
-        early = _connect_first(job, forks, accept_new, gateways)
-        try:
-            preload(job.pb.steps)
-            yield gateways, early
-        finally:
-            _drop(early)
+def _note(line: str) -> None:
+    echo(line, err=True)
 
 
 @click.command("plan")
@@ -160,13 +77,16 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
              playbook_name: str, task_paths: tuple[str, ...], shard_text: str | None,
              forks: int | None, accept_new: bool, detailed_exitcode: bool) -> None:
     """Show what apply would change on HOSTS (all, NAME, role:NAME; default: the playbook's)."""
-    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
-    forks = forks or machine_forks()
-    with _connecting(job, forks, accept_new) as (gateways, early):
-        from . import converge_run
+    req = _request(inventory_path, playbook_name, hosts, shard_text, task_paths, forks, accept_new)
+    status: list[int] = []
 
-        converge_run.plan(job, forks, accept_new, as_json, shard_text, detailed_exitcode,
-                          gateways, early)
+    def hooks(job: engine.Run) -> Hooks:
+        from . import converge_output  # rich and the plan output, while the hosts connect
+
+        return converge_output.plan_hooks(as_json, shard_text, detailed_exitcode, status)(job)
+
+    engine.plan(req, _note, hooks)
+    raise Exit(status[0])
 
 
 @click.command("apply")
@@ -188,10 +108,14 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     if not yes and not sys.stdin.isatty():
         raise UsageError("apply asks for confirmation, and stdin is not a terminal; "
                          "review `provision plan`, then run apply with --yes")
-    job = _setup(inventory_path, playbook_name, hosts, shard_text, task_paths, as_json)
-    forks = forks or machine_forks()
-    with _connecting(job, forks, accept_new) as (gateways, early):
-        from . import converge_run
+    req = _request(inventory_path, playbook_name, hosts, shard_text, task_paths, forks, accept_new)
 
-        converge_run.apply(job, forks, accept_new, as_json, shard_text, yes,
-                           confirm_timeout, lock_timeout, gateways, early)
+    def hooks(job: engine.Run) -> Hooks:
+        from . import converge_output  # rich and the plan output, while the hosts connect
+
+        return converge_output.apply_hooks(as_json, shard_text, yes)(job)
+
+    out = engine.apply(req, engine.ApplyOptions(confirm_timeout, lock_timeout), _note, hooks)
+    if out.interrupted:
+        raise Exit(EXIT_INTERRUPTED)
+    raise Exit(EXIT_FAILED if out.failed or out.certs_failed else EXIT_OK)

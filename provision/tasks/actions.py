@@ -1,20 +1,30 @@
-"""What a converge does to a host, as plain data (pure). The diff functions produce these; the
-executor in `provision.tasks.script` turns them into one shell script."""
+"""What a converge does to a host, as plain data (pure): each action describes itself and
+renders its own shell fragment (`provision.tasks.action`). The diff functions produce
+these; `provision.tasks.script` puts the fragments into one shell script."""
 
 from __future__ import annotations
 
+import base64
+import posixpath
+from shlex import quote
+
+from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
+from provision.secrets.delivery import SALT
 from provision.secrets.vault import Sealed
 
-from .apt_config_check import CheckAptConfig
-from .apt_pins_actions import AptHolds, InstallPinned
-from .door_script import DoorApply
-from .python_env_script import BuildPythonEnv
-from .shell import RunCommand
+from . import apt_script
+from .action import Action, FileChange, PlanOp, b64
+
+__all__ = ["Action"]
+
+EOF_MARK = "PROVISION_CONTENT_EOF"
+NOLOGIN = "/usr/sbin/nologin"
+HOME_MODE = 0o700  # a new member's home: nobody else on the host reads their notebooks
 
 
 @record
-class WriteFile:
+class WriteFile(Action):
     """Write `content` atomically (temp file in the same directory, then rename)."""
 
     path: str
@@ -29,9 +39,21 @@ class WriteFile:
         verb = "create" if self.old is None else "update"
         return f"{verb} {self.path} ({self.mode:04o} {self.owner}:{self.group})"
 
+    def plan_op(self) -> PlanOp:
+        return "+" if self.old is None else "~"
+
+    def plan_files(self) -> tuple[FileChange, ...]:
+        return (FileChange(self.path, self.old, self.content),)
+
+    def script(self) -> str:
+        args = [self.path, self.owner, self.group, f"{self.mode:04o}",
+                *([self.validate] if self.validate else [])]
+        return (f"provision_write {' '.join(quote(x) for x in args)} <<'{EOF_MARK}'\n"
+                f"{b64(self.content)}{EOF_MARK}")
+
 
 @record
-class WriteSecret:
+class WriteSecret(Action):
     """Write a secret's file (root, 0400): sent inside the batch over the SSH channel,
     never on a command line; described by name only. Makes the host's fingerprint salt
     first when there is none."""
@@ -45,9 +67,18 @@ class WriteSecret:
     def describe(self) -> str:
         return f"secret {self.secret} of {self.service} {'set' if self.new else 'changed'} ({self.path})"
 
+    def script(self) -> str:
+        """The host's salt made if missing (umask 077, in the 0700 root directory), then
+        the value from the batch's own text (a here-document: dash passes it through a
+        pipe, no temporary file) written 0400 root like any file."""
+        value = base64.encodebytes(self.content.reveal()).decode()
+        return (f"[ -s {quote(SALT)} ] || ( umask 077; head -c 32 /dev/urandom | od -An -tx1 | "
+                f"tr -d ' \\n' > {quote(SALT)} )\n"
+                f"provision_write {quote(self.path)} root root 0400 <<'{EOF_MARK}'\n{value}{EOF_MARK}")
+
 
 @record
-class SetAttrs:
+class SetAttrs(Action):
     path: str
     mode: int
     owner: str
@@ -56,18 +87,31 @@ class SetAttrs:
     def describe(self) -> str:
         return f"set {self.path} to {self.mode:04o} {self.owner}:{self.group}"
 
+    def script(self) -> str:
+        return "provision_attrs " + " ".join(quote(x) for x in
+                                             (self.path, self.owner, self.group, f"{self.mode:04o}"))
+
 
 @record
-class RemoveFile:
+class RemoveFile(Action):
     path: str
     old: str | None = None
 
     def describe(self) -> str:
         return f"remove {self.path}"
 
+    def plan_op(self) -> PlanOp:
+        return "-"
+
+    def plan_files(self) -> tuple[FileChange, ...]:
+        return () if self.old is None else (FileChange(self.path, self.old, None),)
+
+    def script(self) -> str:
+        return f"provision_remove {quote(self.path)}"
+
 
 @record
-class RemoveTemps:
+class RemoveTemps(Action):
     """Leftover `.provision-tmp.*` files of an interrupted run."""
 
     paths: tuple[str, ...]
@@ -75,9 +119,15 @@ class RemoveTemps:
     def describe(self) -> str:
         return f"clean {len(self.paths)} leftover temp file(s): {', '.join(self.paths)}"
 
+    def plan_op(self) -> PlanOp:
+        return "-"
+
+    def script(self) -> str:
+        return "provision_remove " + " ".join(quote(p) for p in self.paths)
+
 
 @record
-class Mkdir:
+class Mkdir(Action):
     path: str
     mode: int = 0o755
     owner: str = "root"
@@ -86,9 +136,16 @@ class Mkdir:
     def describe(self) -> str:
         return f"directory {self.path} ({self.mode:04o} {self.owner}:{self.group})"
 
+    def plan_op(self) -> PlanOp:
+        return "+"
+
+    def script(self) -> str:
+        return "provision_mkdir " + " ".join(quote(x) for x in
+                                             (self.path, self.owner, self.group, f"{self.mode:04o}"))
+
 
 @record
-class EnsureUser:
+class EnsureUser(Action):
     """Create the account, or fix its shell and lift a retirement (account expiry). A
     service's own account (`service`) is a system account that logs in nowhere."""
 
@@ -105,9 +162,26 @@ class EnsureUser:
             return f"create user {self.name} (home {self.home}, shell {self.shell})"
         return f"update user {self.name} (shell {self.shell}, account active)"
 
+    def plan_op(self) -> PlanOp:
+        return "+" if self.create else "~"
+
+    def script(self) -> str:
+        if self.create and self.service:
+            return (f"mkdir -p {quote(posixpath.dirname(self.home))}\n"
+                    f"useradd -r -m -U -c {quote(SERVICE_COMMENT)} -d {quote(self.home)} "
+                    f"-s {NOLOGIN} {quote(self.name)}\n"
+                    f"provision_attrs {quote(self.home)} {quote(self.name)} {quote(self.name)} "
+                    f"{HOME_MODE:04o}")
+        if self.create:
+            # a home nobody else can read (useradd follows login.defs: 0755 on Debian)
+            return (f"useradd -m -U -c {quote(CREATED_BY)} -d {quote(self.home)} "
+                    f"-s {quote(self.shell)} {quote(self.name)}\nprovision_attrs "
+                    f"{quote(self.home)} {quote(self.name)} {quote(self.name)} {HOME_MODE:04o}")
+        return f"usermod -s {quote(self.shell)} -e '' {quote(self.name)}"
+
 
 @record
-class RetireUser:
+class RetireUser(Action):
     """A user removed from the team: account expired and shell set to nologin. The home
     directory is kept (their data), and their authorized_keys is emptied separately."""
 
@@ -116,18 +190,27 @@ class RetireUser:
     def describe(self) -> str:
         return f"retire user {self.name} (expire account, shell /usr/sbin/nologin)"
 
+    def script(self) -> str:
+        return f"usermod -e 1 -s {NOLOGIN} {quote(self.name)}"
+
 
 @record
-class InstallPackages:
+class InstallPackages(Action):
     names: tuple[str, ...]
     lock_timeout: int = 300  # seconds to wait for the dpkg lock (provision.tasks.apt_script)
 
     def describe(self) -> str:
         return f"apt-get install {' '.join(self.names)}"
 
+    libs = (apt_script.APT,)
+
+    def script(self) -> str:
+        names = " ".join(quote(n) for n in self.names)
+        return f"if ! provision_apt_install {self.lock_timeout} {names}; then exit 1; fi"
+
 
 @record
-class AptUpdate:
+class AptUpdate(Action):
     """`apt-get update`, waiting for the dpkg lock; `reason` says why the lists are refreshed."""
 
     reason: str
@@ -135,6 +218,11 @@ class AptUpdate:
 
     def describe(self) -> str:
         return f"apt-get update ({self.reason})"
+
+    libs = (apt_script.APT,)
+
+    def script(self) -> str:
+        return f"if ! provision_apt_update {self.lock_timeout}; then exit 1; fi"
 
 
 @record
@@ -148,7 +236,7 @@ class AptKey:
 
 
 @record
-class AptSources:
+class AptSources(Action):
     """Install, replace or remove our apt sources and their keys, then `apt-get update`.
     Keys are checked first; if the update fails (or fails to fetch one of `uris`), every file
     is put back as it was: nothing is half-applied."""
@@ -163,9 +251,19 @@ class AptSources:
         parts = [w.describe() for w in self.writes] + [r.describe() for r in self.removes]
         return "apt sources: " + "; ".join(parts) + "; apt-get update"
 
+    libs = (apt_script.APT,)
+
+    def plan_files(self) -> tuple[FileChange, ...]:
+        return tuple(f for w in self.writes for f in w.plan_files())
+
+    def script(self) -> str:
+        return apt_script.sources([(w.path, w.content) for w in self.writes],
+                                  [(k.path, k.fingerprint, k.source) for k in self.keys],
+                                  [r.path for r in self.removes], self.uris, self.lock_timeout)
+
 
 @record
-class SetSysctl:
+class SetSysctl(Action):
     """Set a kernel setting now (its file in /etc/sysctl.d keeps it across boots) and read
     it back: the batch fails, naming both values, when the kernel keeps another."""
 
@@ -177,15 +275,28 @@ class SetSysctl:
     def describe(self) -> str:
         return f"sysctl {self.key} = {self.value}" + (f" ({self.why})" if self.why else "")
 
+    def script(self) -> str:
+        # the kernel may refuse or round a value: what it runs afterwards is what counts
+        k, v = quote(self.key), quote(self.value)
+        src = f" (from {self.source})" if self.source else ""
+        refused = quote(f"{self.key}: the kernel refuses {self.value}{src}")
+        return (f"sysctl -q -w {k}={v} || {{ echo {refused} >&2; exit 1; }}\n"
+                f"provision_v=$(sysctl -n {k} | tr -s ' \\t' '  ')\n"
+                f'[ "$provision_v" = {v} ] || {{ echo "{self.key}: the kernel runs '
+                f'\'$provision_v\' after setting {self.value}{src}" >&2; exit 1; }}')
+
 
 @record
-class DaemonReload:
+class DaemonReload(Action):
     def describe(self) -> str:
+        return "systemctl daemon-reload"
+
+    def script(self) -> str:
         return "systemctl daemon-reload"
 
 
 @record
-class LoadNewUnits:
+class LoadNewUnits(Action):
     """Make systemd load unit files it has never loaded, without a daemon-reload: systemd
     (v245 on) loads a unit it does not know from disk when first asked for it, once the
     unit directories changed. Each unit is asked for and must come back `loaded`; if one
@@ -200,17 +311,26 @@ class LoadNewUnits:
         return (f"load new unit{'s' if many else ''} {', '.join(self.units)} (systemctl "
                 f"daemon-reload only if systemd does not pick {'them' if many else 'it'} up)")
 
+    def script(self) -> str:
+        # `systemctl show` asks the manager for the unit, which loads it from disk
+        return (f"for provision_u in {' '.join(quote(u) for u in self.units)}; do\n"
+                '  [ "$(systemctl show -p LoadState --value -- "$provision_u" 2>/dev/null)" = loaded ]'
+                " || { systemctl daemon-reload; break; }\ndone")
+
 
 @record
-class EnableUnit:
+class EnableUnit(Action):
     unit: str
 
     def describe(self) -> str:
         return f"systemctl enable {self.unit}"
 
+    def script(self) -> str:
+        return f"systemctl enable -q --no-reload {quote(self.unit)}"
+
 
 @record
-class StartUnit:
+class StartUnit(Action):
     """Start a unit; `ports`: the TCP ports its service listens on once up (the batch's
     settle check takes the unit listening on all of them as settled)."""
 
@@ -220,9 +340,15 @@ class StartUnit:
     def describe(self) -> str:
         return f"systemctl start {self.unit}"
 
+    def script(self) -> str:
+        return f"provision_unit start {quote(self.unit)}"
+
+    def settles(self) -> tuple[str, tuple[int, ...]]:
+        return self.unit, self.ports
+
 
 @record
-class RestartUnit:
+class RestartUnit(Action):
     """Restart a unit; `ports` as for StartUnit."""
 
     unit: str
@@ -232,9 +358,15 @@ class RestartUnit:
     def describe(self) -> str:
         return f"systemctl restart {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
+    def script(self) -> str:
+        return f"provision_unit restart {quote(self.unit)}"
+
+    def settles(self) -> tuple[str, tuple[int, ...]]:
+        return self.unit, self.ports
+
 
 @record
-class RetireUnit:
+class RetireUnit(Action):
     """Stop and disable a unit provision no longer wants (a member's server once they
     leave): its files, and the member's, stay."""
 
@@ -244,9 +376,12 @@ class RetireUnit:
     def describe(self) -> str:
         return f"systemctl disable --now {self.unit}" + (f" ({self.reason})" if self.reason else "")
 
+    def script(self) -> str:
+        return f"systemctl disable -q --now -- {quote(self.unit)}"
+
 
 @record
-class EnsureGroup:
+class EnsureGroup(Action):
     """The group exists (created when absent), with `add` in it and `remove` out of it."""
 
     name: str
@@ -260,9 +395,10 @@ class EnsureGroup:
         head = f"create group {self.name}" if self.create else f"group {self.name}"
         return "; ".join([head, *changes])
 
+    def script(self) -> str:
+        lines = [f"groupadd -f -- {quote(self.name)}"] if self.create else []
+        lines += [f"usermod -aG {quote(self.name)} -- {quote(u)}" for u in self.add]
+        lines += [f"gpasswd -d {quote(u)} {quote(self.name)} >/dev/null" for u in self.remove]
+        return "\n".join(lines) or "true"
 
-Action = (WriteFile | WriteSecret | SetAttrs | RemoveFile | RemoveTemps | Mkdir | EnsureUser
-          | RetireUser | InstallPackages | AptUpdate | AptSources | SetSysctl | DaemonReload
-          | LoadNewUnits | EnableUnit | StartUnit | RestartUnit | RetireUnit | EnsureGroup
-          | RunCommand | BuildPythonEnv | DoorApply | InstallPinned | AptHolds
-          | CheckAptConfig)
+

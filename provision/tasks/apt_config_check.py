@@ -9,11 +9,13 @@ from shlex import quote
 
 from provision.record import record
 
+from .action import Action
+
 EOF_MARK = "PROVISION_APTCONF_EOF"
 
 
 @record
-class CheckAptConfig:
+class CheckAptConfig(Action):
     path: str  # our file, for the message
     keys: str  # an extended regular expression matching the dumped lines of our keys
     lines: tuple[str, ...]  # what `apt-config dump` must print for them, in any order
@@ -21,18 +23,17 @@ class CheckAptConfig:
     def describe(self) -> str:
         return f"read back {self.path} with apt-config dump ({len(self.lines)} settings)"
 
-
-def snippet(a: CheckAptConfig) -> str:
-    want = "\n".join(sorted(a.lines))
-    return "\n".join([
-        f"provision_got=$(apt-config dump 2>/dev/null | grep -E {quote(a.keys)} | LC_ALL=C sort)",
-        f"provision_want=$(LC_ALL=C sort <<'{EOF_MARK}'", want, EOF_MARK, ")",
-        'if [ "$provision_got" != "$provision_want" ]; then',
-        '  printf \'%s\\n\' "$provision_got" >&2',
-        "  provision_files=$(grep -l -E 'Unattended-Upgrade|APT::Periodic' /etc/apt/apt.conf "
-        "/etc/apt/apt.conf.d/* 2>/dev/null | tr '\\n' ' ')",
-        f"  printf '@error\\tapt-config dump does not show what {a.path} sets (another file wins: "
-        "files that set these keys: %s)\\n' \"$provision_files\" >&2",
-        "  exit 1",
-        "fi",
-    ])
+    def script(self) -> str:
+        want = "\n".join(sorted(self.lines))
+        return "\n".join([
+            f"provision_got=$(apt-config dump 2>/dev/null | grep -E {quote(self.keys)} | LC_ALL=C sort)",
+            f"provision_want=$(LC_ALL=C sort <<'{EOF_MARK}'", want, EOF_MARK, ")",
+            'if [ "$provision_got" != "$provision_want" ]; then',
+            '  printf \'%s\\n\' "$provision_got" >&2',
+            "  provision_files=$(grep -l -E 'Unattended-Upgrade|APT::Periodic' /etc/apt/apt.conf "
+            "/etc/apt/apt.conf.d/* 2>/dev/null | tr '\\n' ' ')",
+            f"  printf '@error\\tapt-config dump does not show what {self.path} sets (another file wins: "
+            "files that set these keys: %s)\\n' \"$provision_files\" >&2",
+            "  exit 1",
+            "fi",
+        ])

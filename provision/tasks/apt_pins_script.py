@@ -13,9 +13,7 @@ moves to its pinned version), and dpkg must report each one installed at a match
 
 from __future__ import annotations
 
-from shlex import quote
-
-from .apt_pins_actions import AptHolds, InstallPinned
+from .action import Lib
 from .apt_script import APT_OPTS, LOG
 
 LIB = rf"""provision_apt_candidate() {{
@@ -70,12 +68,4 @@ provision_apt_holds() {{
 }}"""
 
 
-def install_pinned(a: InstallPinned) -> str:
-    pairs = " ".join(f"{quote(n)} {quote(v)}" for n, v in a.pins)
-    return f"if ! provision_apt_install_pinned {a.lock_timeout} {pairs}; then exit 1; fi"
-
-
-def holds(a: AptHolds) -> str:
-    lines = [f"if ! provision_apt_holds {verb} {' '.join(quote(n) for n in names)}; then exit 1; fi"
-             for verb, names in (("hold", a.hold), ("unhold", a.unhold)) if names]
-    return "\n".join(lines)
+PINS = Lib(20, "apt-pins", lambda: LIB)

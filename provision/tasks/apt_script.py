@@ -22,7 +22,7 @@ from shlex import quote
 
 from provision.text import printable
 
-from .actions import AptSources, AptUpdate, InstallPackages
+from .action import Lib
 
 STAGE = "/var/lib/provision/apt-stage"
 LOG = "/var/lib/provision/apt.log"
@@ -151,38 +151,33 @@ provision_apt_restore() {{
 }}"""
 
 
+APT = Lib(10, "apt", lambda: LIB)  # the apt actions' library, first of the batch's libraries
+
 def _b64(content: str) -> str:
     return base64.encodebytes(content.encode("utf-8", errors="surrogateescape")).decode()
 
 
-def install(a: InstallPackages) -> str:
-    names = " ".join(quote(n) for n in a.names)
-    return f"if ! provision_apt_install {a.lock_timeout} {names}; then exit 1; fi"
-
-
-def update(a: AptUpdate) -> str:
-    return f"if ! provision_apt_update {a.lock_timeout}; then exit 1; fi"
-
-
-def sources(a: AptSources) -> str:
-    """Stage every new file, check every key, back up, install, update; put back on failure."""
-    targets = [w.path for w in a.writes] + [r.path for r in a.removes]
+def sources(writes: list[tuple[str, str]], keys: list[tuple[str, str, str]],
+            removes: list[str], uris: tuple[str, ...], lock_timeout: int) -> str:
+    """`AptSources`' shell: stage every new file (path, content), check every key (path,
+    fingerprint, source), back up, install, update; put back on failure."""
+    targets = [path for path, _ in writes] + removes
     lines = [f"rm -rf {STAGE}", f"mkdir -p -m 0700 {STAGE}"]
-    for i, w in enumerate(a.writes):
-        lines += [f"base64 -d > {STAGE}/new.{i} <<'{EOF_MARK}'", _b64(w.content) + EOF_MARK]
-    index = {w.path: i for i, w in enumerate(a.writes)}
-    for k in a.keys:
-        lines.append(f"if ! provision_apt_key_check {STAGE}/new.{index[k.path]} "
-                     f"{quote(k.fingerprint)} {quote(k.source)}; then rm -rf {STAGE}; exit 1; fi")
+    for i, (_, content) in enumerate(writes):
+        lines += [f"base64 -d > {STAGE}/new.{i} <<'{EOF_MARK}'", _b64(content) + EOF_MARK]
+    index = {path: i for i, (path, _) in enumerate(writes)}
+    for path, fingerprint, source in keys:
+        lines.append(f"if ! provision_apt_key_check {STAGE}/new.{index[path]} "
+                     f"{quote(fingerprint)} {quote(source)}; then rm -rf {STAGE}; exit 1; fi")
     # wait for the lock before touching a file: a held lock then changes nothing at all
-    lines.append(f"if ! provision_apt_wait {a.lock_timeout}; then rm -rf {STAGE}; exit 1; fi")
+    lines.append(f"if ! provision_apt_wait {lock_timeout}; then rm -rf {STAGE}; exit 1; fi")
     for i, path in enumerate(targets):
         lines.append(f"if ! provision_apt_backup {i} {quote(path)}; then rm -rf {STAGE}; exit 1; fi")
     restore = "; ".join(f"provision_apt_restore {i} {quote(p)}" for i, p in enumerate(targets))
-    apply = [f"provision_apt_put {STAGE}/new.{i} {quote(w.path)}" for i, w in enumerate(a.writes)]
-    apply += [f"rm -f -- {quote(r.path)}" for r in a.removes]
-    uris = " ".join(quote(u) for u in a.uris)
-    apply.append(f"provision_apt_update {a.lock_timeout} {uris}".rstrip())
+    apply = [f"provision_apt_put {STAGE}/new.{i} {quote(path)}" for i, (path, _) in enumerate(writes)]
+    apply += [f"rm -f -- {quote(path)}" for path in removes]
+    uris_text = " ".join(quote(u) for u in uris)
+    apply.append(f"provision_apt_update {lock_timeout} {uris_text}".rstrip())
     lines += [
         "if ! { " + " && ".join(apply) + "; }; then",
         f"  {restore}",

@@ -28,6 +28,7 @@ from provision.record import record
 from provision.render import SSHD_DROPIN
 from provision.render.env import render as _render
 
+from .action import Described, FileChange
 from .actions import WriteFile
 
 STATE_DIR = "/var/lib/provision/commit"
@@ -51,7 +52,7 @@ class Staged:
 
 
 @record
-class CommitConfirmed:
+class CommitConfirmed(Described):
     """Install `files` and apply them with a rollback armed on the host, then confirm over
     a new connection. `unit`: the firewall loader unit, or sshd's unit (reloaded)."""
 
@@ -75,6 +76,9 @@ class CommitConfirmed:
     def writes(self) -> tuple[WriteFile, ...]:
         """Changed files, for the plan's diffs."""
         return tuple(s.write for s in self.files if s.changed and not s.remove)
+
+    def plan_files(self) -> tuple[FileChange, ...]:
+        return tuple(f for w in self.writes for f in w.plan_files())
 
 
 def check_id(commit_id: str) -> str:

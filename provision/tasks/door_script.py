@@ -11,9 +11,20 @@ from shlex import quote
 from provision.door import paths
 from provision.record import record
 
+from .action import Action, Lib
+from .actions import WriteFile
+
+
+@functools.cache
+def lib() -> str:
+    return (files("provision._templates") / "steps" / "door.sh").read_text("utf-8")
+
+
+DOOR = Lib(50, "door", lib)  # the library its fragment calls, last of the batch's
+
 
 @record
-class DoorApply:
+class DoorApply(Action):
     """Make the door serve `digest`: `writes` are (path, content, mode) written before the
     check (the candidate config goes to CONFIG.new); `remove`: maps the old config used."""
 
@@ -25,15 +36,15 @@ class DoorApply:
     remove: tuple[str, ...]
     why: str
 
+    libs = (DOOR,)
+
+    def script(self) -> str:
+        return snippet(self, "\n".join(WriteFile(p, c, m).script() for p, c, m in self.writes))
+
     def describe(self) -> str:
         made = f"; make a key and a self-signed certificate for {', '.join(self.certs)}" if self.certs else ""
         return (f"door: config {self.digest[:12]} on port {', '.join(map(str, self.ports))}, "
                 f"checked by haproxy -c, then reloaded and read back ({self.why}){made}")
-
-
-@functools.cache
-def lib() -> str:
-    return (files("provision._templates") / "steps" / "door.sh").read_text("utf-8")
 
 
 def snippet(a: DoorApply, write: str) -> str:

@@ -16,6 +16,7 @@ from provision.facts import Facts, Request
 from provision.inventory.model import Host, Inventory
 from provision.record import record
 
+from .action import Described
 from .shell import Decision
 
 
@@ -43,7 +44,7 @@ class Loaded:
 
 
 @record
-class RunTask:
+class RunTask(Described):
     """Call the task's function with the host's connection and model (operator's machine)."""
 
     label: str

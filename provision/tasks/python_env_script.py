@@ -20,9 +20,20 @@ from provision.facts.python_envs import record_text
 from provision.inventory.python_envs import ENVS_ROOT, PREVIOUS, PythonEnv
 from provision.record import record
 
+from .action import Action, Lib
+
+
+@functools.cache
+def lib() -> str:
+    return (files("provision._templates") / "steps" / "python_env.sh").read_text("utf-8")
+
+
+# the library its fragment calls (fourth of the batch's libraries)
+PYENV = Lib(40, "python-env", lib)
+
 
 @record
-class BuildPythonEnv:
+class BuildPythonEnv(Action):
     """Make `env` the current environment of its name: build it (unless a complete
     directory of it is there), switch `NAME` to it (the old target becomes `.previous-NAME`),
     remove the older directories in `remove`."""
@@ -36,6 +47,11 @@ class BuildPythonEnv:
     why: str
     switch: bool = True  # False: NAME already names it (only `remove` to do)
 
+    libs = (PYENV,)
+
+    def script(self) -> str:
+        return snippet(self)
+
     def describe(self) -> str:
         if self.build:
             what = (f"build {self.env.path} with {self.installer} "
@@ -46,11 +62,6 @@ class BuildPythonEnv:
             return f"python env {self.env.name}: remove {', '.join(self.remove)} ({self.why})"
         gone = f"; remove {', '.join(self.remove)}" if self.remove else ""
         return f"python env {self.env.name}: {what} ({self.why}){gone}"
-
-
-@functools.cache
-def lib() -> str:
-    return (files("provision._templates") / "steps" / "python_env.sh").read_text("utf-8")
 
 
 def _b64(text: str) -> str:

@@ -18,51 +18,12 @@ the progress parser passes over.
 
 from __future__ import annotations
 
-import base64
 import functools
-import posixpath
 from importlib.resources import files
 from shlex import quote
 
-from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
-from provision.secrets.delivery import SALT
-from provision.tasks import (
-    apt_config_check,
-    apt_pins_script,
-    apt_script,
-    door_script,
-    python_env_script,
-)
-from provision.tasks.actions import (
-    Action,
-    AptSources,
-    AptUpdate,
-    DaemonReload,
-    EnableUnit,
-    EnsureGroup,
-    EnsureUser,
-    InstallPackages,
-    LoadNewUnits,
-    Mkdir,
-    RemoveFile,
-    RemoveTemps,
-    RestartUnit,
-    RetireUnit,
-    RetireUser,
-    SetAttrs,
-    SetSysctl,
-    StartUnit,
-    WriteFile,
-    WriteSecret,
-)
-from provision.tasks.apt_pins_actions import AptHolds, InstallPinned
-from provision.tasks.door_script import DoorApply
-from provision.tasks.python_env_script import BuildPythonEnv
-from provision.tasks.shell import RunCommand
-from provision.tasks.users import HOME_MODE, NOLOGIN
-
-EOF_MARK = "PROVISION_CONTENT_EOF"
+from provision.tasks.action import Action, Lib
 
 # Before root acts by name on a path: the path must be root's alone (templates/territory.sh):
 # a team member who swaps their ~/.ssh (or a data directory's parent) for a link to
@@ -221,126 +182,29 @@ def _lib(*path: str) -> str:
     return (files("provision._templates").joinpath(*path)).read_text("utf-8")
 
 
-def _run_lib() -> str:
-    return _lib("steps", "run.sh")
-
-
-def _b64(content: str) -> str:
-    return base64.encodebytes(content.encode("utf-8", errors="surrogateescape")).decode()
-
-
-def snippet(action: Action) -> str:
-    """Shell lines for one action."""
-    a = action
-    if isinstance(a, WriteFile):
-        args = [a.path, a.owner, a.group, f"{a.mode:04o}", *([a.validate] if a.validate else [])]
-        return (f"provision_write {' '.join(quote(x) for x in args)} <<'{EOF_MARK}'\n"
-                f"{_b64(a.content)}{EOF_MARK}")
-    if isinstance(a, WriteSecret):
-        return secret_snippet(a)
-    if isinstance(a, SetAttrs):
-        return "provision_attrs " + " ".join(quote(x) for x in
-                                             (a.path, a.owner, a.group, f"{a.mode:04o}"))
-    if isinstance(a, RemoveFile):
-        return f"provision_remove {quote(a.path)}"
-    if isinstance(a, RemoveTemps):
-        return "provision_remove " + " ".join(quote(p) for p in a.paths)
-    if isinstance(a, Mkdir):
-        return "provision_mkdir " + " ".join(quote(x) for x in
-                                             (a.path, a.owner, a.group, f"{a.mode:04o}"))
-    if isinstance(a, EnsureUser):
-        if a.create and a.service:
-            return (f"mkdir -p {quote(posixpath.dirname(a.home))}\n"
-                    f"useradd -r -m -U -c {quote(SERVICE_COMMENT)} -d {quote(a.home)} "
-                    f"-s {NOLOGIN} {quote(a.name)}\n"
-                    f"provision_attrs {quote(a.home)} {quote(a.name)} {quote(a.name)} "
-                    f"{HOME_MODE:04o}")
-        if a.create:
-            # a home nobody else can read (useradd follows login.defs: 0755 on Debian)
-            return (f"useradd -m -U -c {quote(CREATED_BY)} -d {quote(a.home)} -s {quote(a.shell)} "
-                    f"{quote(a.name)}\nprovision_attrs {quote(a.home)} {quote(a.name)} "
-                    f"{quote(a.name)} {HOME_MODE:04o}")
-        return f"usermod -s {quote(a.shell)} -e '' {quote(a.name)}"
-    if isinstance(a, RetireUser):
-        return f"usermod -e 1 -s {NOLOGIN} {quote(a.name)}"
-    if isinstance(a, InstallPackages):
-        return apt_script.install(a)
-    if isinstance(a, AptUpdate):
-        return apt_script.update(a)
-    if isinstance(a, AptSources):
-        return apt_script.sources(a)
-    if isinstance(a, InstallPinned):
-        return apt_pins_script.install_pinned(a)
-    if isinstance(a, AptHolds):
-        return apt_pins_script.holds(a)
-    if isinstance(a, apt_config_check.CheckAptConfig):
-        return apt_config_check.snippet(a)
-    if isinstance(a, SetSysctl):
-        # the kernel may refuse or round a value: what it runs afterwards is what counts
-        k, v = quote(a.key), quote(a.value)
-        src = f" (from {a.source})" if a.source else ""
-        return (f"sysctl -q -w {k}={v} || {{ echo {quote(f'{a.key}: the kernel refuses {a.value}{src}')} >&2; exit 1; }}\n"
-                f"provision_v=$(sysctl -n {k} | tr -s ' \\t' '  ')\n"
-                f'[ "$provision_v" = {v} ] || {{ echo "{a.key}: the kernel runs '
-                f'\'$provision_v\' after setting {a.value}{src}" >&2; exit 1; }}')
-    if isinstance(a, DaemonReload):
-        return "systemctl daemon-reload"
-    if isinstance(a, LoadNewUnits):
-        # `systemctl show` asks the manager for the unit, which loads it from disk
-        return (f"for provision_u in {' '.join(quote(u) for u in a.units)}; do\n"
-                '  [ "$(systemctl show -p LoadState --value -- "$provision_u" 2>/dev/null)" = loaded ]'
-                " || { systemctl daemon-reload; break; }\ndone")
-    if isinstance(a, EnableUnit):
-        return f"systemctl enable -q --no-reload {quote(a.unit)}"
-    if isinstance(a, StartUnit):
-        return f"provision_unit start {quote(a.unit)}"
-    if isinstance(a, RestartUnit):
-        return f"provision_unit restart {quote(a.unit)}"
-    if isinstance(a, RetireUnit):
-        return f"systemctl disable -q --now -- {quote(a.unit)}"
-    if isinstance(a, EnsureGroup):
-        lines = [f"groupadd -f -- {quote(a.name)}"] if a.create else []
-        lines += [f"usermod -aG {quote(a.name)} -- {quote(u)}" for u in a.add]
-        lines += [f"gpasswd -d {quote(u)} {quote(a.name)} >/dev/null" for u in a.remove]
-        return "\n".join(lines) or "true"
-    if isinstance(a, RunCommand):
-        return " ".join(["provision_run", *(quote(x or "") for x in
-                                            (a.user, a.creates, a.unless, a.command))])
-    if isinstance(a, BuildPythonEnv):
-        return python_env_script.snippet(a)
-    if isinstance(a, DoorApply):
-        return door_script.snippet(a, "\n".join(snippet(WriteFile(p, c, m)) for p, c, m in a.writes))
-    raise TypeError(f"no shell for {a!r}")
-
-
-def secret_snippet(a: WriteSecret) -> str:
-    """A secret's file: the host's salt made if missing (umask 077, in the 0700 root
-    directory), then the value from the batch's own text (a here-document: dash passes it
-    through a pipe, no temporary file) written 0400 root like any file."""
-    value = base64.encodebytes(a.content.reveal()).decode()
-    return (f"[ -s {quote(SALT)} ] || ( umask 077; head -c 32 /dev/urandom | od -An -tx1 | "
-            f"tr -d ' \\n' > {quote(SALT)} )\n"
-            f"provision_write {quote(a.path)} root root 0400 <<'{EOF_MARK}'\n{value}{EOF_MARK}")
-
-
 def settle_args(actions: list[Action]) -> list[str]:
     """`provision_settled`'s arguments: each unit started once, `UNIT=PORT,...` when its
     service's ports are known (systemd unit names never hold `=`)."""
     ports: dict[str, dict[int, None]] = {}
     for a in actions:
-        if isinstance(a, StartUnit | RestartUnit):
-            ports.setdefault(a.unit, {}).update(dict.fromkeys(a.ports))
+        if (unit := a.settles()) is not None:
+            ports.setdefault(unit[0], {}).update(dict.fromkeys(unit[1]))
     return [u + ("=" + ",".join(map(str, p)) if p else "") for u, p in ports.items()]
+
+
+def libs(actions: list[Action]) -> list[Lib]:
+    """The shell libraries the actions' fragments call, each once, in their order."""
+    by_name = {lib.name: lib for a in actions for lib in a.libs}
+    return sorted(by_name.values(), key=lambda lib: lib.order)
 
 
 def build(actions: list[Action]) -> str:
     """The whole batch. Exit status 0 and a final `@done` when every action ran."""
     body = []
-    last_unit = max((i for i, a in enumerate(actions) if isinstance(a, StartUnit | RestartUnit)),
-                    default=-1)
+    last_unit = max((i for i, a in enumerate(actions) if a.settles() is not None), default=-1)
     for i, a in enumerate(actions):
         body.append(f"printf '@step\\t{i}\\n' >&3")
-        body.append(snippet(a))
+        body.append(a.script())
         if i == last_unit:  # checked once, after the last start: one pause per batch
             body.append("provision_settled " + " ".join(quote(u) for u in settle_args(actions)))
     return "\n".join([
@@ -352,13 +216,7 @@ def build(actions: list[Action]) -> str:
         SAFE_PATH,
         UNITS,
         settle_lib(),
-        *([apt_script.LIB] if any(isinstance(a, InstallPackages | AptUpdate | AptSources
-                                             | InstallPinned) for a in actions) else []),
-        *([apt_pins_script.LIB] if any(isinstance(a, InstallPinned | AptHolds)
-                                       for a in actions) else []),
-        *([_run_lib()] if any(isinstance(a, RunCommand) for a in actions) else []),
-        *([python_env_script.lib()] if any(isinstance(a, BuildPythonEnv) for a in actions) else []),
-        *([door_script.lib()] if any(isinstance(a, DoorApply) for a in actions) else []),
+        *(lib.text() for lib in libs(actions)),
         "exec 3>&1 1>&2",
         *body,
         "printf '@done\\n' >&3",

@@ -22,6 +22,7 @@ from provision.record import record
 from provision.render import host_directories, render_host, team_directories
 
 from .actions import (
+    NOLOGIN,
     Action,
     DaemonReload,
     EnableUnit,
@@ -39,7 +40,6 @@ from .credentials import secret_actions
 from .files import diff_file
 from .member_servers import check_members, gpu_warnings, retired_instances
 from .refused import Refused
-from .users import NOLOGIN
 
 KINDS = ("unit", "jupyter-config")
 SYSTEM_GID_END = 1000  # Debian: gids below are the system's (sudo, adm, docker, disk, shadow, ...)

@@ -13,12 +13,25 @@ fails the step, because the next plan would run it again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from importlib.resources import files
+from shlex import quote
 
 from provision.facts import Facts, FactsError, Request
 from provision.facts import guards as G
 from provision.inventory.model import Host, Inventory
 from provision.record import record
+
+from .action import Action, Lib
+
+
+@functools.cache
+def _run_lib() -> str:
+    return (files("provision._templates") / "steps" / "run.sh").read_text("utf-8")
+
+
+RUN = Lib(30, "run", _run_lib)  # `provision_run`: the library `RunCommand` calls
 
 
 @record
@@ -46,7 +59,7 @@ class Decision:
 
 
 @record
-class RunCommand:
+class RunCommand(Action):
     """Run `command` with `sh -c` (as `user` through a login shell, or root when None),
     then check that its guards now say done."""
 
@@ -55,6 +68,12 @@ class RunCommand:
     creates: str | None
     unless: str | None
     why: str
+
+    libs = (RUN,)
+
+    def script(self) -> str:
+        return " ".join(["provision_run", *(quote(x or "") for x in
+                                            (self.user, self.creates, self.unless, self.command))])
 
     def describe(self) -> str:
         return f"run {_short(self.command)}{' as ' + self.user if self.user else ''} ({self.why})"

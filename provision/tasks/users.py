@@ -15,14 +15,21 @@ from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.render.env import render as render_template
 
-from .actions import Action, EnsureUser, Mkdir, RemoveFile, RetireUser, SetAttrs, WriteFile
+from .actions import (
+    NOLOGIN,
+    Action,
+    EnsureUser,
+    Mkdir,
+    RemoveFile,
+    RetireUser,
+    SetAttrs,
+    WriteFile,
+)
 from .files import diff_file
 from .refused import Refused
 
 SUDOERS_DIR = "/etc/sudoers.d"
 SUDOERS_PREFIX = f"{SUDOERS_DIR}/provision-"
-NOLOGIN = "/usr/sbin/nologin"
-HOME_MODE = 0o700  # a new member's home: nobody else on the host reads their notebooks
 
 
 def sudoers_path(user: str) -> str:

@@ -239,7 +239,7 @@ def test_a_group_untagged_after_the_plan_is_not_deleted(net: tuple[str, str], tm
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Someone takes the group over (removes managed-by: provision) while the apply runs,
     here during the step just before the deletions: it is read again and left alone."""
-    from provision.commands import sg as sg_cmd
+    from provision.cloud import apply as sg_cmd  # the engine of sg apply
 
     vpc, _ = net
     groups = base_groups(vpc)

@@ -22,7 +22,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("provision/cluster_plot.py", "matplotlib"):
         "an optional extra (provision[plot]): a clear error when it is missing",
     ("provision/cluster_plot.py", "matplotlib.pyplot"): "as matplotlib, after choosing Agg",
-    ("provision/commands/converge_run.py", "provision.commands.certs"):
+    ("provision/hosts/run_phases.py", "provision.acme"):
         "the ACME library, josepy and requests (~0.2 s): `apply` loads them only when a "
         "converged host has a door",
     ("provision/commands/audit.py", "provision.cloud"):
@@ -97,10 +97,12 @@ ALLOWED: dict[tuple[str, str], str] = {
         "dnspython's query, update and zone-transfer modules (~80 ms): the inventory loader "
         "imports this provider for its settings whenever a zone names rfc2136; the client "
         "only when the zone is read or written",
+    ("provision/hosts/run.py", "."):
+        "run_phases: the steps, their templates and Jinja, the facts (~0.3 s), imported "
+        "while the first hosts' connections open (key exchanges and logins), not before",
     ("provision/commands/converge.py", "."):
-        "converge_run: the steps, their templates and Jinja, the facts and the output "
-        "(~0.3 s), imported while the first hosts' connections open (key exchanges and "
-        "logins), not before",
+        "converge_output: rich and the plan output, imported (by the hooks the engine asks "
+        "for) while the first hosts' connections open, as run_phases is",
     ("provision/facts/__init__.py", "."):
         "the probe and, through its registry, every fact's module (~0.1 s): `plan` checks "
         "the playbook before it connects, and probes only once the connections are under way",
@@ -173,7 +175,8 @@ def test_plan_apply_exec_audit_and_the_tunnel_import_neither_fabric_nor_invoke()
     and paramiko's own `import invoke` (for `Match exec`) is deferred
     (provision/ssh/invoke_deferred.py). Each path in a fresh interpreter: the first import
     of paramiko comes from a different module in each."""
-    for modules in (["provision.commands.converge", "provision.commands.converge_run"],
+    for modules in (["provision.commands.converge", "provision.commands.converge_output",
+                     "provision.hosts.run_phases"],
                     ["provision.commands.exec"],
                     ["provision.commands.audit"], ["provision.hosts.gather"],
                     ["provision.commands.tunnel", "provision.tunnel.paramiko_backend"]):

@@ -20,12 +20,13 @@ count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends 
 of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
 `--hold-dir DIR` holds the run at named points until the test lets it go: before each
 wave (`wave-0`, `wave-1`, ...), before each host's confirmation (`confirm-HOST`), and in
-`dns apply` before each zone's change set is sent (`dns-ZONE`), and in `dns migrate` when
+`dns apply` before each zone's change set is sent (`dns-ZONE`), in `sg apply` as each change
+starts (`sg-create`, `sg-rules-GROUP`, `sg-delete-GROUP`, ...), and in `dns migrate` when
 the journal is first written with a phase the test asked for by creating
 `DIR/migrate-PHASE.hold` (`migrate-PHASE`), it creates
 `DIR/NAME.reached` and waits until `DIR/NAME.go` exists (at most 10 min), so a test can
 send SIGINT at exactly that point (tests/lab/test_interrupt.py,
-tests/integration/test_dns_interrupt.py).
+tests/integration/test_dns_interrupt.py, tests/cloud/test_sg_interrupt.py).
 """
 
 from __future__ import annotations
@@ -169,17 +170,17 @@ def _hold(d: Path, name: str) -> None:
 
 def hold_at(d: Path) -> None:
     """Stop before each wave and each confirmation until the test says go."""
-    from provision.commands import converge_run
     from provision.hosts import confirm as confirm_mod
+    from provision.hosts import run_phases
 
-    real_waves = converge_run.waves
+    real_waves = run_phases.waves
 
     def held_waves(items: Any, host_of: Any) -> Any:
         for k, wave in enumerate(real_waves(items, host_of)):
             _hold(d, f"wave-{k}")
             yield wave
 
-    converge_run.waves = held_waves  # type: ignore[assignment]
+    run_phases.waves = held_waves  # type: ignore[assignment]
     real_confirm = confirm_mod.confirm
 
     def held_confirm(inv: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
@@ -188,6 +189,20 @@ def hold_at(d: Path) -> None:
 
     confirm_mod.confirm = held_confirm  # type: ignore[assignment]
     hold_dns(d)
+    hold_sg(d)
+
+
+def hold_sg(d: Path) -> None:
+    """`sg apply`: hold as each change starts (`sg-create`, `sg-rules-GROUP`,
+    `sg-attach-MACHINE`, `sg-confirm`, `sg-delete-GROUP`, `sg-placement-NAME`): the change
+    is in flight, the next not started."""
+    from provision.cloud import apply as sg_engine
+
+    def held_begin(unit: Any) -> None:
+        _hold(d, f"sg-{unit.kind}" if unit.kind in ("create", "confirm")
+              else f"sg-{unit.kind}-{unit.name}")
+
+    sg_engine.begin = held_begin
 
 
 def hold_dns(d: Path) -> None:

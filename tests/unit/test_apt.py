@@ -273,7 +273,7 @@ def test_what_the_host_says_in_a_marker_is_escaped() -> None:
 
 
 def test_the_plan_shows_the_sources_file_as_a_diff(tmp_path: Path) -> None:
-    from provision.commands.converge_run import _change
+    from provision.commands.converge_output import _change
 
     inv = inventory(tmp_path, {"apt_sources": {"docker": docker()}})
     (sources,) = diff(inv, apt_recs())

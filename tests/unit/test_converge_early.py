@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from provision.commands import converge as C
+from provision.hosts import run as C
 
 
 class Named:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision.cloud.apply import refuse_lockout as _refuse_lockout
 from provision.cloud.rules import (
     LiveGroup,
     LiveRule,
@@ -19,7 +20,6 @@ from provision.cloud.rules import (
     operator_path,
     plan_groups,
 )
-from provision.commands.sg import _refuse_lockout
 from provision.errors import OperationError
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory

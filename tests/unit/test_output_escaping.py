@@ -114,7 +114,7 @@ def test_plan_sections_are_escaped(terminal: Any) -> None:
 
 
 def test_apply_recap_escapes_a_hosts_error(terminal: Any) -> None:
-    from provision.commands.converge_run import _print_recap
+    from provision.commands.converge_output import _print_recap
 
     run_ = SimpleNamespace(host=SimpleNamespace(name="gpu1"), status="failed", done=0, changes=0,
                            remote_execs=1, seconds=0.5, error=f"users: {HOSTILE}", note="")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.commands.converge_run import _change
+from provision.commands.converge_output import _change
 from provision.errors import OperationError
 from provision.facts import parse
 from provision.inventory import load_inventory
