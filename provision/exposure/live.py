@@ -42,6 +42,7 @@ from provision.facts import tcpstates as TS
 from provision.facts import timesync as TIME
 from provision.facts import updates as UPD
 from provision.facts.spec import Request
+from provision.finding import Finding, sort_findings
 from provision.firewall import parse as FP
 from provision.firewall.rules import (
     Family,
@@ -61,7 +62,6 @@ from provision.tasks.verify import drops_peers, in_the_way
 from . import findings
 from .clock import clock_findings
 from .door_live import served_findings
-from .finding import Finding, sort_findings
 from .gpus import gpu_findings
 from .internet import covers_internet
 from .members import group_members

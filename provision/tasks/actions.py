@@ -4,7 +4,7 @@ executor in `provision.tasks.script` turns them into one shell script."""
 from __future__ import annotations
 
 from provision.record import record
-from provision.secrets.vault import Sealed
+from provision.secretdata.vault import Sealed
 
 from .apt_config_check import CheckAptConfig
 from .apt_pins_actions import AptHolds, InstallPinned

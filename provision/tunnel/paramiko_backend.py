@@ -22,6 +22,7 @@ from pathlib import Path
 
 import paramiko
 
+from provision.inventory.forwards import LOCAL_BIND, Forward, peer_uid
 from provision.ssh.channel_socket import READ_ALL, ChannelSocket
 from provision.ssh.errors import ConnectError
 from provision.ssh.hostkeys import KnownHosts, known_hosts_path
@@ -30,7 +31,6 @@ from provision.ssh.link import Settings, connection, tcp
 from provision.ssh.login import Hop
 from provision.ssh.streamlocal import open_streamlocal
 from provision.tunnel.backends import BackendSpec, Request
-from provision.tunnel.forwards import LOCAL_BIND, Forward, peer_uid
 from provision.tunnel.plan import KEEPALIVE_COUNT, nothing_listening
 
 # Per-channel window. Twice OpenSSH's 2 MiB: more (16–64 MiB) lets sshd queue a window's

@@ -17,10 +17,10 @@ from dataclasses import field
 
 from provision.errors import UsageError
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
+from provision.inventory.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 from provision.inventory.model import Host, Service
 from provision.record import record
 from provision.ssh.login import Hop
-from provision.tunnel.forwards import LOCAL_BIND, Forward, forward_for, remote_target
 
 PORT_SEARCH = 100  # how far from the wanted port we look for a free one
 KEEPALIVE_COUNT = 3  # OpenSSH ServerAliveCountMax and our own miss budget

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from provision.errors import OperationError
+from provision.inventory.forwards import Forward
 from provision.inventory.model import Host, Service
 from provision.ssh.errors import ConnectError, HostKeyError
-from provision.tunnel.forwards import Forward
 from provision.tunnel.plan import (
     Row,
     ServiceState,

@@ -21,9 +21,9 @@ from provision.facts import docker as D
 from provision.facts import listeners as L
 from provision.facts import parse
 from provision.facts.spec import FactsError
+from provision.inventory.forwards import Forward
 from provision.playbook import MAX_PLAYBOOK_BYTES, PlaybookError, load
 from provision.text import unsafe
-from provision.tunnel.forwards import Forward
 from provision.tunnel.plan import parse_jupyter_list, service_url
 
 ROOT = Path(__file__).resolve().parents[1]

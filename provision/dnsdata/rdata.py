@@ -18,9 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from provision.dnsdata.names import problem
 from provision.text import printable
-
-from .names import problem
 
 MIGRATE_TYPES = ("A", "AAAA", "CNAME")     # what `dns migrate`, its journals and markers act on
 DATA_TYPES = ("TXT", "MX", "SRV", "CAA")  # managed records with no cutover
@@ -54,7 +53,7 @@ def canonical(rtype: str, text: str) -> str:
     dnspython writes them); BadValue saying why when it is not one such value."""
     if rtype not in DATA_TYPES:
         raise BadValue(f"type {rtype} is not one provision manages (only {', '.join(MANAGED_TYPES)})")
-    from .presentation import Unparsed, parse
+    from provision.dnsdata.presentation import Unparsed, parse
 
     try:
         p = parse(rtype, text)
@@ -111,7 +110,7 @@ def declared(rtype: str, text: str) -> str:
 
 
 def _txt(text: str) -> str:
-    from .presentation import parse
+    from provision.dnsdata.presentation import parse
 
     if text.startswith('"'):
         value = canonical("TXT", text)
@@ -157,7 +156,7 @@ def _escape(chunk: bytes) -> str:
 
 
 def _caa(value: str) -> None:
-    from .presentation import caa_fields
+    from provision.dnsdata.presentation import caa_fields
 
     flags, tag, v = caa_fields(value)
     if not _PRINTABLE_ASCII.match(v):
