@@ -53,7 +53,7 @@ def canonical(rtype: str, text: str) -> str:
     dnspython writes them); BadValue saying why when it is not one such value."""
     if rtype not in DATA_TYPES:
         raise BadValue(f"type {rtype} is not one provision manages (only {', '.join(MANAGED_TYPES)})")
-    from provision.dnsdata.presentation import Unparsed, parse
+    from .presentation import Unparsed, parse
 
     try:
         p = parse(rtype, text)
@@ -110,7 +110,7 @@ def declared(rtype: str, text: str) -> str:
 
 
 def _txt(text: str) -> str:
-    from provision.dnsdata.presentation import parse
+    from .presentation import parse
 
     if text.startswith('"'):
         value = canonical("TXT", text)
@@ -156,7 +156,7 @@ def _escape(chunk: bytes) -> str:
 
 
 def _caa(value: str) -> None:
-    from provision.dnsdata.presentation import caa_fields
+    from .presentation import caa_fields
 
     flags, tag, v = caa_fields(value)
     if not _PRINTABLE_ASCII.match(v):

@@ -105,8 +105,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the probe and, through its registry, every fact's module (~0.1 s): `plan` checks "
         "the playbook before it connects, and probes only once the connections are under way",
     ("provision/inventory/__init__.py", ".build"):
-        "a cycle through the package: dns/records imports inventory.model (running this "
-        "__init__), and build imports the DNS providers, which import dns/records",
+        "build and the schema's pydantic models: importing inventory.model for its types "
+        "runs this __init__ (measured: the model alone ~0.3 s, with build ~0.6 s); the "
+        "import cycle that also kept it here is gone (tests/unit/test_import_layers.py)",
 }
 
 def in_function_imports(root: Path) -> set[tuple[str, str]]:
