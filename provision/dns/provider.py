@@ -1,6 +1,6 @@
 """The one interface every DNS provider implements, and its errors.
 
-No I/O here. A provider is one module of `provision.dns.providers` (`route53.py`,
+No I/O here. A provider is one module in `provision/dns/providers/` (`route53.py`,
 `clouddns.py`, `rfc2136.py`, ...) registered by one line in
 `provision.dnsdata.providers`. The module exports:
 

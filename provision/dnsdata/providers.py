@@ -1,5 +1,5 @@
 """The DNS providers: the one table from an inventory's `provider:` to the module that
-implements it. A new provider is a module of `provision.dns.providers` (see
+implements it. A new provider is a module in `provision/dns/providers/` (see
 `provision.dns.provider`) and one line here.
 
 No I/O. A module is imported only when an inventory names it (or `provision schema`

@@ -507,7 +507,7 @@ def test_a_key_file_swapped_for_a_symlink_after_loading_is_not_read(
     """The second check, on the file opened: the key file named for the server was a
     regular file in the tree when the inventory was loaded, and became a link to
     ~/.aws/credentials before it was read."""
-    from provision.dnsdata.providers import powerdns
+    from provision.dns.providers import powerdns
     from provision.inventory import load_inventory
 
     home = _home(tmp_path, monkeypatch)
