@@ -72,7 +72,7 @@ def bench_route53(n: int) -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
     from provision.dns.records import desired
-    from provision.dns.route53 import Route53Provider
+    from provision.dns.providers.route53 import Route53Provider
 
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                       AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null",
@@ -103,7 +103,7 @@ def bench_route53(n: int) -> None:
 
 
 def bench_clouddns(n: int) -> None:
-    from provision.dns.clouddns import CloudDnsProvider
+    from provision.dns.providers.clouddns import CloudDnsProvider
     from provision.dns.records import desired
     from tests.support.clouddns_fake import FakeCloudDns
 
@@ -127,7 +127,7 @@ def bench_lab(name: str, n: int) -> None:
     import dns.query
     import dns.update
 
-    from provision.dns.provider_for import provider_for
+    from provision.dns.provider import provider_for
     from provision.dns.records import desired
     from provision.dns.sync import apply_zone, plan_zones
     from provision.inventory import load_inventory

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
-from provision.dns.localfile import file_kind
 from provision.errors import UsageError
 from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
+from provision.localfile import file_kind
 from provision.record import record
 from provision.tasks import pytask, shell
 from provision.tasks.pytask import Loaded, TaskSpec

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from provision import state
-from provision.dns.localfile import read_regular
+from provision.localfile import read_regular
 
 KEY_LIMIT = 16384
 

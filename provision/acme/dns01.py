@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from provision.dns import propagation as prop
-from provision.dns.names import canonical
-from provision.dns.provider import Provider, ProviderError
-from provision.dns.providers import provider_for
+from provision.dns.provider import Provider, ProviderError, provider_for
 from provision.dns.records import ChangeSet, RRset, in_zone, marker_name
+from provision.dnsdata.names import canonical
 from provision.errors import OperationError
 from provision.inventory.model import Inventory, Zone
 

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from josepy.jwa import ES256
 from josepy.jwk import JWKEC
 
-from provision.dns.secrets import read_bound
+from provision.dnsdata.secrets import read_bound
 from provision.errors import OperationError
 from provision.inventory.acme import KNOWN_CAS, Acme
 from provision.inventory.model import Inventory

@@ -8,7 +8,7 @@ import time
 import click
 
 from provision.dns.migrate.store import JournalStore
-from provision.dns.provider import Credential
+from provision.dnsdata.provider_settings import Credential
 from provision.errors import Exit
 from provision.exposure import Finding, findings
 from provision.inventory import Inventory, InventoryError, Problem, load_inventory

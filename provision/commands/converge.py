@@ -22,6 +22,7 @@ import click
 
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, UsageError
 from provision.hosts import run as engine
+from provision.hosts.run_job import ApplyOptions, Request, Run
 from provision.interrupt import EXIT_INTERRUPTED
 from provision.playbook import DEFAULT_PLAYBOOK
 from provision.playbook import load as load_playbook
@@ -57,11 +58,11 @@ def _common(f: F) -> F:
 
 def _request(inventory_path: str | None, playbook_name: str, hosts: tuple[str, ...],
              shard_text: str | None, task_paths: tuple[str, ...], forks: int | None,
-             accept_new: bool) -> engine.Request:
+             accept_new: bool) -> Request:
     """The command's input, checked: the inventory, the playbook (exit 2 when bad)."""
     inv = load(inventory_path)
     pb = load_playbook(playbook_name)  # PlaybookError: exit 2
-    return engine.Request(inv, pb, hosts, inventory_path, shard_text, task_paths, forks,
+    return Request(inv, pb, hosts, inventory_path, shard_text, task_paths, forks,
                           accept_new)
 
 
@@ -80,7 +81,7 @@ def plan_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
     req = _request(inventory_path, playbook_name, hosts, shard_text, task_paths, forks, accept_new)
     status: list[int] = []
 
-    def hooks(job: engine.Run) -> Hooks:
+    def hooks(job: Run) -> Hooks:
         from . import converge_output  # rich and the plan output, while the hosts connect
 
         return converge_output.plan_hooks(as_json, shard_text, detailed_exitcode, status)(job)
@@ -110,12 +111,12 @@ def apply_cmd(hosts: tuple[str, ...], inventory_path: str | None, as_json: bool,
                          "review `provision plan`, then run apply with --yes")
     req = _request(inventory_path, playbook_name, hosts, shard_text, task_paths, forks, accept_new)
 
-    def hooks(job: engine.Run) -> Hooks:
+    def hooks(job: Run) -> Hooks:
         from . import converge_output  # rich and the plan output, while the hosts connect
 
         return converge_output.apply_hooks(as_json, shard_text, yes)(job)
 
-    out = engine.apply(req, engine.ApplyOptions(confirm_timeout, lock_timeout), _note, hooks)
+    out = engine.apply(req, ApplyOptions(confirm_timeout, lock_timeout), _note, hooks)
     if out.interrupted:
         raise Exit(EXIT_INTERRUPTED)
     raise Exit(EXIT_FAILED if out.failed or out.certs_failed else EXIT_OK)

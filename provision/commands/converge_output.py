@@ -17,7 +17,7 @@ from provision.headline import apply_line
 from provision.hosts.converge import HostRun
 from provision.hosts.interrupt import EXIT_INTERRUPTED
 from provision.hosts.progress import NOT_STARTED, Board
-from provision.hosts.run import Run
+from provision.hosts.run_job import Run
 from provision.hosts.run_phases import Hooks, Outcome
 from provision.tasks.action import FileChange
 from provision.tasks.step import Planned

@@ -15,14 +15,10 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from provision.dns import names
 from provision.dns import propagation as prop
-from provision.dns.endpoint import is_own
 from provision.dns.migrate.guard import Review
 from provision.dns.propagation import Verdict
 from provision.dns.provider import ProviderError
-from provision.dns.providers import capabilities
-from provision.dns.rdata import MANAGED_TYPES
 from provision.dns.records import (
     RecordChange,
     RRset,
@@ -33,6 +29,10 @@ from provision.dns.records import (
 )
 from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
 from provision.dns.zonequery import check_zone
+from provision.dnsdata import names
+from provision.dnsdata.endpoint import is_own
+from provision.dnsdata.providers import capabilities
+from provision.dnsdata.rdata import MANAGED_TYPES
 from provision.errors import EXIT_FAILED, EXIT_OK, Exit, OperationError, UsageError
 from provision.interrupt import EXIT_INTERRUPTED, Stop, asking, stopping
 from provision.inventory.model import Inventory, Zone
@@ -48,7 +48,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 @click.group("dns")
 def dns_group() -> None:
-    """DNS records as code (every provider in provision.dns.providers) and propagation
+    """DNS records as code (every provider in provision.dnsdata.providers) and propagation
     checks."""
 
 

@@ -16,11 +16,12 @@ import click
 import yaml
 from pydantic import ValidationError
 
-from provision.dns import providers
 from provision.dns.adopt import Adopted, adopt, comment_text
-from provision.dns.names import origin
-from provision.dns.provider import ProviderSettings
+from provision.dns.provider import provider_for
 from provision.dns.records import desired
+from provision.dnsdata import providers
+from provision.dnsdata.names import origin
+from provision.dnsdata.provider_settings import ProviderSettings
 from provision.errors import OperationError, UsageError
 from provision.inventory import InventoryError
 from provision.inventory.build import build
@@ -47,7 +48,7 @@ def import_dns_cmd(inventory_path: str | None, zone_name: str, provider: str | N
     are not deleted when left out, until a `dns apply` changes them."""
     inv = load(inventory_path)
     zone = _zone(inv, zone_name, provider)
-    dns_provider = providers.provider_for(zone, inv)
+    dns_provider = provider_for(zone, inv)
     actual = dns_provider.list_rrsets()
     adopted = adopt(origin(zone.name), actual, inv.dns.owner if inv.dns else None)
     # Route53's weighted/latency/... records are left out of its listing (their names)

@@ -15,9 +15,9 @@ from provision.commands.common import (
     json_option,
     load,
 )
-from provision.dns.localfile import read_regular
 from provision.errors import UsageError
 from provision.inventory.fields import check_path, check_user
+from provision.localfile import read_regular
 from provision.render import render_ssh_config, write_tree
 from provision.state import atomic_write
 from provision.text import printable, printable_lines

@@ -10,11 +10,11 @@ import click
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Inventory
+from provision.secretdata.armor import read
+from provision.secretdata.check import adding
+from provision.secretdata.fields import check_secret_name
+from provision.secretdata.recipients import recipients
 from provision.secrets import age, edit, unlock
-from provision.secrets.armor import read
-from provision.secrets.check import adding
-from provision.secrets.fields import check_secret_name
-from provision.secrets.recipients import recipients
 from provision.secrets.status import owners, status
 
 from .common import echo, inventory_option, load

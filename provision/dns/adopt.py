@@ -24,14 +24,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from provision.dns.records import RRset, foreign, relative
+from provision.dnsdata.names import BadName, canonical, check_record, reserved
+from provision.dnsdata.rdata import DATA_TYPES, BadValue, declared, ttl_problem, values_problem
 from provision.inventory.fields import check_record_name
 from provision.inventory.schema import RecordDoc
 from provision.record import record
 from provision.text import printable
-
-from .names import BadName, canonical, check_record, reserved
-from .rdata import DATA_TYPES, BadValue, declared, ttl_problem, values_problem
-from .records import RRset, foreign, relative
 
 Form = Callable[[RRset], dict[str, Any]]
 MAX_SHOWN = 300   # characters of one skipped record shown in its comment

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from provision.dnsdata import endpoint
+from provision.dnsdata.provider_settings import FileKind
 from provision.inventory.model import Inventory
+from provision.localfile import read_regular
 from provision.record import record
 from provision.text import printable
 
-from . import endpoint, tsig
-from .localfile import read_regular
-from .provider import FileKind
+from . import tsig
 
 
 @record

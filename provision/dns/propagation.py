@@ -14,11 +14,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
+from provision.dns.records import normalise_value
+from provision.dnsdata.visibility import Visibility
 from provision.errors import OperationError
 from provision.record import record
-
-from .records import normalise_value
-from .visibility import Visibility
 
 if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
     import dns.message

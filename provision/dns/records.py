@@ -5,13 +5,13 @@ their API's calls; everything decided in between lives here:
 
 * names normalised (absolute, lowercase, trailing dot; '@' and relative names resolved);
 * values normalised (IPv6 compressed, CNAME targets absolute and lowercase; TXT, MX,
-  SRV and CAA in dnspython's presentation form, see `provision.dns.rdata`);
+  SRV and CAA in dnspython's presentation form, see `provision.dnsdata.rdata`);
 * only managed records are touched: a record is managed when the inventory declares it
   (name and type) or when provision's ownership marker says provision wrote it. Other
   records (SOA, NS, someone else's TXT or A) are never changed or deleted;
 * ownership markers: a TXT RRset at ``_provision.<name>`` with one string per owned type
   and the owner id of the inventory that wrote it (``"provision owns A owner=ml-team"``,
-  see `provision.dns.owner`), written in the same atomic change as the records it
+  see `provision.dnsdata.owner`), written in the same atomic change as the records it
   covers, so a record removed from the inventory is deleted only if this inventory
   created or changed it. A marker without an owner id (written before owner ids) is
   read as every inventory's, as it was; a marker of another owner makes its name
@@ -31,14 +31,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from provision.dnsdata.names import canonical, marker_owner, problem, reserved, split_marker
+from provision.dnsdata.owner import problem as owner_problem
+from provision.dnsdata.rdata import (
+    DATA_TYPES,
+    MANAGED_TYPES,
+    MIGRATE_TYPES,
+    BadValue,
+    values_problem,
+)
+from provision.dnsdata.rdata import canonical as canonical_value
 from provision.inventory.model import Zone
 from provision.record import record
 from provision.text import printable
-
-from .names import canonical, marker_owner, problem, reserved, split_marker
-from .owner import problem as owner_problem
-from .rdata import DATA_TYPES, MANAGED_TYPES, MIGRATE_TYPES, BadValue, values_problem
-from .rdata import canonical as canonical_value
 
 MARKER_LABEL = "_provision"
 MARKER_TYPE = "TXT"
@@ -58,7 +63,7 @@ def absolute(name: str, zone: str) -> str:
     '@' (or '') is the apex; a name ending in '.' is already absolute; anything else is
     relative to `zone`, unless it already ends with the zone's name (``api.example.org``
     in zone example.org is taken as meant, not as ``api.example.org.example.org``).
-    The one normalisation: `provision.dns.names.canonical` (the inventory uses it too).
+    The one normalisation: `provision.dnsdata.names.canonical` (the inventory uses it too).
     """
     return canonical(name, zone)
 

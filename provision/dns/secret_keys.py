@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from provision.dnsdata.secrets import origin
 from provision.errors import OperationError
 from provision.secrets import unlock
 
 from . import tsig
-from .secrets import origin
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory

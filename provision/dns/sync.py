@@ -11,13 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from provision.dns.provider import Provider, ProviderError, StaleRead, provider_for
+from provision.dns.records import RRset, ZonePlan, absolute, desired, plan_zone
 from provision.inventory.model import Inventory, Zone
 from provision.record import record
 
 from .migrate.guard import Review, review
-from .provider import Provider, ProviderError, StaleRead
-from .providers import provider_for
-from .records import RRset, ZonePlan, absolute, desired, plan_zone
 
 MakeProvider = Callable[[Zone, Inventory], Provider]
 

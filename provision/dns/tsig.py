@@ -1,4 +1,5 @@
-"""TSIG key files as BIND and `tsig-keygen` write them, parsed and checked. Pure, no I/O.
+"""TSIG key files as BIND and `tsig-keygen` write them, parsed and checked. Pure, but for
+`read_tsig_key`, which reads one key file (and checks where it lies) before parsing it.
 
 Used by the rfc2136 provider (before anything is sent) and by `provision check`
 (offline), so a typo in the algorithm or a broken secret is an error at check time,
@@ -10,7 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from pathlib import Path
 
+from provision.dnsdata.secrets import read_bound
+from provision.errors import UsageError
+from provision.localfile import read_regular
 from provision.text import printable
 
 # The algorithm names BIND (named.conf, `tsig-keygen -a`, nsupdate -y) writes, and the
@@ -87,3 +92,25 @@ def secret_ok(text: str) -> str:
     if not raw:
         raise TsigKeyError("the secret is empty")
     return text.strip()
+
+
+def read_tsig_key(path: str, tree: str | None = None) -> tuple[str, str, str]:
+    """(name, algorithm, secret) from a BIND key file (what `tsig-keygen` writes) or a
+    one-line `algorithm:name:secret` (nsupdate -y). The algorithm is BIND's name
+    (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise. `tree`: an
+    inventory's tree, whose key files must lie there or in the config directory (checked
+    again on the file opened); None for a key file given directly, not by an inventory."""
+    try:
+        if tree is None:
+            data = read_regular(Path(path).expanduser(), MAX_BYTES, "TSIG key file",
+                                follow=True)
+        else:
+            data = read_bound(path, MAX_BYTES, "TSIG key file", tree)
+    except OSError as e:
+        raise UsageError(f"cannot read the TSIG key file {path}: {e.strerror or e}") from None
+    try:
+        return parse(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}): not a TSIG key file") from None
+    except TsigKeyError as e:
+        raise UsageError(f"{path}: {e}") from None

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from provision.dns.propagation import Answer, Target, Verdict, assess
+from provision.dns.records import MARKER_TYPE, RRset, rrset
 from provision.record import record
 
 from .migrate import trust
 from .migrate.marker import Marker, marker_name
 from .migrate.marker import parse as parse_marker
-from .propagation import Answer, Target, Verdict, assess
-from .records import MARKER_TYPE, RRset, rrset
 
 STALE_MIGRATION = 86400.0       # an open migration older than a day was forgotten
 

@@ -18,11 +18,10 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from provision.dns.propagation import Answer, Target, query
+from provision.dns.records import RRset
+from provision.dns.zonecheck import ZoneReport, judge, questions
 from provision.record import record
-
-from .propagation import Answer, Target, query
-from .records import RRset
-from .zonecheck import ZoneReport, judge, questions
 
 DEFAULT_IN_FLIGHT = 32
 GIVE_UP_AFTER = 16

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 
+from provision.finding import Finding, Severity, sort_findings
+from provision.inventory.forwards import local_forwards
 from provision.inventory.model import Host, Inventory, Service
-from provision.tunnel.forwards import local_forwards
 
 from .cloud import findings as cloud_findings
 from .clusters import findings as cluster_findings
 from .dns import dns_findings
 from .door import door_findings
-from .finding import Finding, Severity, sort_findings
 from .internet import covers_internet
 from .public_address import findings as public_address_findings
 

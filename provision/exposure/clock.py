@@ -8,9 +8,8 @@ timedatectl reads (adjtimex): reported as info there, to be fixed on the machine
 from __future__ import annotations
 
 from provision.facts.timesync import TimeSync
+from provision.finding import Finding
 from provision.inventory.model import Host
-
-from .finding import Finding
 
 CODE = "clock-unsynchronised"
 

@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from provision.cloud import cluster_rules
+from provision.finding import Finding
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, IngressRule, Inventory, SecurityGroup
 
 from . import clusters
-from .finding import Finding
 from .internet import covers_internet
 from .members import group_members
 

@@ -22,10 +22,10 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 
 from provision.cloud import cluster_rules
+from provision.finding import Finding
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Cluster, Host, IngressRule, Inventory
 
-from .finding import Finding
 from .members import group_name
 
 Span = tuple[int, int]

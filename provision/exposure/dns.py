@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from provision.dns.names import canonical
+from provision.dnsdata.names import canonical
+from provision.finding import Finding
 from provision.inventory.fields import is_ip
 from provision.inventory.model import Host, Inventory, Record, Zone
-
-from .finding import Finding
 
 
 def _fqdn(name: str, zone: str) -> str:

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from provision.facts import docker as D
+from provision.finding import Finding
 from provision.firewall import parse as FP
 from provision.firewall import verdict as FV
 from provision.firewall.rules import Family
 from provision.inventory.model import Host, Inventory
 
-from .finding import Finding
 from .join import SgRule, reach_level, sg_space
 
 

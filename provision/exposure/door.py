@@ -8,9 +8,9 @@ open to everyone (limited per address only): a warning naming it.
 
 from __future__ import annotations
 
+from provision.finding import Finding
 from provision.inventory.model import Host, Service
 
-from .finding import Finding
 from .internet import covers_internet
 
 

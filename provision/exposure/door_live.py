@@ -5,9 +5,8 @@ until a CA's certificate is there, and how long the certificate has left."""
 from __future__ import annotations
 
 from provision.facts.door import DoorFact
+from provision.finding import Finding
 from provision.inventory.model import Host
-
-from .finding import Finding
 
 EXPIRY_DAYS = 14  # a certificate closer than this to its end is a finding
 

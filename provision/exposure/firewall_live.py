@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from provision.facts import iptables as IPT
+from provision.finding import Finding
 from provision.firewall import drift as FD
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall
 from provision.inventory.model import Host
 from provision.tasks.verify import drops_peers, in_the_way
-
-from .finding import Finding
 
 
 def firewall_findings(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,

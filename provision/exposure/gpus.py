@@ -5,9 +5,8 @@ errors, an nvidia-smi that does not answer. From the `gpus` fact (`provision.fac
 from __future__ import annotations
 
 from provision.facts.gpus import Gpus, bus_key
+from provision.finding import Finding
 from provision.inventory.model import Host
-
-from .finding import Finding
 
 HOLD = "hold the driver packages (`packages:` with hold) so an upgrade cannot do it again"
 

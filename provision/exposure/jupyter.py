@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from provision.facts import jupyter_auth as J
+from provision.finding import Finding
 from provision.inventory.model import Host, Service
-
-from .finding import Finding
 
 
 def jupyter_findings(host: Host, answers: Sequence[J.JupyterAnswer]) -> list[Finding]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from provision.facts import Facts
+from provision.finding import Finding
 from provision.inventory.model import Host, Inventory
 from provision.tasks.files import sha256
 from provision.tasks.users import authorized_keys
-
-from .finding import Finding
 
 
 def key_findings(inv: Inventory, host: Host, facts: Facts) -> list[Finding]:

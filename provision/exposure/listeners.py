@@ -8,9 +8,9 @@ import re
 from collections.abc import Sequence
 
 from provision.facts import listeners as L
+from provision.finding import Finding
 from provision.inventory.model import Host, Inventory
 
-from .finding import Finding
 from .internet import covers_internet
 from .join import PortReach, Want, reachable_from, wanted_ports
 

@@ -33,6 +33,7 @@ from provision.facts import tcpstates as TS
 from provision.facts import timesync as TIME
 from provision.facts import updates as UPD
 from provision.facts.spec import Request
+from provision.finding import Finding, sort_findings
 from provision.firewall import drift as FD
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall, host_firewall
@@ -43,7 +44,6 @@ from . import findings
 from .clock import clock_findings
 from .docker import docker_findings
 from .door_live import served_findings
-from .finding import Finding, sort_findings
 from .firewall_live import firewall_findings
 from .gpus import gpu_findings
 from .join import LEVELS, PortReach, SgRule, join_ports

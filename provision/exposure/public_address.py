@@ -11,10 +11,9 @@ from __future__ import annotations
 import ipaddress
 
 from provision.cloud import cluster_rules
+from provision.finding import Finding
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import Host, Inventory, SecurityGroup
-
-from .finding import Finding
 
 
 def findings(inv: Inventory) -> list[Finding]:

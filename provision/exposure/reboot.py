@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 
 from provision.facts.updates import UpdatesFact
+from provision.finding import Finding
 from provision.inventory.apt_policy import REBOOT_NEVER
 from provision.inventory.model import Host
-
-from .finding import Finding
 
 FEW = 8
 LATE = 26 * 3600  # a reboot time passed at least once since the request, with slack

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from provision.facts import tcpstates as TS
+from provision.finding import Finding
 from provision.inventory.model import Host
-
-from .finding import Finding
 
 CLOSE_WAIT_PILE = 100  # CLOSE_WAIT sockets held by one process
 TIME_WAIT_SHARE = 0.25  # of the ephemeral port range

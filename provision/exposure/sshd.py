@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from provision.facts import sshd_config as SC
 from provision.facts import sshd_effective as SSHD
+from provision.finding import Finding
 from provision.inventory.model import Host, Inventory
 from provision.render import SSHD_DROPIN, render_host
 from provision.tasks import sshd_effect as E
-
-from .finding import Finding
 
 
 def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:

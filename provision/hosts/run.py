@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING
 
 from provision.errors import UsageError
 from provision.inventory import default_inventory_path
-from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
-from provision.record import record
 from provision.secrets import unlock
 from provision.shard import parse_shard, split
 from provision.ssh.connect import Chain, Gateways
@@ -32,34 +30,10 @@ from provision.tasks.registry import preload
 from . import pytasks
 from .pytasks import Imported
 from .reach import connecting
+from .run_job import ApplyOptions, Request, Run
 
 if TYPE_CHECKING:
     from .run_phases import Hooks, Outcome
-
-
-@record
-class Run:
-    """What a plan or apply works on: the inventory, the playbook, the hosts it selects,
-    and the task files it imported."""
-
-    inv: Inventory
-    pb: Playbook
-    selected: tuple[Host, ...]
-    imported: tuple[Imported, ...] = ()
-
-
-@record
-class Request:
-    """What the command was asked: the hosts (patterns), the run's options."""
-
-    inv: Inventory
-    pb: Playbook
-    hosts: tuple[str, ...] = ()
-    inventory_path: str | None = None
-    shard_text: str | None = None
-    task_paths: tuple[str, ...] = ()
-    forks: int | None = None
-    accept_new: bool = False
 
 
 def setup(req: Request, note: Callable[[str], None]) -> Run:
@@ -132,14 +106,6 @@ def _connecting(job: Run, forks: int, accept_new: bool
             yield gateways, early
         finally:
             _drop(early)
-
-
-@record
-class ApplyOptions:
-    """`apply`'s own options (the confirmation window's override, the host lock's wait)."""
-
-    confirm_timeout: int | None = None
-    lock_timeout: int = 180
 
 
 def plan(req: Request, note: Callable[[str], None], hooks: Callable[[Run], Hooks]) -> Outcome:

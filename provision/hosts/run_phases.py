@@ -33,7 +33,7 @@ from .progress import NOT_STARTED, Board, Event
 from .reach import Closing
 
 if TYPE_CHECKING:
-    from .run import ApplyOptions, Run
+    from .run_job import ApplyOptions, Run
 
 T = TypeVar("T")
 

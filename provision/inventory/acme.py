@@ -16,7 +16,7 @@ acme:
 
 The directory URL must be https:// (a plain-http CA would let anyone on the path change
 the challenge and the certificate), except to a loopback address, where a local test CA
-may listen. The EAB key is a secret: its file lies where `provision.dns.secrets` allows
+may listen. The EAB key is a secret: its file lies where `provision.dnsdata.secrets` allows
 DNS keys to lie, and is read only when an account is made.
 """
 
@@ -28,9 +28,9 @@ from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from provision.dns.endpoint import problem as endpoint_problem
+from provision.dnsdata.endpoint import problem as endpoint_problem
 from provision.record import record
-from provision.secrets.fields import SecretName
+from provision.secretdata.fields import SecretName
 
 from .fields import FilePath
 

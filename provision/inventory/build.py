@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from provision.dns import providers
-from provision.dns.secrets import placement_problem
-from provision.secrets.check import inventory_problems
+from provision.dnsdata import providers
+from provision.dnsdata.secrets import placement_problem
+from provision.secretdata.check import inventory_problems
 
 from . import acme as acme_section
 from . import clusters as cl

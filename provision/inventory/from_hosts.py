@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Literal
 
-from provision.dns.names import BadName, canonical, check_record
+from provision.dnsdata.names import BadName, canonical, check_record
 from provision.record import record
 
 from .fields import is_ip

@@ -7,8 +7,8 @@ import ipaddress
 from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
-from provision.dns.names import canonical
-from provision.dns.visibility import Visibility
+from provision.dnsdata.names import canonical
+from provision.dnsdata.visibility import Visibility
 from provision.record import record
 
 from .acme import Acme
@@ -18,8 +18,8 @@ from .programs import Program, program
 from .python_envs import PythonEnv
 
 if TYPE_CHECKING:
-    from provision.dns.provider import ProviderSettings
-    from provision.secrets.vault import Vault
+    from provision.dnsdata.provider_settings import ProviderSettings
+    from provision.secretdata.vault import Vault
 
 
 @record
@@ -263,7 +263,7 @@ class Aws:
 class Record:
     name: str  # relative to the zone, '@' for the apex
     type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"]
-    values: tuple[str, ...]  # TXT, MX, SRV, CAA: canonical presentation (provision.dns.rdata)
+    values: tuple[str, ...]  # TXT, MX, SRV, CAA: canonical presentation (provision.dnsdata.rdata)
     ttl: int
     host: str | None = None  # generated from this host's address (the zone's `from_hosts`)
 
@@ -286,7 +286,7 @@ class Zone:
 class Dns:
     resolvers: tuple[str, ...]
     zones: tuple[Zone, ...]
-    owner: str | None = None  # the owner id in ownership markers (provision.dns.owner)
+    owner: str | None = None  # the owner id in ownership markers (provision.dnsdata.owner)
 
 
 # Words a host selection reads as more than a name (`Inventory.select`, playbooks'
@@ -349,7 +349,7 @@ class Inventory:
     root_shell_timeout: int | None = None  # TMOUT for root's login shells (provision.tasks.login)
     acme: Acme | None = None  # the ACME CA (provision.inventory.acme)
     # the inventory's own directory tree, real path ("" for text not from a file): where
-    # the key files it names may be (provision.dns.secrets)
+    # the key files it names may be (provision.dnsdata.secrets)
     tree: str = field(default="", compare=False)
     secrets: tuple[tuple[str, str], ...] = ()  # name -> armored age ciphertext
     recipients: tuple[tuple[str, str], ...] = ()  # label -> extra public key

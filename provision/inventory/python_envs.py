@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator
 
-from provision.dns.endpoint import is_loopback
+from provision.dnsdata.endpoint import is_loopback
 from provision.record import record
 from provision.text import printable, unsafe
 

@@ -24,9 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from provision.dns import providers
-from provision.dns.visibility import Visibility
-from provision.secrets.fields import (
+from provision.dnsdata import providers
+from provision.dnsdata.visibility import Visibility
+from provision.secretdata.fields import (
     Armored,
     EnvValue,
     EnvVar,
@@ -417,7 +417,7 @@ class AwsDoc(Strict):
 
 # --- records of TXT, MX, SRV and CAA data, and records generated from the hosts ----------
 # (kept together; what a value may hold is checked when the inventory is built, with
-# dnspython, see provision.dns.rdata.declared)
+# dnspython, see provision.dnsdata.rdata.declared)
 
 def _record_text(value: str) -> str:
     bad = unsafe(value)

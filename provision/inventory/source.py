@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from provision.dns.localfile import read_regular
+from provision.localfile import read_regular
 from provision.record import record
 from provision.text import printable, unsafe
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
+from provision.inventory.forwards import local_forwards
 from provision.inventory.model import Inventory
-from provision.tunnel.forwards import local_forwards
 
 from .env import render as _render
 

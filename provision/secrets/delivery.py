@@ -17,8 +17,7 @@ import hashlib
 from provision.errors import OperationError
 from provision.inventory.model import SecretUse, Service
 from provision.record import record
-
-from .vault import Sealed, Vault
+from provision.secretdata.vault import Sealed, Vault
 
 ROOT = "/etc/provision/credentials"
 SALT = f"{ROOT}/.salt"

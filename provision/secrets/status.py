@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from provision.record import record
-
-from .armor import ArmorError, read
-from .recipients import Recipient, recipients
+from provision.secretdata.armor import ArmorError, read
+from provision.secretdata.recipients import Recipient, recipients
 
 
 @record

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host, Inventory
+from provision.secretdata.armor import ArmorError, read
+from provision.secretdata.recipients import recipients
+from provision.secretdata.vault import Sealed, Vault
 
 from . import age
-from .armor import ArmorError, read
 from .delivery import deliveries
-from .recipients import recipients
-from .vault import Sealed, Vault
 
 ENV = "PROVISION_IDENTITY"
 _DEFAULTS = ("~/.ssh/id_ed25519", "~/.ssh/id_rsa")

@@ -20,9 +20,9 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
-from provision.dns.localfile import file_kind
 from provision.inventory.fields import check_known_hosts_path, check_path
 from provision.inventory.source import FieldPath, SourceDoc
+from provision.localfile import file_kind
 from provision.record import record
 
 from .errors import HostKeyError

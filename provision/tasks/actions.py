@@ -10,8 +10,8 @@ from shlex import quote
 
 from provision.facts.users import CREATED_BY, SERVICE_COMMENT
 from provision.record import record
+from provision.secretdata.vault import Sealed
 from provision.secrets.delivery import SALT
-from provision.secrets.vault import Sealed
 
 from . import apt_script
 from .action import Action, FileChange, PlanOp, b64

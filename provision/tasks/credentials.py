@@ -6,8 +6,8 @@ from __future__ import annotations
 from provision.facts import Facts
 from provision.facts import credentials as cred_fact
 from provision.inventory.model import Host, Service
+from provision.secretdata.vault import Vault
 from provision.secrets.delivery import DIR_MODE, MODE, ROOT, deliveries, directory, fingerprint
-from provision.secrets.vault import Vault
 
 from .actions import Action, Mkdir, RemoveFile, WriteSecret
 

@@ -13,10 +13,10 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from provision.errors import UsageError
+from provision.inventory.forwards import Forward
 from provision.inventory.model import Host, Inventory
 from provision.record import record
 from provision.ssh.login import Hop, Login
-from provision.tunnel.forwards import Forward
 from provision.tunnel.session import Backend, Log
 
 # name -> "module:attribute" of its BackendSpec; `auto` takes the first one available

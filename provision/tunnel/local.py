@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from provision.tunnel.forwards import LOCAL_BIND
+from provision.inventory.forwards import LOCAL_BIND
 
 
 def port_is_free(port: int) -> bool:

@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from provision.inventory.forwards import LOCAL_BIND, Forward
 from provision.inventory.model import Host, Inventory
 from provision.render import render_ssh_config
 from provision.ssh.errors import AuthError, ConnectError, HostKeyError
 from provision.ssh.hostkeys import known_hosts_path as _known_hosts
 from provision.ssh.login import Login, hops
 from provision.tunnel.backends import BackendSpec, Request
-from provision.tunnel.forwards import LOCAL_BIND, Forward
 from provision.tunnel.local import port_accepts
 from provision.tunnel.openssh_argv import (
     classify_ssh_error,

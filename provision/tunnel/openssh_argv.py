@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from provision.inventory.forwards import LOCAL_BIND, Forward
 from provision.ssh.login import Hop
 from provision.tunnel.backoff import KEEPALIVE_COUNT
-from provision.tunnel.forwards import LOCAL_BIND, Forward
 
 
 def openssh_common(config: str, known_hosts: str | None, keepalive: int,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import paramiko
 
+from provision.inventory.forwards import LOCAL_BIND, Forward, peer_uid
 from provision.ssh.channel_socket import READ_ALL, ChannelSocket
 from provision.ssh.errors import ConnectError
 from provision.ssh.hostkeys import KnownHosts, known_hosts_path
@@ -31,7 +32,6 @@ from provision.ssh.login import Hop
 from provision.ssh.streamlocal import open_streamlocal
 from provision.tunnel.backends import BackendSpec, Request
 from provision.tunnel.backoff import KEEPALIVE_COUNT
-from provision.tunnel.forwards import LOCAL_BIND, Forward, peer_uid
 from provision.tunnel.status import nothing_listening
 
 # Per-channel window. Twice OpenSSH's 2 MiB: more (16–64 MiB) lets sshd queue a window's

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from provision.errors import UsageError
+from provision.inventory.forwards import Forward, forward_for
 from provision.inventory.model import Host, Service
-from provision.tunnel.forwards import Forward, forward_for
 
 PORT_SEARCH = 100  # how far from the wanted port we look for a free one
 

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from provision.errors import OperationError
+from provision.inventory.forwards import Forward
 from provision.inventory.model import Host, Service
 from provision.ssh.errors import ConnectError, HostKeyError
 from provision.tunnel.backoff import backoff
-from provision.tunnel.forwards import Forward
 from provision.tunnel.status import Row, nothing_listening, rows
 from provision.tunnel.tokens import (
     ServiceState,

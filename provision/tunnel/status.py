@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
+from provision.inventory.forwards import Forward
 from provision.record import record
-from provision.tunnel.forwards import Forward
 from provision.tunnel.tokens import ServiceState
 
 

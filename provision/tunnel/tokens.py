@@ -11,9 +11,9 @@ import shlex
 from collections.abc import Sequence
 
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
+from provision.inventory.forwards import remote_target
 from provision.inventory.model import Service
 from provision.record import record
-from provision.tunnel.forwards import remote_target
 
 
 @record

@@ -13,8 +13,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from provision.cli import main
-from provision.dns.route53 import Route53Provider
-from provision.dns.visibility import Wanted, ZoneMismatch
+from provision.dns.providers.route53 import Route53Provider
+from provision.dnsdata.visibility import Wanted, ZoneMismatch
 
 ZONE = "internal.example."
 VPC_REGION = "eu-west-1"

@@ -335,7 +335,7 @@ def r53(moto_url: str, monkeypatch: pytest.MonkeyPatch, state: Path) -> Iterator
     client.meta.events.register("after-call.route53.ChangeResourceRecordSets", changed)
     client.meta.events.register("after-call.route53.GetChange", pending)
     from provision.dns.migrate import run as migrate_run
-    from provision.dns.route53 import Route53Provider
+    from provision.dns.providers.route53 import Route53Provider
 
     monkeypatch.setattr(migrate_run, "make_provider", lambda zone, inv: Route53Provider(
         zone.name, endpoint_url=moto_url, client=client, wait_delay=0.05))

@@ -21,8 +21,8 @@ import yaml
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns.powerdns import PowerDnsProvider, parse_zone, patch_body
 from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.providers.powerdns import PowerDnsProvider, parse_zone, patch_body
 from provision.dns.records import ChangeSet, rrset
 from tests.support.powerdns_server import KEY_ENV, URL_ENV, Pdns
 
@@ -507,7 +507,7 @@ def test_a_key_file_swapped_for_a_symlink_after_loading_is_not_read(
     """The second check, on the file opened: the key file named for the server was a
     regular file in the tree when the inventory was loaded, and became a link to
     ~/.aws/credentials before it was read."""
-    from provision.dns import powerdns
+    from provision.dns.providers import powerdns
     from provision.inventory import load_inventory
 
     home = _home(tmp_path, monkeypatch)

@@ -20,6 +20,6 @@ def test_only_the_providers_an_inventory_names_are_loaded(tmp_path: Path) -> Non
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     loaded = set(out.split())
-    assert {"provision.dns.route53", "provision.dns.clouddns"} <= loaded
-    assert "provision.dns.rfc2136" not in loaded
+    assert {"provision.dns.providers.route53", "provision.dns.providers.clouddns"} <= loaded
+    assert "provision.dns.providers.rfc2136" not in loaded
     assert not {m.split(".")[0] for m in loaded} & {"dns", "boto3", "botocore", "google"}

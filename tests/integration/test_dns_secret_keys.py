@@ -148,7 +148,7 @@ def test_cloud_dns_credentials_come_from_a_secret(tmp_path: Path,
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    from provision.dns.providers import provider_for as make_provider
+    from provision.dns.provider import provider_for as make_provider
     from provision.errors import UsageError
     from provision.inventory import load_inventory
 

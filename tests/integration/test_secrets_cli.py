@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from provision.cli import main
-from provision.secrets.armor import read
-from provision.secrets.recipients import key_tag
+from provision.secretdata.armor import read
+from provision.secretdata.recipients import key_tag
 
 pytestmark = pytest.mark.skipif(shutil.which("age") is None or shutil.which("ssh-keygen") is None,
                                 reason="needs age and ssh-keygen")

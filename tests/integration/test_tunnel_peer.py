@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.tunnel.forwards import peer_uid
+from provision.inventory.forwards import peer_uid
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/proc/net/tcp").exists()

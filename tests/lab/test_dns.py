@@ -151,8 +151,7 @@ def test_a_record_changed_between_read_and_write_is_not_overwritten(
     import dns.rcode
     import dns.update
 
-    from provision.dns.provider import StaleRead
-    from provision.dns.providers import provider_for
+    from provision.dns.provider import StaleRead, provider_for
     from provision.dns.sync import apply_zone, plan_zones
     from provision.inventory import load_inventory
 
@@ -228,7 +227,7 @@ def test_check_explains_negative_caching_for_a_missing_name(lab: Lab) -> None:
 
 
 def test_one_rrset_can_be_read_for_migrations(lab: Lab) -> None:
-    from provision.dns.providers import provider_for
+    from provision.dns.provider import provider_for
     from provision.inventory import load_inventory
 
     inv = load_inventory(lab.inventory)

@@ -15,7 +15,7 @@ import pytest
 import provision.tasks
 from provision.inventory.python_envs import PythonEnv
 from provision.record import record
-from provision.secrets.vault import Sealed
+from provision.secretdata.vault import Sealed
 from provision.tasks import script
 from provision.tasks.action import Action, Described, Lib
 from provision.tasks.actions import (

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from provision.commands.import_dns import _check_round_trip, render
-from provision.dns import providers
 from provision.dns.adopt import FORMS, adopt, comment_text
-from provision.dns.rdata import MANAGED_TYPES
 from provision.dns.records import Alias, RRset, rrset
+from provision.dnsdata import providers
+from provision.dnsdata.rdata import MANAGED_TYPES
 from provision.errors import OperationError
 from provision.inventory.model import Zone
 

@@ -115,7 +115,7 @@ def test_unquoted_or_escaped_strings_are_refused() -> None:
         with pytest.raises(C.ClosedError):
             C.parse(rr)
     # a provider's unquoted spelling is the same TXT data, read by dnspython as one string
-    # (provision.dns.rdata): `phase=closed` is `"phase=closed"`, not a second value
+    # (provision.dnsdata.rdata): `phase=closed` is `"phase=closed"`, not a second value
     assert rrset(CL, "TXT", 300, [*good.values, "phase=closed"]) == good
 
 

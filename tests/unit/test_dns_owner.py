@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.dns.owner import default_owner, problem
 from provision.dns.records import (
     RRset,
     absolute,
@@ -20,6 +19,7 @@ from provision.dns.records import (
     plan_zone,
     rrset,
 )
+from provision.dnsdata.owner import default_owner, problem
 from provision.inventory import InventoryError, load_inventory
 
 Z = "example.org."

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns import providers
-from provision.dns.provider import Capabilities, ProviderSettings
+from provision.dnsdata import providers
+from provision.dnsdata.provider_settings import Capabilities, ProviderSettings
 
 ROOT = Path(__file__).parents[2]
 
@@ -47,7 +47,7 @@ def _naming(rel: str, text: str) -> list[str]:
             named = [modules[a.name] for a in node.names if a.name in modules]
         elif isinstance(node, ast.ImportFrom):
             package = node.module or ""
-            if node.level:  # relative: only provision/dns/*.py can reach a provider this way
+            if node.level:  # relative: only provision/dns/ can reach a provider this way
                 package = ".".join(rel.removesuffix(".py").split("/")[:-node.level]
                                    + ([package] if package else []))
             named = [modules[m] for m in (package, *(f"{package}.{a.name}" for a in node.names))
@@ -59,13 +59,14 @@ def _naming(rel: str, text: str) -> list[str]:
 def test_the_provider_check_finds_a_branch_and_an_import() -> None:
     """The guard below can fail: each way of naming a provider past the seam is found."""
     assert _naming("provision/commands/dns.py", "if kind == 'route53':\n    pass\n")
-    assert _naming("provision/commands/dns.py", "from provision.dns import powerdns\n")
-    assert _naming("provision/commands/dns.py", "import provision.dns.clouddns\n")
-    assert _naming("provision/dns/zone.py", "from .rfc2136 import Settings\n")
-    assert _naming("provision/dns/zone.py", "from . import route53\n")
-    assert not _naming("provision/dns/powerdns.py", "KIND = 'powerdns'\n")
-    assert not _naming("provision/dns/rfc2136_client.py", "from .rfc2136 import read_tsig_key\n")
-    assert _naming("provision/dns/rfc2136_client.py", "from .route53 import Settings\n")
+    assert _naming("provision/commands/dns.py", "from provision.dns.providers import powerdns\n")
+    assert _naming("provision/commands/dns.py", "import provision.dns.providers.clouddns\n")
+    assert _naming("provision/dns/providers/zone.py", "from .rfc2136 import Settings\n")
+    assert _naming("provision/dns/providers/zone.py", "from . import route53\n")
+    assert _naming("provision/dns/zone.py", "from .providers import route53\n")
+    assert not _naming("provision/dns/providers/powerdns.py", "KIND = 'powerdns'\n")
+    assert not _naming("provision/dns/providers/rfc2136_client.py", "from .rfc2136 import read_tsig_key\n")
+    assert _naming("provision/dns/providers/rfc2136_client.py", "from .route53 import Settings\n")
     assert not _naming("provision/dns/zone.py", "from .records import rrset\n")
 
 
@@ -76,7 +77,7 @@ def test_no_code_but_the_table_and_the_module_itself_names_a_provider() -> None:
     found = []
     for path in sorted((ROOT / "provision").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel in ("provision/dns/providers.py", "provision/lab/plan.py"):
+        if rel in ("provision/dnsdata/providers.py", "provision/lab/plan.py"):
             continue
         text = path.read_text()
         if any(n in text for n in providers.PROVIDERS):

@@ -16,14 +16,14 @@ import dns.rdataclass
 import dns.rdatatype
 import pytest
 
-from provision.dns import providers
 from provision.dns.migrate.guard import review
 from provision.dns.migrate.trust import Refused, journal_from_dict
-from provision.dns.powerdns import parse_zone
-from provision.dns.provider import Capabilities
-from provision.dns.rdata import BadValue, declared, value_problem
+from provision.dns.providers.powerdns import parse_zone
+from provision.dns.providers.route53 import Route53Provider
 from provision.dns.records import RRset, marker_rrset, plan_zone, rrset
-from provision.dns.route53 import Route53Provider
+from provision.dnsdata import providers
+from provision.dnsdata.provider_settings import Capabilities
+from provision.dnsdata.rdata import BadValue, declared, value_problem
 from provision.inventory import load_inventory
 from provision.inventory.errors import InventoryError
 from provision.inventory.from_hosts import HostIn, Spec, generate, template_problem

@@ -191,8 +191,8 @@ def test_expected_absent_and_timeouts() -> None:
 
 
 def test_a_dual_stack_name_from_the_inventory() -> None:
+    from provision.dns.providers.route53 import Settings
     from provision.dns.records import desired
-    from provision.dns.route53 import Settings
     from provision.inventory.model import Record, Zone
 
     z = Zone("example.org", "route53", (Record("h", "A", ("192.0.2.1",), 300),

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from provision.dns.providers.rfc2136 import CAPABILITIES
+from provision.dns.providers.rfc2136_client import Rfc2136Provider
 from provision.dns.records import ChangeSet, rrset
-from provision.dns.rfc2136 import read_tsig_key
-from provision.dns.rfc2136_client import Rfc2136Provider
+from provision.dns.tsig import read_tsig_key
 from provision.errors import UsageError
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="
@@ -41,7 +42,8 @@ def test_tsig_algorithms_are_bind_names_and_a_typo_lists_the_allowed(tmp_path: P
     # hmac-md5 as tsig-keygen writes it signs with its RFC 8945 wire name (dnspython has
     # no 'hmac-md5.' algorithm: before, the first signed message failed with a traceback)
     md5 = _key(tmp_path, f'key "old" {{ algorithm hmac-md5; secret "{SECRET}"; }};')
-    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, md5)
+    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, md5,
+                        capabilities=CAPABILITIES)
     upd = p.update_message(ChangeSet((), (rrset("a.lab.test.", "A", 60, ["10.0.0.1"]),)))
     wire = upd.to_wire()
     assert b"\x08HMAC-MD5\x07SIG-ALG\x03REG\x03INT\x00" in wire
@@ -60,7 +62,8 @@ def test_the_update_requires_exactly_what_was_read(tmp_path: Path) -> None:
     import dns.rdataclass
     import dns.rdatatype
 
-    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, _key(tmp_path, f"hmac-sha256:lab-tsig:{SECRET}"))
+    p = Rfc2136Provider("lab.test", "127.0.0.1", 53, _key(tmp_path, f"hmac-sha256:lab-tsig:{SECRET}"),
+                        capabilities=CAPABILITIES)
     old = rrset("app.lab.test.", "A", 300, ["10.0.0.1", "10.0.0.2"])
     new = rrset("app.lab.test.", "A", 60, ["10.0.0.3"])
     add = rrset("www.lab.test.", "CNAME", 300, ["app.lab.test."])

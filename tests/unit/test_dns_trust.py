@@ -12,12 +12,12 @@ import yaml
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns import endpoint, names
 from provision.dns.migrate import journal, trust
 from provision.dns.migrate.marker import Marker
 from provision.dns.provider import ProviderError
+from provision.dns.providers.route53 import Route53Provider
 from provision.dns.records import ChangeSet, RRset, plan_zone, rrset
-from provision.dns.route53 import Route53Provider
+from provision.dnsdata import endpoint, names
 from provision.errors import UsageError
 
 ZONE = "example.org."
@@ -209,7 +209,7 @@ def test_route53_refuses_a_plain_http_endpoint_before_any_client_exists(
 
 
 def test_clouddns_refuses_a_token_uri_in_clear(tmp_path: Path) -> None:
-    from provision.dns.clouddns import CloudDnsProvider
+    from provision.dns.providers.clouddns import CloudDnsProvider
 
     creds = tmp_path / "sa.json"
     creds.write_text(json.dumps({"type": "service_account", "token_uri": "http://10.9.9.9/token",
@@ -268,11 +268,13 @@ def test_route53_paging_in_a_circle_ends() -> None:
 
 
 def test_rfc2136_refuses_to_build_an_update_from_unwritable_data(tmp_path: Path) -> None:
-    from provision.dns.rfc2136_client import Rfc2136Provider
+    from provision.dns.providers.rfc2136 import CAPABILITIES
+    from provision.dns.providers.rfc2136_client import Rfc2136Provider
 
     key = tmp_path / "k.key"
     key.write_text("hmac-sha256:k:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=")
-    p = Rfc2136Provider("example.org", "127.0.0.1", 53, str(key))
+    p = Rfc2136Provider("example.org", "127.0.0.1", 53, str(key),
+                        capabilities=CAPABILITIES)
     bad = RRset("api.example.org.", "A", 300, ("not-an-address",))
     with pytest.raises(ProviderError, match="nothing was sent"):
         p.update_message(ChangeSet((bad,), ()))
@@ -404,7 +406,7 @@ def test_hostile_route53_answers_never_reach_a_change_batch(tmp_path: Path) -> N
 ])
 def test_a_key_is_bound_to_the_server_by_its_origin_and_file_name(url: str, origin: str,
                                                                   name: str) -> None:
-    from provision.dns import secrets
+    from provision.dnsdata import secrets
 
     assert secrets.origin(url) == origin
     assert secrets.url_key_name(url) == name

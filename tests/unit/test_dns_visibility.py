@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns.clouddns import network_label
 from provision.dns.propagation import Target, Unverifiable, authoritative_targets
-from provision.dns.visibility import Found, Wanted, ZoneMismatch, choose
+from provision.dns.providers.clouddns import network_label
+from provision.dnsdata.visibility import Found, Wanted, ZoneMismatch, choose
 from provision.inventory.schema import json_schema
 
 Z = "internal.example."

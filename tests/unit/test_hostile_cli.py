@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from provision.cli import main
-from provision.dns import names
+from provision.dnsdata import names
 
 _RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 

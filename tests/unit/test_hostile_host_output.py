@@ -21,9 +21,9 @@ from provision.facts import docker as D
 from provision.facts import listeners as L
 from provision.facts import parse
 from provision.facts.spec import FactsError
+from provision.inventory.forwards import Forward
 from provision.playbook import MAX_PLAYBOOK_BYTES, PlaybookError, load
 from provision.text import unsafe
-from provision.tunnel.forwards import Forward
 from provision.tunnel.status import service_url
 from provision.tunnel.tokens import parse_jupyter_list
 

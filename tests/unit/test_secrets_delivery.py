@@ -16,8 +16,8 @@ from provision.errors import OperationError
 from provision.facts import parse
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
+from provision.secretdata.vault import Sealed, Vault
 from provision.secrets.delivery import SALT, deliveries, fingerprint
-from provision.secrets.vault import Sealed, Vault
 from provision.tasks import script
 from provision.tasks.actions import Mkdir, RestartUnit, WriteSecret
 from provision.tasks.services import ServicesStep

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from provision.cli import main
 from provision.dns.adopt import FORMS
-from provision.dns.rdata import MANAGED_TYPES
+from provision.dnsdata.rdata import MANAGED_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "inventories" / "example.yml"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from provision.inventory import load_inventory
+from provision.inventory.forwards import LOCAL_BIND, Forward, remote_target
 from provision.inventory.model import Expose, Inventory, Service
 from provision.ssh.login import Hop, Login, LoginError, choose_login, hops
 from provision.tunnel.backoff import backoff, dead_after
-from provision.tunnel.forwards import LOCAL_BIND, Forward, remote_target
 from provision.tunnel.openssh_argv import (
     classify_ssh_error,
     is_host_key_failure,

@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from provision.inventory import load_inventory
-from provision.tunnel.forwards import forward_for
+from provision.inventory.forwards import forward_for
 from provision.tunnel.session import Session
 from provision.tunnel.tokens import PROBE_BEGIN
 

@@ -30,8 +30,8 @@ import ipaddress
 import math
 import re
 
-from provision.dns.names import CLOSED_PREFIX, marker_owner, split_marker
 from provision.dns.records import RRset, rrset
+from provision.dnsdata.names import CLOSED_PREFIX, marker_owner, split_marker
 from provision.record import record
 
 from .marker import OPERATOR, iso, parse_iso

@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from provision.dns.rdata import MIGRATE_TYPES
 from provision.dns.records import (
     MARKER_TYPE,
     RRset,
@@ -42,7 +41,8 @@ from provision.dns.records import (
     in_zone,
     relative,
 )
-from provision.exposure import Finding
+from provision.dnsdata.rdata import MIGRATE_TYPES
+from provision.finding import Finding
 from provision.record import record
 
 from . import closed as C

@@ -13,9 +13,9 @@ import re
 import socket
 from collections.abc import Sequence
 
-from provision.dns import names
-from provision.dns.rdata import value_problem
 from provision.dns.records import RRset, in_zone, normalise_value
+from provision.dnsdata import names
+from provision.dnsdata.rdata import value_problem
 from provision.errors import UsageError
 from provision.inventory.model import Inventory, Zone
 from provision.text import printable

@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, field, replace
 from typing import Any, Literal
 
-from provision.dns.names import RESERVED_LABELS, file_stem
+from provision.dnsdata.names import RESERVED_LABELS, file_stem
 from provision.record import record
 
 VERSION = 1
@@ -101,7 +101,7 @@ _SAFE = re.compile(r"^\*?[a-z0-9._-]+$")
 def file_name(name: str) -> str:
     """The journal's file name for record `name` (absolute): ``api.example.org.json``.
 
-    Injective: names are checked before (`provision.dns.names.check_record`: no other
+    Injective: names are checked before (`provision.dnsdata.names.check_record`: no other
     characters, and no name starts with the reserved ``_wildcard`` label that spells '*'),
     so two records never share a journal or a lock; anything else is refused here."""
     n = name.rstrip(".").lower()

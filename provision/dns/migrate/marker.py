@@ -22,8 +22,8 @@ import re
 from datetime import UTC, datetime
 from typing import Literal
 
-from provision.dns.names import marker_owner, split_marker
 from provision.dns.records import MIGRATION_LABEL, RRset, rrset
+from provision.dnsdata.names import marker_owner, split_marker
 from provision.record import record
 
 LABEL = MIGRATION_LABEL

@@ -25,7 +25,7 @@ from typing import Literal
 
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
-from provision.exposure import Finding
+from provision.finding import Finding
 from provision.record import record
 
 from . import closed as C

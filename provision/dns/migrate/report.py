@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from provision.dns import names
 from provision.dns import propagation as prop
 from provision.dns.provider import ProviderError
+from provision.dnsdata import names
 from provision.inventory.model import Inventory
 from provision.text import printable
 

@@ -17,11 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from provision.dns import names
 from provision.dns import propagation as prop
-from provision.dns.provider import Provider, ProviderError, StaleRead
-from provision.dns.providers import provider_for
-from provision.dns.rdata import values_problem
+from provision.dns.provider import Provider, ProviderError, StaleRead, provider_for
 from provision.dns.records import (
     ChangeSet,
     RRset,
@@ -31,6 +28,8 @@ from provision.dns.records import (
     relative,
 )
 from provision.dns.records import marker_name as ownership_marker_name
+from provision.dnsdata import names
+from provision.dnsdata.rdata import values_problem
 from provision.errors import OperationError, UsageError
 from provision.inventory.model import Host, Inventory, Zone
 from provision.inventory.writeback import WriteBackError, prepare, write

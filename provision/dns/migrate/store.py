@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from provision import state
-from provision.dns.localfile import read_regular
 from provision.errors import OperationError, UsageError
+from provision.localfile import read_regular
 
 from .journal import Journal, JournalError, file_name, to_json
 from .trust import MAX_BYTES, from_json

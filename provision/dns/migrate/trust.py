@@ -26,9 +26,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from provision.dns import providers
-from provision.dns.names import canonical, in_zone, origin, problem, reserved
-from provision.dns.rdata import MIGRATE_TYPES, ttl_problem, values_problem
+from provision.dnsdata import providers
+from provision.dnsdata.names import canonical, in_zone, origin, problem, reserved
+from provision.dnsdata.rdata import MIGRATE_TYPES, ttl_problem, values_problem
 from provision.text import printable
 
 from .journal import PHASES, VERSION, Journal, JournalError, Snapshot

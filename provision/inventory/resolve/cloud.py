@@ -7,7 +7,7 @@ import difflib
 import ipaddress
 from typing import Any
 
-from provision.dns.endpoint import problem as endpoint_problem
+from provision.dnsdata.endpoint import problem as endpoint_problem
 
 from .. import model as m
 from ..fields import is_cidr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from provision.secrets.check import service_problems
+from provision.secretdata.check import service_problems
 
 from .. import culling
 from .. import https as door

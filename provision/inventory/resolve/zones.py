@@ -7,14 +7,14 @@ import ipaddress
 import os
 from typing import Any
 
-from provision.dns import providers
-from provision.dns.names import BadName, canonical, check_record
-from provision.dns.owner import default_owner
-from provision.dns.owner import problem as owner_problem
-from provision.dns.provider import ProviderSettings
-from provision.dns.rdata import DATA_TYPES, BadValue
-from provision.dns.rdata import declared as declared_value
-from provision.dns.secrets import placement_problem
+from provision.dnsdata import providers
+from provision.dnsdata.names import BadName, canonical, check_record
+from provision.dnsdata.owner import default_owner
+from provision.dnsdata.owner import problem as owner_problem
+from provision.dnsdata.provider_settings import ProviderSettings
+from provision.dnsdata.rdata import DATA_TYPES, BadValue
+from provision.dnsdata.rdata import declared as declared_value
+from provision.dnsdata.secrets import placement_problem
 
 from .. import from_hosts as gen
 from .. import model as m

@@ -1,7 +1,7 @@
 """TXT, MX, SRV and CAA values read with dnspython (`dns.rdata.from_text`): the one
 parser of their presentation form. Pure, no I/O.
 
-Imported only when such a value is read (`provision.dns.rdata` imports it in the
+Imported only when such a value is read (`provision.dnsdata.rdata` imports it in the
 functions that need it): `provision check` of an inventory without one loads no
 dnspython (tests/integration/test_lazy_imports.py).
 """

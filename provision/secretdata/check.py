@@ -9,8 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from .armor import ArmorError, read
-from .recipients import recipients
+from provision.secretdata.armor import ArmorError, read
+from provision.secretdata.recipients import recipients
 
 Path = tuple[str | int, ...]
 

@@ -19,25 +19,19 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
+from provision.dns import secret_keys
+from provision.dns.offline import service_account_problem
+from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.records import ChangeSet, RRset, rrset
+from provision.dnsdata import endpoint
+from provision.dnsdata.provider_settings import Capabilities, Credential, FileKind, ProviderSettings
+from provision.dnsdata.secrets import read_bound
+from provision.dnsdata.visibility import Found, Wanted, choose
 from provision.errors import UsageError
 from provision.inventory.fields import FilePath, Url
-from provision.secrets.fields import SecretName
+from provision.localfile import read_regular
+from provision.secretdata.fields import SecretName
 from provision.text import printable
-
-from . import endpoint, secret_keys
-from .localfile import read_regular
-from .offline import service_account_problem
-from .provider import (
-    Capabilities,
-    Credential,
-    FileKind,
-    ProviderError,
-    ProviderSettings,
-    StaleRead,
-)
-from .records import ChangeSet, RRset, rrset
-from .secrets import read_bound
-from .visibility import Found, Wanted, choose
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone

@@ -12,7 +12,7 @@ zone, TTL range, no control characters); anything else is a ProviderError. The A
 never in the inventory, and the inventory does not choose it: it is the file `api_key_file`
 (in the inventory's tree or the provision config directory, and named for the server:
 `HOST_PORT.key`), else `$PROVISION_POWERDNS_API_KEY`, used only when
-`$PROVISION_POWERDNS_API_URL` names the same server (`provision.dns.secrets`). So changing
+`$PROVISION_POWERDNS_API_URL` names the same server (`provision.dnsdata.secrets`). So changing
 `api_url` alone never sends an existing key elsewhere. It is sent only over https:// or to
 a loopback address, and redirects are not followed.
 """
@@ -34,24 +34,18 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
+from provision.dns import secret_keys
+from provision.dns.offline import MAX_SECRET, secret_problem
+from provision.dns.propagation import authoritative_targets, wait_served
+from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.records import ChangeSet, RRset, in_zone, rrset
+from provision.dnsdata import endpoint
+from provision.dnsdata.provider_settings import Capabilities, Credential, FileKind, ProviderSettings
+from provision.dnsdata.secrets import config_dir, origin, read_bound, url_key_name
 from provision.errors import UsageError
 from provision.inventory.fields import Address, FilePath, Port, Url
-from provision.secrets.fields import SecretName
+from provision.secretdata.fields import SecretName
 from provision.text import printable, unsafe
-
-from . import endpoint, secret_keys
-from .offline import MAX_SECRET, secret_problem
-from .propagation import authoritative_targets, wait_served
-from .provider import (
-    Capabilities,
-    Credential,
-    FileKind,
-    ProviderError,
-    ProviderSettings,
-    StaleRead,
-)
-from .records import ChangeSet, RRset, in_zone, rrset
-from .secrets import config_dir, origin, read_bound, url_key_name
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone

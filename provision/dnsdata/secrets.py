@@ -24,9 +24,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from provision.localfile import read_regular
 from provision.text import printable
-
-from .localfile import read_regular
 
 
 def config_dir() -> Path:

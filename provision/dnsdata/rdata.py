@@ -18,9 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from provision.dnsdata.names import problem
 from provision.text import printable
-
-from .names import problem
 
 MIGRATE_TYPES = ("A", "AAAA", "CNAME")     # what `dns migrate`, its journals and markers act on
 DATA_TYPES = ("TXT", "MX", "SRV", "CAA")  # managed records with no cutover

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
+from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.records import Alias, ChangeSet, RRset, rrset
+from provision.dnsdata import endpoint
+from provision.dnsdata.names import problem
+from provision.dnsdata.provider_settings import Capabilities, Credential, ProviderSettings
+from provision.dnsdata.visibility import Found, Wanted, ZoneMismatch, choose
 from provision.inventory.fields import Url
 from provision.text import printable
-
-from . import endpoint
-from .names import problem
-from .provider import Capabilities, Credential, ProviderError, ProviderSettings, StaleRead
-from .records import Alias, ChangeSet, RRset, rrset
-from .visibility import Found, Wanted, ZoneMismatch, choose
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone

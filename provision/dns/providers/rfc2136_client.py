@@ -26,13 +26,13 @@ import dns.tsigkeyring
 import dns.update
 import dns.xfr
 
+from provision.dns import tsig
+from provision.dns.propagation import authoritative_targets, wait_served
+from provision.dns.provider import ProviderError, StaleRead
+from provision.dns.records import ChangeSet, RRset, in_zone, rrset
+from provision.dns.tsig import read_tsig_key
+from provision.dnsdata.provider_settings import Capabilities
 from provision.text import printable
-
-from . import tsig
-from .propagation import authoritative_targets, wait_served
-from .provider import ProviderError, StaleRead
-from .records import ChangeSet, RRset, in_zone, rrset
-from .rfc2136 import CAPABILITIES, read_tsig_key
 
 
 def _address_of(server: str) -> str:
@@ -50,12 +50,15 @@ def _address_of(server: str) -> str:
 
 class Rfc2136Provider:
     kind = "rfc2136"
-    capabilities = CAPABILITIES
 
     def __init__(self, zone: str, server: str, port: int, key_file: str | None, *,
+                 capabilities: Capabilities,
                  key: tuple[str, str, str] | None = None,
                  resolvers: tuple[str, ...] = (), timeout: float = 5.0,
                  tree: str | None = None):
+        # `capabilities`: rfc2136.CAPABILITIES, given by `make` (this module, loaded only
+        # to talk to the server, does not import the one the inventory loads)
+        self.capabilities = capabilities
         self.zone = zone.rstrip(".").lower() + "."
         self.server = _address_of(server)
         self.port = port

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictStr, Tag
 
+from provision.secretdata.armor import ArmorError, read
+from provision.secretdata.recipients import AGE_KEY, unusable
 from provision.text import printable, unsafe
-
-from .armor import ArmorError, read
-from .recipients import AGE_KEY, unusable
 
 _SECRET_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

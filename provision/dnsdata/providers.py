@@ -1,5 +1,6 @@
 """The DNS providers: the one table from an inventory's `provider:` to the module that
-implements it. A new provider is a module (see `provider.py`) and one line here.
+implements it. A new provider is a module in `provision/dns/providers/` (see
+`provision.dns.provider`) and one line here.
 
 No I/O. A module is imported only when an inventory names it (or `provision schema`
 describes them all), so an inventory without a Cloud DNS zone never loads its code.
@@ -9,18 +10,15 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
-from .provider import Capabilities, Provider, ProviderModule, ProviderSettings
-
-if TYPE_CHECKING:
-    from provision.inventory.model import Inventory, Zone
+from provision.dnsdata.provider_settings import Capabilities, ProviderSettings
 
 PROVIDERS: dict[str, str] = {
-    "route53": "provision.dns.route53",
-    "clouddns": "provision.dns.clouddns",
-    "rfc2136": "provision.dns.rfc2136",
-    "powerdns": "provision.dns.powerdns",
+    "route53": "provision.dns.providers.route53",
+    "clouddns": "provision.dns.providers.clouddns",
+    "rfc2136": "provision.dns.providers.rfc2136",
+    "powerdns": "provision.dns.providers.powerdns",
 }
 
 
@@ -28,14 +26,22 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(PROVIDERS))
 
 
+class ProviderSpec(Protocol):
+    """What the inventory reads of a provider module (`make`, the provider itself, is
+    `provision.dns.provider.ProviderModule`, above the inventory)."""
+
+    Settings: type[ProviderSettings]
+    CAPABILITIES: Capabilities
+
+
 @functools.cache
-def load(name: str) -> ProviderModule:
+def load(name: str) -> ProviderSpec:
     """The module of provider `name` (KeyError for a name not in the table)."""
     module = importlib.import_module(PROVIDERS[name])
     for attr in ("Settings", "CAPABILITIES", "make"):
         if not hasattr(module, attr):  # a programming error in a new provider module
             raise TypeError(f"{PROVIDERS[name]} does not define {attr} (see provision.dns.provider)")
-    return cast(ProviderModule, module)
+    return cast(ProviderSpec, module)
 
 
 def settings_model(name: str) -> type[ProviderSettings]:
@@ -45,7 +51,3 @@ def settings_model(name: str) -> type[ProviderSettings]:
 def capabilities(name: str) -> Capabilities:
     return load(name).CAPABILITIES
 
-
-def provider_for(zone: Zone, inv: Inventory) -> Provider:
-    """The provider of an inventory zone (its module's `make`)."""
-    return load(zone.provider).make(zone, inv)

@@ -8,19 +8,14 @@ the client that talks to the server is `rfc2136_client`, imported by `make`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, model_validator
 
-from provision.errors import UsageError
+from provision.dns import secret_keys
+from provision.dnsdata.provider_settings import Capabilities, Credential, FileKind, ProviderSettings
 from provision.inventory.fields import Address, FilePath, Port
-from provision.secrets.fields import SecretName
-
-from . import secret_keys, tsig
-from .localfile import read_regular
-from .provider import Capabilities, Credential, FileKind, ProviderSettings
-from .secrets import read_bound
+from provision.secretdata.fields import SecretName
 
 if TYPE_CHECKING:
     from provision.inventory.model import Inventory, Zone
@@ -75,26 +70,5 @@ def make(zone: Zone, inv: Inventory) -> Rfc2136Provider:
     if s.tsig_key_secret is not None:
         key = secret_keys.tsig_key(s.tsig_key_secret, secret_keys.value(inv, s.tsig_key_secret))
     return Rfc2136Provider(zone.name, s.server, s.port, s.tsig_key_file, key=key,
-                           resolvers=inv.dns.resolvers if inv.dns else (), tree=inv.tree)
-
-
-def read_tsig_key(path: str, tree: str | None = None) -> tuple[str, str, str]:
-    """(name, algorithm, secret) from a BIND key file (what `tsig-keygen` writes) or a
-    one-line `algorithm:name:secret` (nsupdate -y). The algorithm is BIND's name
-    (hmac-sha256 …); UsageError (bad input, exit 2) naming the file otherwise. `tree`: an
-    inventory's tree, whose key files must lie there or in the config directory (checked
-    again on the file opened); None for a key file given directly, not by an inventory."""
-    try:
-        if tree is None:
-            data = read_regular(Path(path).expanduser(), tsig.MAX_BYTES, "TSIG key file",
-                                follow=True)
-        else:
-            data = read_bound(path, tsig.MAX_BYTES, "TSIG key file", tree)
-    except OSError as e:
-        raise UsageError(f"cannot read the TSIG key file {path}: {e.strerror or e}") from None
-    try:
-        return tsig.parse(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}): not a TSIG key file") from None
-    except tsig.TsigKeyError as e:
-        raise UsageError(f"{path}: {e}") from None
+                           resolvers=inv.dns.resolvers if inv.dns else (), tree=inv.tree,
+                           capabilities=CAPABILITIES)
