@@ -15,7 +15,7 @@ from pathlib import Path
 from provision.inventory import load_inventory
 from provision.render import host_directories, render_host
 from provision.render.env import render as render_template
-from provision.tasks.users import authorized_keys, sudoers_path
+from provision.steps.users import authorized_keys, sudoers_path
 
 
 def main(inventory: str, out: str) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from shlex import quote
 from typing import Literal
 
+from provision.frozen import frozen
 from provision.inventory.model import Cluster, Inventory
-from provision.record import record
 
 Reach = Literal["open", "closed", "busy", "error"]
 READY = re.compile(r"Server listening on (\d+)")
@@ -26,7 +26,7 @@ DEFAULT_EPHEMERAL = (32768, 60999)  # Linux's own range, when the cluster narrow
 CONNECT_MS = 3000  # iperf3's --connect-timeout: a dropped SYN is "closed" after this
 
 
-@record
+@frozen
 class Probe:
     """One connection tried from `source` to `target`'s `address`:`port`."""
 
@@ -38,7 +38,7 @@ class Probe:
     member: bool  # the source is a member (else a bastion in front of them)
 
 
-@record
+@frozen
 class Result:
     probe: Probe
     reach: Reach

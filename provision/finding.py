@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from provision.record import record
+from provision.frozen import frozen
 
 Severity = Literal["error", "warning", "info"]
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-@record
+@frozen
 class Finding:
     severity: Severity
     code: str

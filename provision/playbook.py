@@ -3,15 +3,15 @@ Pure apart from reading the playbook file.
 
     hosts: role:gpu-server        # all | a host name | role:NAME (or a list of them)
     steps:
-      - users                     # a built-in step (provision.tasks.registry.STEPS)
-      - run: nvidia-smi -pm 1     # a shell step (provision.tasks.shell)
+      - users                     # a built-in step (provision.steps.registry.STEPS)
+      - run: nvidia-smi -pm 1     # a shell step (provision.steps.command)
         unless: nvidia-smi -q | grep -q 'Persistence Mode *: Enabled'
-      - task: tasks/cuda.py:install_cuda   # a Python task (provision.tasks.pytask)
+      - task: tasks/cuda.py:install_cuda   # a Python task (provision.steps.python_task)
 
 Loading is strict (unknown keys and steps are errors that point at file:line:column).
 Pure apart from reading the playbook file: a task's code is imported only by `plan` and
-`apply` (`provision.hosts.pytasks`), never here. The steps themselves:
-`provision.tasks.step`; the two custom kinds: docs/playbook-steps.md.
+`apply` (`provision.pytasks.load`), never here. The steps themselves:
+`provision.steps.step`; the two custom kinds: docs/playbook-steps.md.
 """
 
 from __future__ import annotations
@@ -31,18 +31,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from provision.errors import UsageError
+from provision.frozen import frozen
 from provision.inventory.fields import check_name
 from provision.inventory.model import Host, Inventory
 from provision.localfile import file_kind
-from provision.record import record
-from provision.tasks import pytask, shell
-from provision.tasks.pytask import Loaded, TaskSpec
-from provision.tasks.registry import STEPS
-from provision.tasks.shell import ShellSpec
+from provision.steps import command as run_step
+from provision.steps import python_task
+from provision.steps.command import ShellSpec
+from provision.steps.python_task import Loaded, TaskSpec
+from provision.steps.registry import STEPS
 from provision.text import printable, unsafe
 
 if TYPE_CHECKING:
-    from provision.tasks.step import Step
+    from provision.steps.step import Step
 
 DEFAULT_PLAYBOOK = "bootstrap-gpu-server"
 
@@ -69,7 +70,7 @@ class PlaybookError(UsageError):
     prefix = ""
 
 
-@record
+@frozen
 class Playbook:
     name: str
     source: str
@@ -102,9 +103,9 @@ class Playbook:
             if spec is None:
                 out.append(STEPS[s](inv, host))
             elif isinstance(spec, ShellSpec):
-                out.append(shell.build(spec, inv, host))
+                out.append(run_step.build(spec, inv, host))
             else:
-                out.append(pytask.build(spec, self.code.get(s), inv, host))
+                out.append(python_task.build(spec, self.code.get(s), inv, host))
         return out
 
 

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from provision.errors import UsageError
-from provision.record import record
+from provision.frozen import frozen
 
 T = TypeVar("T")
 
 
-@record
+@frozen
 class Shard:
     index: int  # 1-based
     count: int

@@ -43,7 +43,7 @@ MODULES: dict[str, list[str]] = {
                                        "tests/unit/test_guards_internet.py"],
     "provision/ssh/hostkeys.py": ["tests/unit/test_host_keys.py",
                                   "tests/unit/test_guards_hostkeys.py"],
-    "provision/tasks/commit.py": ["tests/unit/test_harden_commit.py",
+    "provision/steps/commit.py": ["tests/unit/test_harden_commit.py",
                                   "tests/unit/test_guards_commit.py",
                                   "tests/integration/test_commit_scripts_sh.py",
                                   "tests/integration/test_guards_commit_sh.py"],

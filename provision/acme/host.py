@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
 from provision.door import paths
-from provision.record import record
+from provision.frozen import frozen
 from provision.render.env import render
 from provision.text import printable
 
@@ -33,7 +33,7 @@ class HostAnswerError(ValueError):
     """What the host printed is not what the script prints."""
 
 
-@record
+@frozen
 class OnHost:
     """What a host holds for one certificate name."""
 
@@ -44,7 +44,7 @@ class OnHost:
     refused: str = ""           # why the host would not make or read it
 
 
-@record
+@frozen
 class Installed:
     fingerprint: str = ""       # SHA-256 of the certificate installed, upper-case hex
     served: str = ""            # what the port served after the reload ("" : nothing)

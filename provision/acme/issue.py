@@ -26,9 +26,9 @@ from josepy.jwk import JWKEC
 
 from provision.dnsdata.secrets import read_bound
 from provision.errors import OperationError
+from provision.frozen import frozen
 from provision.inventory.acme import KNOWN_CAS, Acme
 from provision.inventory.model import Inventory
-from provision.record import record
 from provision.secrets import unlock
 from provision.text import printable
 
@@ -47,7 +47,7 @@ class CaaRefused(OperationError):
     """A CAA record of the zone forbids the CA (exit 1), found before any order."""
 
 
-@record
+@frozen
 class Issued:
     fullchain_pem: bytes
     names: tuple[str, ...]

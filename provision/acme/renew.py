@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from provision.errors import OperationError
+from provision.frozen import frozen
 from provision.inventory.model import Host, Https, Inventory
-from provision.record import record
 from provision.ssh.connect import connect
 from provision.ssh.session import Remote
 from provision.text import printable
@@ -30,7 +30,7 @@ from .renewal import decide
 Log = Callable[[str], None]
 
 
-@record
+@frozen
 class Outcome:
     host: str
     name: str

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from provision.record import record
+from provision.frozen import frozen
 
 
-@record
+@frozen
 class Held:
     """What is known of the certificate in place."""
 
@@ -23,7 +23,7 @@ class Held:
     names: tuple[str, ...]      # its DNS subject alternative names, lowercase
 
 
-@record
+@frozen
 class Decision:
     renew: bool
     reason: str

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from provision.frozen import frozen
 from provision.inventory.model import Inventory
-from provision.record import record
 
 from .attach import AttachPlan, machines
 from .rules import GroupPlan, LiveGroup, RuleKey
 
 
-@record
+@frozen
 class Touched:
     machine: str
     groups: tuple[str, ...]  # group names whose SSH rules change

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
+from provision.frozen import frozen
 from provision.inventory.fields import check_cidr, check_name, is_cidr
-from provision.record import record
 from provision.text import printable
 
 from .rules import DEFAULT_EGRESS, PENDING, LiveGroup, LiveRule, rule_text
@@ -40,7 +40,7 @@ _GROUP_ID = re.compile(r"sg-[0-9a-f]{8,17}")
 _VPC_ID = re.compile(r"vpc-[0-9a-f]{1,17}")
 
 
-@record
+@frozen
 class Skipped:
     """A rule of a group provision does not manage that the inventory cannot express:
     left out, so AWS keeps it and `sg plan` shows it as drift."""
@@ -56,7 +56,7 @@ class Skipped:
                 f"({self.rule.id}): {self.why}; sg plan shows it as drift")
 
 
-@record
+@frozen
 class Adopted:
     doc: dict[str, Any]  # a whole inventory: version, aws.region, aws.security_groups
     names: dict[str, str]  # group id -> inventory name

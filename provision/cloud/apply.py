@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from provision.errors import OperationError
+from provision.frozen import frozen
 from provision.hosts import confirm as new_ssh  # as a module: tests stand in for its confirm
 from provision.hosts.converge import HostRun
 from provision.interrupt import Stop
-from provision.record import record
 
 from . import aws as shell
 from . import placement_aws
@@ -56,7 +56,7 @@ def read_plan(inv: Inventory, ec2: Any) -> SgPlan:
                            placements))
 
 
-@record
+@frozen
 class Unit:
     """One change of the apply, as Ctrl-C names it: `kind` (placement, create, rules,
     attach, confirm, delete) and what it is about."""

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory
-from provision.record import record
 
 from .rules import PENDING
 
 
-@record
+@frozen
 class LiveInstance:
     id: str
     vpc: str
@@ -32,7 +32,7 @@ class LiveInstance:
     placement_group: str = ""  # the placement group it is in ("" for none)
 
 
-@record
+@frozen
 class AttachPlan:
     machine: str
     instance: str  # "" when not found

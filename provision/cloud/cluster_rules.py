@@ -16,11 +16,11 @@ default all-out rule stays and is still not managed): only the implied rule is c
 
 from __future__ import annotations
 
+from provision.frozen import frozen
 from provision.inventory.model import Cluster, IngressRule, Inventory, SecurityGroup
-from provision.record import record
 
 
-@record
+@frozen
 class Implied:
     """One rule a cluster implies in its security group."""
 

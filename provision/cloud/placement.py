@@ -19,15 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from provision.frozen import frozen
 from provision.inventory.model import Inventory
-from provision.record import record
 
 from .attach import AttachPlan, LiveInstance
 
 STRATEGY = "cluster"
 
 
-@record
+@frozen
 class LivePlacement:
     name: str
     strategy: str
@@ -35,7 +35,7 @@ class LivePlacement:
     id: str = ""
 
 
-@record
+@frozen
 class Outside:
     """A member whose instance is not in the cluster's placement group."""
 
@@ -50,7 +50,7 @@ class Outside:
                 "needs a stop: not done")
 
 
-@record
+@frozen
 class PlacementPlan:
     name: str
     clusters: tuple[str, ...]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 
+from provision.frozen import frozen
 from provision.inventory.model import Inventory
-from provision.record import record
 
 from .attach import AttachPlan, LiveInstance, plan_attachments
 from .placement import LivePlacement, PlacementPlan, plan_placements
@@ -20,7 +20,7 @@ from .prune import DeletePlan, LiveInterface, dropped, guard, plan_deletions
 from .rules import GroupPlan, LiveGroup, plan_groups
 
 
-@record
+@frozen
 class Live:
     """What the shell read from AWS for one plan."""
 
@@ -32,7 +32,7 @@ class Live:
     placements: tuple[LivePlacement, ...] = ()  # the placement groups the clusters name
 
 
-@record
+@frozen
 class SgPlan:
     groups: tuple[GroupPlan, ...]
     attachments: tuple[AttachPlan, ...] = ()

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from provision.dns.records import GUARD_FRACTION, GUARD_MIN_RECORDS
-from provision.record import record
+from provision.frozen import frozen
 
 from .attach import AttachPlan
 from .rules import GroupPlan, LiveGroup
 
 
-@record
+@frozen
 class LiveInterface:
     id: str
     instance: str  # "" when not attached to an instance (a load balancer's, a Lambda's)
@@ -31,7 +31,7 @@ class LiveInterface:
     groups: tuple[str, ...]
 
 
-@record
+@frozen
 class DeletePlan:
     group: LiveGroup
     holders: tuple[str, ...] = ()  # what keeps AWS from deleting it, one phrase each

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from provision.frozen import frozen
 from provision.inventory.fields import is_cidr
 from provision.inventory.model import IngressRule, Inventory, SecurityGroup
-from provision.record import record
 
 from . import cluster_rules
 
@@ -74,14 +74,14 @@ class RuleKey:
         return self.protocol == "tcp" and self.from_port <= port <= self.to_port
 
 
-@record
+@frozen
 class LiveRule:
     id: str  # sgr-...; "" for the default egress rule of a group not created yet
     key: RuleKey
     description: str = ""
 
 
-@record
+@frozen
 class LiveGroup:
     id: str
     name: str
@@ -91,7 +91,7 @@ class LiveGroup:
     rules: tuple[LiveRule, ...] = ()
 
 
-@record
+@frozen
 class GroupPlan:
     """What to do to one declared group."""
 
@@ -313,7 +313,7 @@ def lost_operator_access(current: Sequence[LiveRule], revoke: Sequence[LiveRule]
     return tuple(lost)
 
 
-@record
+@frozen
 class OperatorPath:
     cidrs: tuple[str, ...]
     ports: tuple[int, ...]

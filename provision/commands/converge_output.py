@@ -19,8 +19,8 @@ from provision.hosts.interrupt import EXIT_INTERRUPTED
 from provision.hosts.progress import NOT_STARTED, Board
 from provision.hosts.run_job import Run
 from provision.hosts.run_phases import Hooks, Outcome
-from provision.tasks.action import FileChange
-from provision.tasks.step import Planned
+from provision.steps.action import FileChange
+from provision.steps.step import Planned
 from provision.text import printable as p
 
 from .common import EXIT_FAILED, console, echo, emit_json

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.text import Text
 
 from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+from provision.frozen import frozen
 from provision.headline import plan_line
-from provision.record import record
 from provision.text import printable as p
 
 from .common import console
@@ -27,7 +27,7 @@ _WORD = {"+": "add", "~": "change", "-": "destroy"}
 _STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
-@record
+@frozen
 class Change:
     op: Op
     subject: str  # what changes, one line ("ingress tcp 22 from 203.0.113.0/24")
@@ -40,7 +40,7 @@ class Change:
                 "detail": list(self.detail), "type": self.kind}
 
 
-@record
+@frozen
 class Section:
     """The changes for one thing (host, group, zone), or why it could not be planned."""
 

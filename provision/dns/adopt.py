@@ -27,9 +27,9 @@ from pydantic import ValidationError
 from provision.dns.records import RRset, foreign, relative
 from provision.dnsdata.names import BadName, canonical, check_record, reserved
 from provision.dnsdata.rdata import DATA_TYPES, BadValue, declared, ttl_problem, values_problem
+from provision.frozen import frozen
 from provision.inventory.fields import check_record_name
 from provision.inventory.schema import RecordDoc
-from provision.record import record
 from provision.text import printable
 
 Form = Callable[[RRset], dict[str, Any]]
@@ -59,7 +59,7 @@ FORMS: dict[str, Form] = {
 }
 
 
-@record
+@frozen
 class Skipped:
     rrset: RRset
     why: str
@@ -75,7 +75,7 @@ class Skipped:
         return comment_text(f"{text}  ({self.why})")
 
 
-@record
+@frozen
 class Adopted:
     records: dict[str, Any]           # the zone's `records:` (relative name -> record(s))
     imported: tuple[RRset, ...]       # the RRsets they stand for, as the provider served them

@@ -13,15 +13,15 @@ from collections.abc import Callable
 
 from provision.dnsdata import endpoint
 from provision.dnsdata.provider_settings import FileKind
+from provision.frozen import frozen
 from provision.inventory.model import Inventory
 from provision.localfile import read_regular
-from provision.record import record
 from provision.text import printable
 
 from . import tsig
 
 
-@record
+@frozen
 class FileProblem:
     field: str          # the inventory field path (dotted), for file:line
     path: str

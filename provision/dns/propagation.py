@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from provision.dns.records import normalise_value
 from provision.dnsdata.visibility import Visibility
 from provision.errors import OperationError
-from provision.record import record
+from provision.frozen import frozen
 
 if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing this module
     import dns.message
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # dnspython is loaded by the queries below, not by importing 
 Role = Literal["authoritative", "resolver"]
 
 
-@record
+@frozen
 class Target:
     label: str          # "ns1.lab.test." or "resolver"
     address: str
@@ -34,7 +34,7 @@ class Target:
     port: int = 53
 
 
-@record
+@frozen
 class Answer:
     target: Target
     status: str                      # NOERROR, NODATA, NXDOMAIN, SERVFAIL, REFUSED, TIMEOUT, ERROR
@@ -49,7 +49,7 @@ class Answer:
         return (self.status, self.values)
 
 
-@record
+@frozen
 class Verdict:
     name: str
     type: str

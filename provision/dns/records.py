@@ -41,8 +41,8 @@ from provision.dnsdata.rdata import (
     values_problem,
 )
 from provision.dnsdata.rdata import canonical as canonical_value
+from provision.frozen import frozen
 from provision.inventory.model import Zone
-from provision.record import record
 from provision.text import printable
 
 MARKER_LABEL = "_provision"
@@ -196,7 +196,7 @@ def marker_rrset(name: str, zone: str, types: Iterable[str], owner: str | None =
                  tuple(sorted(f'{_MARKER_PREFIX}{t}{tail}"' for t in set(types))))
 
 
-@record
+@frozen
 class Claim:
     """What one well-formed ownership marker says: whose the name is, and which types."""
 
@@ -283,7 +283,7 @@ def _show(text: str) -> str:
 Op = Literal["create", "update", "delete"]
 
 
-@record
+@frozen
 class RecordChange:
     op: Op
     old: RRset | None
@@ -296,7 +296,7 @@ class RecordChange:
         return rr.key
 
 
-@record
+@frozen
 class ChangeSet:
     """What a provider applies atomically.
 
@@ -312,7 +312,7 @@ class ChangeSet:
         return bool(self.deletions or self.additions)
 
 
-@record
+@frozen
 class ZonePlan:
     zone: str                                   # absolute
     changes: tuple[RecordChange, ...] = ()      # record changes, in name/type order

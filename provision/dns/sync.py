@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from provision.dns.provider import Provider, ProviderError, StaleRead, provider_for
 from provision.dns.records import RRset, ZonePlan, absolute, desired, plan_zone
+from provision.frozen import frozen
 from provision.inventory.model import Inventory, Zone
-from provision.record import record
 
 from .migrate.guard import Review, review
 
@@ -54,7 +54,7 @@ def select_zones(inv: Inventory, names: Sequence[str]) -> list[Zone]:
     return [by_name[n] for n in wanted]
 
 
-@record
+@frozen
 class Options:
     """How the migration guard reviews a plan (`dns plan|apply --force --no-migrate
     --allow-revert NAME`)."""

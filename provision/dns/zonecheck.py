@@ -25,7 +25,7 @@ from typing import Literal
 
 from provision.dns.propagation import Answer, Target, Verdict, assess
 from provision.dns.records import MARKER_TYPE, RRset, rrset
-from provision.record import record
+from provision.frozen import frozen
 
 from .migrate import trust
 from .migrate.marker import Marker, marker_name
@@ -37,7 +37,7 @@ Question = tuple[Target, str, str]          # (server, absolute name, type)
 FindingKind = Literal["low_ttl", "old_migration", "bad_marker"]
 
 
-@record
+@frozen
 class TtlFinding:
     name: str
     type: str                       # the record's type ("TXT" for a bad marker)
@@ -48,7 +48,7 @@ class TtlFinding:
     detail: str
 
 
-@record
+@frozen
 class ZoneReport:
     zone: str
     targets: tuple[Target, ...]
@@ -171,7 +171,7 @@ def _marker_problem(zone: str, name: str, values: tuple[str, ...], ttl: int | No
         return "not a marker provision wrote"
     try:
         trust.admit_marker(m, name=name, zone=zone, declared=declared, journal=None, now=now)
-    except trust.Refused as e:
+    except trust.Untrusted as e:
         return str(e)
     return m
 

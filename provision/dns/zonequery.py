@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from provision.dns.propagation import Answer, Target, query
 from provision.dns.records import RRset
 from provision.dns.zonecheck import ZoneReport, judge, questions
-from provision.record import record
+from provision.frozen import frozen
 
 DEFAULT_IN_FLIGHT = 32
 GIVE_UP_AFTER = 16
@@ -29,7 +29,7 @@ GIVE_UP_AFTER = 16
 Question = tuple[Target, str, str]
 
 
-@record
+@frozen
 class ZoneCheck:
     report: ZoneReport
     queries: int

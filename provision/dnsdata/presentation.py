@@ -18,14 +18,14 @@ import dns.rdtypes.ANY.MX
 import dns.rdtypes.ANY.TXT
 import dns.rdtypes.IN.SRV
 
-from provision.record import record
+from provision.frozen import frozen
 
 
 class Unparsed(ValueError):
     """Text dnspython does not read as one value of the type (the message says why)."""
 
 
-@record
+@frozen
 class Parsed:
     text: str               # canonical presentation: names absolute and lowercase, CAA tag lowercase
     host: str | None        # the MX exchange or SRV target (absolute, lowercase)

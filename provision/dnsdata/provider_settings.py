@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from provision.record import record
+from provision.frozen import frozen
 
 # How `provision check` reads a local file a zone names (`offline.py`): a TSIG key, a
 # service-account JSON key, or a secret (an API key: one line of text).
@@ -64,7 +64,7 @@ class ProviderSettings(BaseModel):
         return None
 
 
-@record
+@frozen
 class Credential:
     """One zone's credential, for `provision check`: where it comes from, where it goes."""
 
@@ -79,7 +79,7 @@ class Credential:
         return f"{self.provider} zone {self.zone}: {self.what}{source}, {self.goes}"
 
 
-@record
+@frozen
 class Capabilities:
     """What a provider can do, as data: the rest of provision asks these, never its name."""
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from provision.errors import UsageError
-from provision.record import record
+from provision.frozen import frozen
 
 Visibility = Literal["public", "private"]
 VISIBILITIES: tuple[Visibility, ...] = ("public", "private")
@@ -25,7 +25,7 @@ class ZoneMismatch(UsageError):
     the networks that see it): bad input, found before anything is changed (exit 2)."""
 
 
-@record
+@frozen
 class Wanted:
     """A declared zone: its visibility and, private, the networks that must see it
     (labels such as 'vpc-0abc in eu-west-1' or 'projects/p/global/networks/n')."""
@@ -34,7 +34,7 @@ class Wanted:
     networks: frozenset[str] = frozenset()
 
 
-@record
+@frozen
 class Found:
     """A zone as the provider describes it."""
 

@@ -13,8 +13,8 @@ import hashlib
 import json
 import math
 
+from provision.frozen import frozen
 from provision.inventory.model import Host, Rate, Service
-from provision.record import record
 from provision.render.env import render
 
 from . import paths
@@ -30,7 +30,7 @@ CIPHERSUITES = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1
 DIGEST_LINE = "# provision-door-digest "
 
 
-@record
+@frozen
 class Counter:
     """One limit as HAProxy counts it."""
 
@@ -41,7 +41,7 @@ class Counter:
     body: str  # the 429's JSON
 
 
-@record
+@frozen
 class DoorView:
     service: str
     name: str

@@ -8,7 +8,7 @@ from provision.firewall import drift as FD
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall
 from provision.inventory.model import Host
-from provision.tasks.verify import drops_peers, in_the_way
+from provision.steps.verify import drops_peers, in_the_way
 
 
 def firewall_findings(host: Host, fw: HostFirewall, ipt: IPT.IptablesSave,

@@ -22,8 +22,8 @@ from provision.facts import sshd_effective as SSHD
 from provision.firewall import parse as FP
 from provision.firewall import verdict as FV
 from provision.firewall.rules import Family, cluster_sources, ssh_sources
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory, Service
-from provision.record import record
 
 from .internet import covers_internet
 from .members import group_members
@@ -31,7 +31,7 @@ from .members import group_members
 LEVELS = ("nowhere", "host", "jump", "declared", "undeclared", "internet")
 
 
-@record
+@frozen
 class SgRule:
     """One ingress rule of an attached security group, reduced to what the join needs."""
 
@@ -76,7 +76,7 @@ def declared_sg_rules(inv: Inventory, host: Host) -> tuple[SgRule, ...] | None:
                  for r in cluster_rules.ingress(inv, groups[name]) for src in r.sources)
 
 
-@record
+@frozen
 class Side:
     """One address family of a port."""
 
@@ -85,7 +85,7 @@ class Side:
     level: str
 
 
-@record
+@frozen
 class PortReach:
     proto: str
     port: int
@@ -108,7 +108,7 @@ class PortReach:
 
 
 
-@record
+@frozen
 class Want:
     """A declared TCP port: sshd or a service."""
 

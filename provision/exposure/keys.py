@@ -5,8 +5,8 @@ from __future__ import annotations
 from provision.facts import Facts
 from provision.finding import Finding
 from provision.inventory.model import Host, Inventory
-from provision.tasks.files import sha256
-from provision.tasks.users import authorized_keys
+from provision.steps.files import sha256
+from provision.steps.users import authorized_keys
 
 
 def key_findings(inv: Inventory, host: Host, facts: Facts) -> list[Finding]:

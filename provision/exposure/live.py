@@ -37,8 +37,8 @@ from provision.finding import Finding, sort_findings
 from provision.firewall import drift as FD
 from provision.firewall import parse as FP
 from provision.firewall.rules import Family, HostFirewall, host_firewall
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory
-from provision.record import record
 
 from . import findings
 from .clock import clock_findings
@@ -69,7 +69,7 @@ def request(inv: Inventory) -> Request:
 
 
 
-@record
+@frozen
 class HostReport:
     host: str
     ports: tuple[PortReach, ...]
@@ -96,7 +96,7 @@ class HostReport:
 
 
 
-@record
+@frozen
 class Expected:
     """What the inventory renders for a host, that the live facts are compared with."""
 

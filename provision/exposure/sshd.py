@@ -7,7 +7,7 @@ from provision.facts import sshd_effective as SSHD
 from provision.finding import Finding
 from provision.inventory.model import Host, Inventory
 from provision.render import SSHD_DROPIN, render_host
-from provision.tasks import sshd_effect as E
+from provision.steps import sshd_effect as E
 
 
 def sshd_baseline(inv: Inventory, host: Host) -> dict[str, str]:

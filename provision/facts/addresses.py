@@ -6,7 +6,7 @@ import ipaddress
 import re
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec
 
@@ -14,7 +14,7 @@ from .spec import FactsError, FactSpec, Rec
 _IFNAME = re.compile(r"[A-Za-z0-9_.+-]{1,15}")
 
 
-@record
+@frozen
 class Addresses:
     """interface -> its addresses (without prefix length), in the order `ip` lists them."""
 

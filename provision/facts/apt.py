@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, as_int
 
 
-@record
+@frozen
 class Apt:
     lists: int = 0
     refreshed: int | None = None  # epoch seconds of the last refresh we can tell, or None

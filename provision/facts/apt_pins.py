@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
 
-@record
+@frozen
 class Policy:
     installed: str | None
     candidate: str | None
     versions: dict[str, int] = field(default_factory=dict)  # version -> priority
 
 
-@record
+@frozen
 class AptPins:
     recorded: dict[str, bool] = field(default_factory=dict)  # our record: name -> held now
     policies: dict[str, Policy] = field(default_factory=dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .files import _mode
 from .spec import FactsError, FactSpec, Rec
@@ -18,7 +18,7 @@ from .spec import FactsError, FactSpec, Rec
 _HEX = frozenset("0123456789abcdef")
 
 
-@record
+@frozen
 class SecretFile:
     path: str
     mode: int
@@ -26,7 +26,7 @@ class SecretFile:
     fingerprint: str
 
 
-@record
+@frozen
 class Credentials:
     salt: str | None = None  # None: no salt yet (nothing delivered)
     files: dict[str, SecretFile] = field(default_factory=dict)  # regular files in the dirs

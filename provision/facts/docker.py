@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class Published:
     container: str
     address: str  # host address: 0.0.0.0, ::, 127.0.0.1, ...

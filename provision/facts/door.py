@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
@@ -15,7 +15,7 @@ _HEX = re.compile(r"^[0-9A-Fa-f]{16,64}$")
 _NAME = re.compile(r"^[a-z0-9.-]{1,253}$")
 
 
-@record
+@frozen
 class CertFact:
     name: str
     fingerprint: str | None  # SHA-256 of fullchain.pem's first certificate, lower-case hex
@@ -25,14 +25,14 @@ class CertFact:
     has_combined: bool  # haproxy.pem
 
 
-@record
+@frozen
 class ServedFact:
     port: int
     digest: str | None  # the config digest the door sends back on loopback; None: no answer
     fingerprint: str | None  # the certificate it presents
 
 
-@record
+@frozen
 class DoorFact:
     certs: dict[str, CertFact]
     served: dict[int, ServedFact]

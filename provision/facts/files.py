@@ -8,14 +8,14 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
 TEMP_PREFIX = ".provision-tmp."
 
 
-@record
+@frozen
 class FileFact:
     path: str
     kind: str  # "file", "absent", "other" (a directory, symlink, device...)
@@ -31,7 +31,7 @@ class FileFact:
         return self.kind != "absent"
 
 
-@record
+@frozen
 class DirFact:
     path: str
     kind: str  # "dir", "absent", "other"
@@ -40,7 +40,7 @@ class DirFact:
     group: str = ""
 
 
-@record
+@frozen
 class Files:
     files: dict[str, FileFact] = field(default_factory=dict)
     dirs: dict[str, DirFact] = field(default_factory=dict)

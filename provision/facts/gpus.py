@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec, number
 
@@ -41,7 +41,7 @@ def bus_key(bus_id: str) -> str | None:
     return f"{domain:04x}:{m.group(2)}:{m.group(3)}.{m.group(4)}".lower()
 
 
-@record
+@frozen
 class Gpu:
     index: int
     name: str
@@ -57,13 +57,13 @@ class Gpu:
         return "?" if self.memory_mib is None else f"{self.memory_mib} MiB"
 
 
-@record
+@frozen
 class LostGpu:
     bus_id: str
     reason: str  # nvidia-smi's words: "GPU is lost. Reboot the system to recover this GPU"
 
 
-@record
+@frozen
 class Gpus:
     # absent: no nvidia-smi on the host; ok: it answered (exit 0); failed: it exited
     # non-zero; timeout: it did not answer in time. "not probed" when the fact was not asked.

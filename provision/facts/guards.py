@@ -5,7 +5,7 @@ An argument `G:ID:KIND:USER:VALUE` asks for one guard: KIND `c` (VALUE is a path
 it exists, 1 when not) or `u` (VALUE is a command: its exit status, run as USER when
 given, else as root, stdin from /dev/null, output discarded). The answer is one
 `guard<TAB>ID<TAB>STATUS` record per guard; ID is the guard's digest
-(`provision.tasks.shell.guard_id`), so the same guard asked by two steps runs once.
+(`provision.steps.command.guard_id`), so the same guard asked by two steps runs once.
 """
 
 from __future__ import annotations

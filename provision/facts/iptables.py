@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class IptablesSave:
     v4: str = ""
     v6: str = ""

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .listeners import split_endpoint
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class JupyterAnswer:
     address: str
     port: int
@@ -26,7 +26,7 @@ class JupyterAnswer:
         return self.status == 200
 
 
-@record
+@frozen
 class SocketAnswer:
     """A member's own server on its Unix socket, asked as the member: `absent` (nothing
     there), `foreign` (a socket not theirs), `nouser`, or the HTTP status of /api/status
@@ -40,7 +40,7 @@ class SocketAnswer:
         return int(self.state) if self.state.isdigit() else 0
 
 
-@record
+@frozen
 class PortHolder:
     """A process listening on a member's own port (their server, or an account in its place)."""
 
@@ -50,7 +50,7 @@ class PortHolder:
     owner: str
 
 
-@record
+@frozen
 class JupyterAuth:
     answers: tuple[JupyterAnswer, ...] = ()
     sockets: dict[str, SocketAnswer] = field(default_factory=dict)

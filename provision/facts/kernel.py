@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec
 
@@ -24,7 +24,7 @@ DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/s
 SYSCTL_CONF = "/etc/sysctl.conf"
 
 
-@record
+@frozen
 class Line:
     """One setting in a sysctl.d file: `path`'s line `line` sets `key` (maybe a glob, maybe
     `-`-prefixed: errors ignored) to `value`."""
@@ -45,7 +45,7 @@ class Line:
         return f"{self.path}:{self.line}"
 
 
-@record
+@frozen
 class Kernel:
     container: str = ""  # systemd-detect-virt --container: "" when not probed, "none" on a machine
     values: dict[str, str] = field(default_factory=dict)  # sysctl -a (per-interface keys left out)

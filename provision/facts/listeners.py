@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class Listener:
     proto: str  # tcp | udp
     address: str  # 0.0.0.0, ::, * (both families), 127.0.0.1, ...

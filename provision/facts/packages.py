@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec
 
 
-@record
+@frozen
 class PackageFact:
     name: str
     status: str

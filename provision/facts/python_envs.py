@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
+from provision.frozen import frozen
 from provision.inventory.python_envs import (
     PREVIOUS,
     PythonEnv,
@@ -28,7 +29,6 @@ from provision.inventory.python_envs import (
     check_python,
     check_requirement,
 )
-from provision.record import record
 from provision.text import printable, unsafe
 
 from .spec import FactsError, FactSpec, Rec
@@ -39,7 +39,7 @@ KEYS = frozenset({"format", "name", "python", "index_url", "extra_index_urls", "
 INSTALLERS = frozenset({"pip", "uv"})
 
 
-@record
+@frozen
 class EnvRecord:
     """What an environment's directory says it holds."""
 
@@ -47,7 +47,7 @@ class EnvRecord:
     installer: str
 
 
-@record
+@frozen
 class EnvDir:
     name: str  # NAME-DIGEST
     python: bool  # bin/python is there
@@ -58,7 +58,7 @@ class EnvDir:
         return self.python and self.record is not None
 
 
-@record
+@frozen
 class PythonEnvs:
     uv: str | None = None
     links: dict[str, str] = field(default_factory=dict)  # NAME -> target

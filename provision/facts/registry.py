@@ -40,17 +40,17 @@ SPECS: tuple[FactSpec[Any], ...] = (system.SPEC, files.SPEC, users.SPEC, units.S
                                     # sshd_config first: its fragment tells sshd_effective's whether any Match exists
                                     sshd_config.SPEC, sshd_effective.SPEC, docker.SPEC,
                                     jupyter_auth.SPEC,
-                                    door.SPEC,  # the door (provision.tasks.door)
-                                    # shell steps' creates:/unless: (provision.tasks.shell)
+                                    door.SPEC,  # the door (provision.steps.door)
+                                    # shell steps' creates:/unless: (provision.steps.command)
                                     guards.SPEC,
                                     # clusters: which interface holds a member's address
                                     addresses.SPEC,
                                     # services' secrets (provision.secrets.delivery)
                                     credentials.SPEC,
-                                    # the kernel baseline (provision.tasks.kernel), the clock
+                                    # the kernel baseline (provision.steps.kernel), the clock
                                     kernel.SPEC, timesync.SPEC,
                                     # the NVIDIA GPUs: plan's line and members' `gpus`, audit's findings
                                     gpus.SPEC,
-                                    # unattended-upgrades (provision.tasks.updates, audit)
+                                    # unattended-upgrades (provision.steps.updates, audit)
                                     updates.SPEC)
 BY_NAME: dict[str, FactSpec[Any]] = {s.name: s for s in SPECS}

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any, TypeVar
 
-from provision.record import record
+from provision.frozen import frozen
 
 from . import files as F
 from . import gpus as G
@@ -20,7 +20,7 @@ from .spec import FactSpec
 T = TypeVar("T")
 
 
-@record
+@frozen
 class Facts:
     values: Mapping[str, Any] = field(default_factory=dict)
 

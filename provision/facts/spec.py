@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from provision.errors import OperationError
-from provision.record import record
+from provision.frozen import frozen
 
 T = TypeVar("T")
 
@@ -21,7 +21,7 @@ class FactsError(OperationError):
     """The probe's answer could not be understood."""
 
 
-@record
+@frozen
 class Rec:
     """One record of the probe's answer: its line number, kind and tab-separated fields."""
 
@@ -31,7 +31,7 @@ class Rec:
     raw: str  # everything after the kind and its tab (some records carry free text)
 
 
-@record
+@frozen
 class FactSpec(Generic[T]):
     name: str  # also the fragment's file name (templates/facts/NAME.sh) and its shell function
     kinds: tuple[str, ...]  # record kinds this fact parses
@@ -54,7 +54,7 @@ def as_int(value: str, rec: Rec, what: str) -> int:
         raise FactsError(f"line {rec.line}: bad {what} {value!r}") from None
 
 
-@record
+@frozen
 class Request:
     """What the steps want to know. Order is kept; duplicates are dropped when merged.
 

@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.text import printable
 
 from .spec import FactsError, FactSpec, Rec
@@ -38,7 +38,7 @@ KEY_ALIASES = {
 }
 
 
-@record
+@frozen
 class SshdConfig:
     """The configuration files the probe found, path -> text (empty: not probed)."""
 
@@ -70,7 +70,7 @@ SPEC = FactSpec("sshd_config", ("sshdcf", "sshdln"), parse)
 
 # --- reading the config as sshd does -------------------------------------------------------
 
-@record
+@frozen
 class Conn:
     """A connection, as `sshd -T -C` takes it. Empty fields are unknown."""
 
@@ -91,7 +91,7 @@ class Conn:
         return ",".join(parts)
 
 
-@record
+@frozen
 class Setting:
     key: str  # lower case
     value: str  # the rest of the line, as written

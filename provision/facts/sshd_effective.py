@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class SshdEffective:
     # key -> values (keys such as listenaddress or hostkey repeat); lower-case keys
     settings: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, as_int
 
 
-@record
+@frozen
 class System:
     uid: int = -1
     os: dict[str, str] = field(default_factory=dict)

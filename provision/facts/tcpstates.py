@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .listeners import process_of
 from .spec import FactSpec, Rec, as_int
 
 
-@record
+@frozen
 class TcpStates:
     counts: dict[str, int] = field(default_factory=dict)  # ss state name -> sockets
     # (process, pid) -> CLOSE_WAIT sockets it holds; ("", None) for sockets no process holds

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec
 
 DAEMONS = ("chrony", "ntp", "ntpsec", "openntpd", "systemd-timesyncd")
 
 
-@record
+@frozen
 class TimeSync:
     container: str = ""  # "" when not probed, "none" on a machine
     show: dict[str, str] = field(default_factory=dict)  # NTP, NTPSynchronized, CanNTP

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactSpec, Rec, number
 
 
-@record
+@frozen
 class UnitFact:
     name: str
     load_state: str

@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,127}$")
 
 
-@record
+@frozen
 class UpdatesFact:
     config: tuple[tuple[str, str], ...] = ()  # (key, value) as apt-config dump prints them
     files: tuple[str, ...] = ()

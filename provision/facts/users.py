@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .spec import FactsError, FactSpec, Rec, as_int
 
@@ -14,7 +14,7 @@ CREATED_BY = "provision"  # the GECOS field of accounts we create
 SERVICE_COMMENT = "provision service"  # ... and of a service's own account (svc-NAME)
 
 
-@record
+@frozen
 class UserFact:
     name: str
     uid: int
@@ -35,7 +35,7 @@ class UserFact:
         return self.expire not in ("", "-")
 
 
-@record
+@frozen
 class Users:
     users: dict[str, UserFact] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()

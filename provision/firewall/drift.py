@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Literal, cast
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .parse import LiveFilter, LiveRule, canonical
 from .rules import Family, Rule, Ruleset
@@ -16,7 +16,7 @@ DriftKind = Literal["missing-chain", "flushed", "unhooked", "extra-rule", "missi
                     "foreign-rule", "unreadable"]
 
 
-@record
+@frozen
 class Drift:
     family: Family
     chain: str

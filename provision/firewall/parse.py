@@ -15,7 +15,7 @@ import shlex
 from dataclasses import field, replace
 from typing import Any
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .rules import Family, Rule
 
@@ -35,7 +35,7 @@ class ParseError(ValueError):
     """The text is not iptables-save output."""
 
 
-@record
+@frozen
 class LiveRule:
     """One `-A CHAIN ...` line of iptables-save: the `Rule` it means, and what it could not say.
 
@@ -54,14 +54,14 @@ class LiveRule:
         return str(self.rule.target)
 
 
-@record
+@frozen
 class Chain:
     name: str
     policy: str | None  # ACCEPT/DROP for built-in chains, None for user chains
     rules: tuple[LiveRule, ...] = ()
 
 
-@record
+@frozen
 class LiveFilter:
     """The filter table of one family, as iptables-save printed it."""
 

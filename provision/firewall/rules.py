@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from typing import Literal
 
 from provision.errors import RenderError
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory
-from provision.record import record
 
 INPUT_CHAIN = "PROVISION-INPUT"
 DOCKER_CHAIN = "PROVISION-DOCKER"
@@ -50,7 +50,7 @@ ECHO_LIMIT = "10/second"
 ECHO_BURST = 20
 
 
-@record
+@frozen
 class Rule:
     """One `-A CHAIN ...` line as data; the template spells out the options."""
 
@@ -69,7 +69,7 @@ class Rule:
     limit_burst: int | None = None
 
 
-@record
+@frozen
 class Ruleset:
     family: Family
     chain: str
@@ -77,7 +77,7 @@ class Ruleset:
     rules: tuple[Rule, ...]
 
 
-@record
+@frozen
 class HostFirewall:
     v4: Ruleset
     v6: Ruleset

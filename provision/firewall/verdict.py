@@ -15,7 +15,7 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.spans import merge as _merge
 
 from .parse import Chain, LiveFilter, LiveRule
@@ -26,7 +26,7 @@ BUILTIN = ("INPUT", "FORWARD", "OUTPUT")
 Interval = tuple[int, int]
 
 
-@record
+@frozen
 class AddressSet:
     """A set of addresses of one family as sorted, disjoint, inclusive integer intervals."""
 
@@ -90,7 +90,7 @@ class AddressSet:
                      for n in ipaddress.summarize_address_range(cls(lo), cls(hi)))
 
 
-@record
+@frozen
 class Packet:
     """A NEW connection from the network: protocol and destination port. `dnat` marks one
     Docker DNATed to a published port (evaluated from DOCKER-USER, with --ctorigdstport)."""

@@ -26,11 +26,11 @@ from typing import TypeVar
 from provision.inventory.model import Inventory
 from provision.ssh.connect import connect
 from provision.ssh.session import Remote
-from provision.tasks import apt_script
-from provision.tasks import commit as C
-from provision.tasks import script as batch
-from provision.tasks.actions import Action
-from provision.tasks.verify import verify
+from provision.steps import apt_script
+from provision.steps import commit as C
+from provision.steps import script as batch
+from provision.steps.actions import Action
+from provision.steps.verify import verify
 
 from .converge import HostRun, add_notes, batch_failed, execute, locked_script, plain_actions
 from .reach import reason as _reason

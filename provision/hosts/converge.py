@@ -27,23 +27,23 @@ from provision.facts.support import refusal
 from provision.facts.system import SPEC as SYSTEM
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
+from provision.pytasks import load as pytasks
+from provision.pytasks.load import TaskFailed
 from provision.ssh.connect import Chain, Gateways
 from provision.ssh.limits import machine_forks as machine_forks  # where commands find it
 from provision.ssh.session import Remote, SudoPassword
-from provision.tasks import apt_script
-from provision.tasks import script as batch
-from provision.tasks.actions import Action
-from provision.tasks.commit import CommitConfirmed
-from provision.tasks.files import cleanup
-from provision.tasks.pytask import RunTask, TaskStep
-from provision.tasks.shell import Decision, ShellStep
-from provision.tasks.step import Planned, Refused, Step
+from provision.steps import apt_script
+from provision.steps import script as batch
+from provision.steps.actions import Action
+from provision.steps.command import Decision, ShellStep
+from provision.steps.commit import CommitConfirmed
+from provision.steps.files import cleanup
+from provision.steps.python_task import RunTask, TaskStep
+from provision.steps.step import Planned, Refused, Step
 
 from . import lock as L
-from . import pytasks
 from .gather import HeldLock, probe_locked, probe_peek
 from .progress import Event, from_batch_line
-from .pytasks import TaskFailed
 from .reach import Unreachable, connecting, reason
 
 LockEvents = Callable[[Host, str, L.Report], None]

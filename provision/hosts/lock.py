@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.render.env import render as _render
-from provision.tasks.commit import ROLLBACK_UNIT_PREFIX, STATE_DIR
+from provision.steps.commit import ROLLBACK_UNIT_PREFIX, STATE_DIR
 from provision.text import printable
 
 LOCK_DIR = "/run/provision"
@@ -74,7 +74,7 @@ def new_token(now: float, random_hex: str) -> str:
     return f"{int(now * 1000):012x}{random_hex}"
 
 
-@record
+@frozen
 class Spec:
     """What an apply asks of each host's lock."""
 
@@ -111,7 +111,7 @@ def guard(token: str, body: str) -> str:
 
 # --- what the host says ------------------------------------------------------------------
 
-@record
+@frozen
 class Holder:
     """A holder record: who took the lock, with what, since when (host clock), and what
     became of it (held; closed: its session ended without releasing; silent: its heartbeat
@@ -145,7 +145,7 @@ def parse_holder(text: str) -> Holder | None:
                   None if ended == "-" else int(ended))
 
 
-@record
+@frozen
 class Armed:
     """A rollback armed on the host by an earlier run: its commit id and when it was armed."""
 
@@ -157,7 +157,7 @@ class Armed:
         return self.id.split("-", 1)[0]
 
 
-@record
+@frozen
 class Flocker:
     """A process holding the lock file's flock, read from /proc/locks on the host: what is
     said when the holder wrote no record (pid, uid, account, command name; host output)."""

@@ -170,7 +170,7 @@ def leaving_lines(states: Iterable[HostState], now: float) -> list[str]:
 
 
 def from_batch_line(host: str, line: str, steps: list[str]) -> Event | None:
-    """An event from one stdout line of a batch (`provision.tasks.script`: `@step N`, and
+    """An event from one stdout line of a batch (`provision.steps.script`: `@step N`, and
     the apt library's `@wait dpkg-lock HOLDER`); `steps` describes the batch's actions.
     Anything else (or malformed: the host's output is outside text) is None."""
     tag, _, rest = line.partition("\t")

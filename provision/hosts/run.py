@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 from provision.errors import UsageError
 from provision.inventory import default_inventory_path
 from provision.playbook import Playbook
+from provision.pytasks import load as pytasks
+from provision.pytasks.load import Imported
 from provision.secrets import unlock
 from provision.shard import parse_shard, split
 from provision.ssh.connect import Chain, Gateways
 from provision.ssh.limits import machine_forks
-from provision.tasks.registry import preload
+from provision.steps.registry import preload
 
-from . import pytasks
-from .pytasks import Imported
 from .reach import connecting
 from .run_job import ApplyOptions, Request, Run
 

@@ -4,14 +4,13 @@ the other for it."""
 
 from __future__ import annotations
 
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory
 from provision.playbook import Playbook
-from provision.record import record
-
-from .pytasks import Imported
+from provision.pytasks.load import Imported
 
 
-@record
+@frozen
 class Run:
     """What a plan or apply works on: the inventory, the playbook, the hosts it selects,
     and the task files it imported."""
@@ -22,7 +21,7 @@ class Run:
     imported: tuple[Imported, ...] = ()
 
 
-@record
+@frozen
 class Request:
     """What the command was asked: the hosts (patterns), the run's options."""
 
@@ -36,7 +35,7 @@ class Request:
     accept_new: bool = False
 
 
-@record
+@frozen
 class ApplyOptions:
     """`apply`'s own options (the confirmation window's override, the host lock's wait)."""
 

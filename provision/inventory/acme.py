@@ -29,7 +29,7 @@ from typing import Annotated, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from provision.dnsdata.endpoint import problem as endpoint_problem
-from provision.record import record
+from provision.frozen import frozen
 from provision.secretdata.fields import SecretName
 
 from .fields import FilePath
@@ -96,7 +96,7 @@ class AcmeDoc(_Strict):
                                                  "require one")
 
 
-@record
+@frozen
 class Acme:
     """The ACME CA of the inventory, resolved."""
 

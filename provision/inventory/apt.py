@@ -3,7 +3,7 @@
 Each source becomes a deb822 file `/etc/apt/sources.list.d/provision-NAME.sources` whose
 `Signed-By:` names `/etc/apt/keyrings/provision-NAME.asc`, the armored key given here. The
 key is pinned by its fingerprint: the host refuses a key whose primary fingerprint is not
-the pinned one before it is installed (`provision.tasks.apt_script`). Every field is text
+the pinned one before it is installed (`provision.steps.apt_script`). Every field is text
 that lands in a file apt parses, so each is checked as strictly as a name or a path.
 """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.text import printable
 
 # Debian's version characters (deb-version(7): epoch ':', upstream [A-Za-z0-9.+~-], revision
@@ -61,7 +61,7 @@ def blacklist_regex(glob: str) -> str:
     return ".*".join(p.replace(".", "\\.").replace("+", "\\+") for p in glob.split("*")) + "$"
 
 
-@record
+@frozen
 class PackagePin:
     """A package installed at `version` (a Debian version or glob; None: any) and/or held."""
 
@@ -73,7 +73,7 @@ class PackagePin:
 REBOOT_NEVER = "never"
 
 
-@record
+@frozen
 class Updates:
     """The host's unattended-upgrades policy. `never`: None is the GPU default (GPU_PACKAGES
     when such packages are on the host or declared for it)."""

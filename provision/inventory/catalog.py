@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from provision.record import record
+from provision.frozen import frozen
 
 
-@record
+@frozen
 class CatalogEntry:
     port: int
     command: str | None  # None: the inventory must give one

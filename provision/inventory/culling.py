@@ -23,12 +23,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from provision.record import record
+from provision.frozen import frozen
 
 DAY = 86400
 
 
-@record
+@frozen
 class Culling:
     idle_timeout: int  # seconds; 0: kernels are never culled
     interval: int  # seconds between the server's looks

@@ -9,13 +9,13 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import replace
 
+from provision.frozen import frozen
 from provision.inventory.model import Host, Service
-from provision.record import record
 
 LOCAL_BIND = "127.0.0.1"  # local listeners never bind anything else (docs/architecture.md#principles, 7)
 
 
-@record
+@frozen
 class Forward:
     service: str
     local_port: int

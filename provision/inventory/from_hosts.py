@@ -14,28 +14,28 @@ from collections.abc import Iterable
 from typing import Literal
 
 from provision.dnsdata.names import BadName, canonical, check_record
-from provision.record import record
+from provision.frozen import frozen
 
 from .fields import is_ip
 
 PLACEHOLDER = "{host}"
 
 
-@record
+@frozen
 class Spec:
     roles: tuple[str, ...] | None   # None: every host
     name: str                       # the record name template, relative to the zone
     ttl: int
 
 
-@record
+@frozen
 class HostIn:
     name: str
     address: str
     roles: tuple[str, ...]
 
 
-@record
+@frozen
 class Generated:
     host: str
     name: str       # relative to the zone, as the template made it

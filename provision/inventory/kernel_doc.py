@@ -1,6 +1,6 @@
 """`sysctl:` and `kernel:` of a host or role as pydantic types (what the YAML may say), and
 their merge (roles in order, then the host). The baseline they override is
-`provision.tasks.kernel_baseline`; docs/hardening.md#the-kernel-baseline."""
+`provision.steps.kernel_baseline`; docs/hardening.md#the-kernel-baseline."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from provision.text import printable
 # shell or a sysctl.d parser reads otherwise (no globs, no `-` prefix, no spaces)
 _KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[A-Za-z0-9_@:+-]+(/[A-Za-z0-9_@:+-]+)*)+$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.:,/+@=-]+( [A-Za-z0-9_.:,/+@=-]+)*$")
-PORT_RANGE = "net.ipv4.ip_local_port_range"  # the cluster step's (provision.tasks.cluster)
+PORT_RANGE = "net.ipv4.ip_local_port_range"  # the cluster step's (provision.steps.cluster)
 # modules the baseline keeps from loading, and what `kernel.modules` may name
 MODULE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 

@@ -1,6 +1,6 @@
 """What a login gets, as the inventory says it (pure): the banner's text
 (`defaults.login_banner`, a legal notice by default) and the session umask of the team's
-accounts (`defaults.umask`, 027 by default; provision.tasks.login).
+accounts (`defaults.umask`, 027 by default; provision.steps.login).
 
 It lands in /etc/issue, which agetty reads with backslash escapes (`\\n` is the host's
 name, `\\l` the tty), so a backslash in the inventory's text is refused rather than let

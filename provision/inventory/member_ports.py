@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 DEFAULT_RANGE = (20000, 29999)  # no catalog service lives there
 
 
-@record
+@frozen
 class PortClash:
     """Why the members' ports cannot be given out; `member` is the one to fix."""
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from provision.dnsdata.names import canonical
 from provision.dnsdata.visibility import Visibility
-from provision.record import record
+from provision.frozen import frozen
 
 from .acme import Acme
 from .apt_policy import PackagePin, Updates
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from provision.secretdata.vault import Vault
 
 
-@record
+@frozen
 class SecretUse:
     """A secret a service gets: as the environment variable `env`, or as the file `file`
     of its $CREDENTIALS_DIRECTORY (docs/secrets.md)."""
@@ -32,7 +32,7 @@ class SecretUse:
     file: str | None = None
 
 
-@record
+@frozen
 class Expose:
     """How a service is reached: through a tunnel only, not at all, or publicly from sources."""
 
@@ -40,7 +40,7 @@ class Expose:
     sources: tuple[str, ...] = ()
 
 
-@record
+@frozen
 class Rate:
     """N requests per `seconds` (1 or 60)."""
 
@@ -48,7 +48,7 @@ class Rate:
     seconds: int
 
 
-@record
+@frozen
 class Limits:
     """The door's limits (docs/door.md#limits)."""
 
@@ -58,13 +58,13 @@ class Limits:
     connections: int  # open at once per source address
 
 
-@record
+@frozen
 class ApiKey:
     client: str
     digest: str  # the SHA-256 of the key, 64 lower-case hex digits
 
 
-@record
+@frozen
 class Https:
     """A service's front door: TLS on `port` for `name`, keys and limits (provision.door)."""
 
@@ -75,7 +75,7 @@ class Https:
     limits: Limits
 
 
-@record
+@frozen
 class Service:
     name: str
     port: int
@@ -148,7 +148,7 @@ class Service:
         return ipaddress.ip_address(self.bind).is_loopback
 
 
-@record
+@frozen
 class Person:
     name: str
     keys: tuple[str, ...]
@@ -157,7 +157,7 @@ class Person:
     identity_file: str | None = None
 
 
-@record
+@frozen
 class AptSource:
     """A third-party apt repository (`apt_sources`), signed by a key pinned by fingerprint."""
 
@@ -169,7 +169,7 @@ class AptSource:
     fingerprint: str  # 40 upper-case hex digits
 
 
-@record
+@frozen
 class Instance:
     """The EC2 instance a machine is: by id, else found by its private address."""
 
@@ -178,7 +178,7 @@ class Instance:
     keep_groups: tuple[str, ...] = ()  # ids of groups made elsewhere that stay attached
 
 
-@record
+@frozen
 class Host:
     """A machine we reach over SSH: a bastion or a managed host."""
 
@@ -194,7 +194,7 @@ class Host:
     services: tuple[Service, ...] = ()
     packages: tuple[str, ...] = ()
     package_pins: tuple[PackagePin, ...] = ()  # the packages given a version or a hold
-    updates: Updates = Updates()  # unattended-upgrades (provision.tasks.updates)
+    updates: Updates = Updates()  # unattended-upgrades (provision.steps.updates)
     apt_sources: tuple[AptSource, ...] = ()
     egress: tuple[str, ...] = ()  # bastions: where their connections come from
     security_groups: tuple[str, ...] = ()  # aws.security_groups names (roles merged)
@@ -219,7 +219,7 @@ class Host:
         return tuple(s for s in self.tunnel_services if s.visible_to(user))
 
 
-@record
+@frozen
 class IngressRule:
     """One declared security group rule (ingress, or egress when listed under `egress`).
 
@@ -242,7 +242,7 @@ class IngressRule:
         return self.protocol == "tcp" and self.from_port <= port <= self.to_port
 
 
-@record
+@frozen
 class SecurityGroup:
     name: str
     vpc: str | None  # None only for an existing group named by `id`
@@ -252,14 +252,14 @@ class SecurityGroup:
     egress: tuple[IngressRule, ...] | None = None  # None: leave the AWS default alone
 
 
-@record
+@frozen
 class Aws:
     region: str
     endpoint_url: str | None
     security_groups: tuple[SecurityGroup, ...]
 
 
-@record
+@frozen
 class Record:
     name: str  # relative to the zone, '@' for the apex
     type: Literal["A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA"]
@@ -271,7 +271,7 @@ class Record:
         return canonical(self.name, zone).rstrip(".")  # the one normalisation (dns plan's)
 
 
-@record
+@frozen
 class Zone:
     name: str
     provider: str  # a name in provision.dns.providers.PROVIDERS
@@ -282,7 +282,7 @@ class Zone:
     visibility: Visibility = "public"  # private: only the provider's listed networks see it
 
 
-@record
+@frozen
 class Dns:
     resolvers: tuple[str, ...]
     zones: tuple[Zone, ...]
@@ -296,7 +296,7 @@ SELECTOR_PREFIX = "role:"
 CLUSTER_PREFIX = "cluster:"
 
 
-@record
+@frozen
 class Cluster:
     """Hosts that train together (`clusters:`): open to each other, to nobody else."""
 
@@ -329,7 +329,7 @@ class Cluster:
         return self.members.index(member)
 
 
-@record
+@frozen
 class Inventory:
     source: str
     default_user: str
@@ -344,9 +344,9 @@ class Inventory:
     dns: Dns | None = None
     clusters: tuple[Cluster, ...] = ()
     apt_lock_timeout: int = 300
-    login_banner: str | None = None  # /etc/issue and /etc/issue.net (provision.tasks.banner)
-    umask: str | None = None  # the team's logins (provision.tasks.login)
-    root_shell_timeout: int | None = None  # TMOUT for root's login shells (provision.tasks.login)
+    login_banner: str | None = None  # /etc/issue and /etc/issue.net (provision.steps.banner)
+    umask: str | None = None  # the team's logins (provision.steps.login)
+    root_shell_timeout: int | None = None  # TMOUT for root's login shells (provision.steps.login)
     acme: Acme | None = None  # the ACME CA (provision.inventory.acme)
     # the inventory's own directory tree, real path ("" for text not from a file): where
     # the key files it names may be (provision.dnsdata.secrets)

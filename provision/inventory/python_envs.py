@@ -6,7 +6,7 @@ Python that creates it and the index its packages come from. It lives on the hos
 decides its content (so a changed requirement is a new directory, built beside the old
 one), and `/opt/provision/envs/NAME` is a symlink to the current one. A service that names
 the environment runs from the digest's directory: its unit changes with the requirements,
-which is what restarts it, and only it (`provision.tasks.python_envs`).
+which is what restarts it, and only it (`provision.steps.python_envs`).
 
 Every field ends up in a requirements file, a command line or a record read back from the
 host, so each is checked as strictly as a name or a path.
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator
 
 from provision.dnsdata.endpoint import is_loopback
-from provision.record import record
+from provision.frozen import frozen
 from provision.text import printable, unsafe
 
 from .fields import check_abs_path, check_name, check_url
@@ -146,7 +146,7 @@ def package_key(requirement: str) -> str:
     return str(canonicalize_name(Requirement(requirement).name))
 
 
-@record
+@frozen
 class PythonEnv:
     """One environment as the host gets it. `packages` are normalised and sorted by
     package, so the same set written in another order is the same environment."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .source import FieldPath, dotted
 
@@ -34,7 +34,7 @@ _REFERENCED: frozenset[FieldPath] = frozenset({
 ROUNDS = 8  # a cut can make its holder fail (a rule left with no port): cut again
 
 
-@record
+@frozen
 class SchemaError:
     """One pydantic error, located in the data (union branch tags removed)."""
 
@@ -43,7 +43,7 @@ class SchemaError:
     is_key: bool    # the error is about a mapping's key, not its value
 
 
-@record
+@frozen
 class Salvaged:
     data: Any                      # the copy that validates
     shadowed: tuple[FieldPath, ...]  # where things were cut: problems in these are dropped

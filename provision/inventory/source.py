@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from provision.frozen import frozen
 from provision.localfile import read_regular
-from provision.record import record
 from provision.text import printable, unsafe
 
 from .errors import InventoryError, Problem
@@ -25,7 +25,7 @@ FieldPath = tuple[str | int, ...]
 MAX_NODES = 200_000  # a billion-laughs document stops here, not in memory
 
 
-@record
+@frozen
 class Position:
     file: str
     line: int

@@ -5,7 +5,7 @@ Values arrive validated by the schema (`SshdDoc`, `BastionSshdDoc`); a role's op
 to its hosts in role order, the host's own win (`merged`). What needs the whole inventory
 (who would be locked out, what a bastion's PermitOpen would cut off) is `access_problems`.
 AllowGroups is checked on the host, where the accounts' groups are known
-(`provision.tasks.sshd_access`). The rendered drop-in is `templates/sshd_config.conf.j2`.
+(`provision.steps.sshd_access`). The rendered drop-in is `templates/sshd_config.conf.j2`.
 """
 
 from __future__ import annotations

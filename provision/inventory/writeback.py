@@ -42,7 +42,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.state import fsync_dir
 
 from .build import build
@@ -55,7 +55,7 @@ class WriteBackError(Exception):
     """The inventory could not be updated (the message says why and what to do)."""
 
 
-@record
+@frozen
 class Edit:
     file: Path
     line: int                       # where the record is declared (1-based)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from provision.frozen import frozen
 from provision.inventory.catalog import CATALOG
-from provision.record import record
 
 from . import plan as P
 
@@ -30,14 +30,14 @@ ZONE_COMMON = ("records", "cutover_above_ttl", "closed_migration_days", "visibil
 Path_ = tuple[str | int, ...]
 
 
-@record
+@frozen
 class Change:
     path: Path_
     value: Any          # the new value; `DELETE` removes the field
     why: str
 
 
-@record
+@frozen
 class Unfit:
     path: Path_
     why: str
@@ -46,7 +46,7 @@ class Unfit:
 DELETE = object()
 
 
-@record
+@frozen
 class LabView:
     """What of the lab the mapping needs (made from a LabPlan and the adopt directory)."""
 
@@ -85,7 +85,7 @@ def lab_view(plan: P.LabPlan, *, tsig_key: str,
         acme_caa=P.PEBBLE_CAA_IDENTITY, team_keys=team_keys)
 
 
-@record
+@frozen
 class Adoption:
     hosts: dict[str, str]            # the inventory's host -> the lab's host
     bastion: str | None              # the inventory's bastion that is the lab's

@@ -26,7 +26,7 @@ from dataclasses import field
 from typing import Any
 
 from provision.errors import UsageError
-from provision.record import record
+from provision.frozen import frozen
 from provision.render.env import render as _render
 
 from . import pebble
@@ -69,7 +69,7 @@ class PlanError(UsageError):
     """A request the lab cannot be built from (bad name, too many GPUs)."""
 
 
-@record
+@frozen
 class Iface:
     segment: str          # pub | prv | dns
     name: str             # inside the node's namespace (eth0, eth1)
@@ -78,7 +78,7 @@ class Iface:
     ipv6: str
 
 
-@record
+@frozen
 class Node:
     """A host of the lab (container) or the operator (a bare namespace)."""
 
@@ -100,7 +100,7 @@ class Node:
         return self.ifaces[0]
 
 
-@record
+@frozen
 class LabPlan:
     name: str
     gpus: int

@@ -3,10 +3,10 @@ a node's files (host.py, apt.py) names it without importing the others."""
 
 from __future__ import annotations
 
-from provision.record import record
+from provision.frozen import frozen
 
 
-@record
+@frozen
 class Artifact:
     """One file that lands on a node (or, for ssh_config, on the operator's machine)."""
 

@@ -14,7 +14,7 @@ import base64
 import binascii
 import re
 
-from provision.record import record
+from provision.frozen import frozen
 
 BEGIN = "-----BEGIN AGE ENCRYPTED FILE-----"
 END = "-----END AGE ENCRYPTED FILE-----"
@@ -28,7 +28,7 @@ class ArmorError(ValueError):
     """The text is not an armored age file (the message says what is wrong)."""
 
 
-@record
+@frozen
 class Stanza:
     type: str  # ssh-ed25519, ssh-rsa, X25519, scrypt, or another (plugin, grease)
     args: tuple[str, ...]
@@ -39,7 +39,7 @@ class Stanza:
         return self.args[0] if self.type in ("ssh-ed25519", "ssh-rsa") and self.args else None
 
 
-@record
+@frozen
 class Header:
     stanzas: tuple[Stanza, ...]
 

@@ -15,13 +15,13 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 
 AGE_KEY = re.compile(r"^age1[02-9ac-hj-np-z]{58}$")  # bech32, as age-keygen prints
 RSA_MIN_BITS = 2048
 
 
-@record
+@frozen
 class Recipient:
     """One public key a secret is encrypted to, and whose it is."""
 

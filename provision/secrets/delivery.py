@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 
 from provision.errors import OperationError
+from provision.frozen import frozen
 from provision.inventory.model import SecretUse, Service
-from provision.record import record
 from provision.secretdata.vault import Sealed, Vault
 
 ROOT = "/etc/provision/credentials"
@@ -33,7 +33,7 @@ def path(service: Service, use: SecretUse) -> str:
     return f"{directory(service)}/{use.secret}.{'env' if use.env else 'cred'}"
 
 
-@record
+@frozen
 class Delivery:
     """One secret file of a service, with its content (never printed: `Sealed`)."""
 

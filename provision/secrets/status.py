@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from provision.record import record
+from provision.frozen import frozen
 from provision.secretdata.armor import ArmorError, read
 from provision.secretdata.recipients import Recipient, recipients
 
 
-@record
+@frozen
 class SecretStatus:
     name: str
     missing: tuple[str, ...]  # current members/recipients none of whose keys it is for

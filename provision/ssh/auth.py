@@ -20,12 +20,12 @@ and OpenSSH's own agent use.
 
 from __future__ import annotations
 
-from provision.record import record
+from provision.frozen import frozen
 
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
 
-@record
+@frozen
 class KeyFile:
     """A private key file to offer. `named`: the inventory or `--user` named it, so a file
     that is missing or cannot be read is worth a line in the error; a default one is not."""
@@ -34,7 +34,7 @@ class KeyFile:
     named: bool
 
 
-@record
+@frozen
 class AgentKeys:
     """The running ssh-agent's keys, in the agent's order: all of them, or (`only_for` a
     named identity file) the one with that file's public key, when the file itself could

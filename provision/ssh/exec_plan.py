@@ -29,7 +29,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
-from provision.record import record
+from provision.frozen import frozen
 
 Status = Literal["ok", "failed", "unreachable", "timeout", "interrupted"]
 StopOutcome = Literal["stopped", "ended", "not stopped"]
@@ -144,7 +144,7 @@ class Marker:
         return len(buf)
 
 
-@record
+@frozen
 class Stop:
     """What came of stopping a host's command: `stopped` (its group was signalled), `ended`
     (it had ended on its own: nothing was signalled), `not stopped` (`reason` says why)."""
@@ -216,7 +216,7 @@ class Capped:
         return self.kept.decode("utf-8", "replace")
 
 
-@record
+@frozen
 class Result:
     """One host's answer."""
 

@@ -1,5 +1,5 @@
 """A `fabric.Connection` over the one SSH link (I/O): for the Fabric API (`provision.fleet`)
-and the Python tasks of a playbook (`provision.hosts.task_fabric`).
+and the Python tasks of a playbook (`provision.pytasks.fabric`).
 
 The hop is a `provision.ssh.link.Link`: it opens the connection (host keys through
 `KnownHosts`, keys offered by `key_offer`, the jump chain over `ChannelSocket`s), and the

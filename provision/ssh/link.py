@@ -43,7 +43,7 @@ from paramiko.auth_strategy import (
 )
 from paramiko.pkey import PublicBlob
 
-from provision.record import record
+from provision.frozen import frozen
 
 from .auth import AgentKeys, KeyFile, key_offer
 from .channel_socket import ChannelSocket
@@ -57,7 +57,7 @@ CONNECT_TIMEOUT = 10.0
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
-@record
+@frozen
 class Settings:
     """Transport parameters of a hop. None: paramiko's own."""
 

@@ -20,10 +20,10 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
+from provision.frozen import frozen
 from provision.inventory.fields import check_known_hosts_path, check_path
 from provision.inventory.source import FieldPath, SourceDoc
 from provision.localfile import file_kind
-from provision.record import record
 
 from .errors import HostKeyError
 from .hostkeys import read_known_hosts
@@ -33,14 +33,14 @@ Kind = Literal["identity", "member-identity", "known-hosts"]
 _PUBLIC = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 
 
-@record
+@frozen
 class LocalFile:
     field: FieldPath  # where the inventory names it
     path: str         # as written
     kind: Kind
 
 
-@record
+@frozen
 class FileProblem:
     field: FieldPath
     message: str

@@ -10,15 +10,15 @@ API (`provision.fleet`) all go through these two functions.
 from __future__ import annotations
 
 from provision.errors import UsageError
+from provision.frozen import frozen
 from provision.inventory.model import Host, Inventory
-from provision.record import record
 
 
 class LoginError(UsageError):
     """`--user` names nobody the inventory knows; exit status 2."""
 
 
-@record
+@frozen
 class Login:
     """Who logs in on every hop, with which key (None: the default per hop)."""
 
@@ -30,7 +30,7 @@ class Login:
 DEFAULT_LOGIN = Login(None, None)
 
 
-@record
+@frozen
 class Hop:
     """One SSH hop: where, as whom, with which key (None: the key policy's defaults)."""
 

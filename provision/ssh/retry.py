@@ -9,7 +9,7 @@ retry would only delay the same answer.
 
 from __future__ import annotations
 
-from provision.record import record
+from provision.frozen import frozen
 
 RETRY_WINDOW = 45.0  # seconds a host may spend booting before we call it unreachable
 _TRANSIENT = (
@@ -34,7 +34,7 @@ def backoff(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
     return min(cap, base * 2.0 ** attempt)
 
 
-@record
+@frozen
 class Retried:
     """What the recap says about a connection that needed retries."""
 

@@ -13,9 +13,9 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from provision.errors import UsageError
+from provision.frozen import frozen
 from provision.inventory.forwards import Forward
 from provision.inventory.model import Host, Inventory
-from provision.record import record
 from provision.ssh.login import Hop, Login
 from provision.tunnel.session import Backend, Log
 
@@ -27,7 +27,7 @@ REGISTRY: dict[str, str] = {
 AUTO = "auto"
 
 
-@record
+@frozen
 class Request:
     """What every backend is built from."""
 
@@ -40,7 +40,7 @@ class Request:
     log: Log
 
 
-@record
+@frozen
 class BackendSpec:
     name: str
     summary: str

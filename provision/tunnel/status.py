@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 
+from provision.frozen import frozen
 from provision.inventory.forwards import Forward
-from provision.record import record
 from provision.tunnel.tokens import ServiceState
 
 
-@record
+@frozen
 class Row:
     """One line of the output table / JSON."""
 

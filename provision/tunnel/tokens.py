@@ -10,13 +10,13 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from provision.frozen import frozen
 from provision.inventory.catalog import MEMBER_TOKEN_FILE
 from provision.inventory.forwards import remote_target
 from provision.inventory.model import Service
-from provision.record import record
 
 
-@record
+@frozen
 class ServiceState:
     """What the host said about a forwarded service."""
 

@@ -1,4 +1,4 @@
-# The door (provision.tasks.door): certificates made on the host when missing, the key
+# The door (provision.steps.door): certificates made on the host when missing, the key
 # maps and the config written beside the live ones, the config checked by HAProxy before
 # it replaces the live one, then a reload (a refused config, or a worker that cannot bind,
 # leaves the old one serving) and a read-back of what each port serves.

@@ -1,4 +1,4 @@
-# Files and directories the batch writes (provision.tasks.script), each where
+# Files and directories the batch writes (provision.steps.script), each where
 # templates/territory.sh says: by root under a path only root can change (the name the walk
 # resolved), else as the account whose directory it is, which must be the file's owner.
 

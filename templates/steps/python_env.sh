@@ -1,5 +1,5 @@
 # provision_pyenv_build NAME DIR PYTHON UV REQUIREMENTS_B64 RECORD_B64 [INSTALL ARGS...]
-# (provision.tasks.python_env_script): create the environment DIR with PYTHON (`-m venv`,
+# (provision.steps.python_env_script): create the environment DIR with PYTHON (`-m venv`,
 # or `uv venv` when UV is the path of uv), install the requirements into it with its pip (or
 # uv), check its interpreter runs, then write its record. DIR is new (content-addressed):
 # the environment in use and its services are not touched. On failure DIR is removed, the

@@ -1,4 +1,4 @@
-# provision_run USER CREATES UNLESS COMMAND (provision.tasks.shell.RunCommand): run COMMAND
+# provision_run USER CREATES UNLESS COMMAND (provision.steps.command.RunCommand): run COMMAND
 # with `sh -c` as root, or as USER through a login shell (like ssh) when USER is not empty.
 # Its stdin is /dev/null (the batch comes in on stdin) and fds 3, 8, 9 (the batch's progress
 # and the host lock) are closed for it, so it can neither forge progress nor keep the lock;

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import apt_script, script
-from provision.tasks.actions import AptUpdate
+from provision.steps import apt_script, script
+from provision.steps.actions import AptUpdate
 from tests.support.probe_records import file_rec
 from tests.unit.test_apt import FPR, KEY, apt_recs, diff, docker, inventory
 

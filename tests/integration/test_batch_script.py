@@ -7,8 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from provision.tasks import script
-from provision.tasks.actions import RemoveTemps, SetAttrs, WriteFile
+from provision.steps import script
+from provision.steps.actions import RemoveTemps, SetAttrs, WriteFile
 
 
 def test_script_writes_atomically_and_reports_progress(root_dir: Path) -> None:
@@ -54,7 +54,7 @@ def test_truncated_script_runs_nothing(tmp_path: Path) -> None:
 
 def test_writes_refuse_a_path_through_a_symlink_owned_by_a_user(root_dir: Path) -> None:
     """~/.ssh swapped for a link to a root directory must not make root write or chown there."""
-    from provision.tasks.actions import Mkdir, WriteFile
+    from provision.steps.actions import Mkdir, WriteFile
 
     target = root_dir / "etc-sudoers.d"
     target.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import commit as C
+from provision.steps import commit as C
 from tests.unit.test_harden_commit import CID, fw, inv, sshd  # noqa: F401 (fixtures)
 
 

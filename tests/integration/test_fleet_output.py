@@ -146,7 +146,7 @@ def test_the_documented_example_is_safe_as_written(inventory: Path,
 
 
 def test_a_playbook_tasks_connection_escapes_too() -> None:
-    """`provision.hosts.task_fabric` names a runner of its own (counting execs): it is
+    """`provision.pytasks.fabric` names a runner of its own (counting execs): it is
     wrapped like Fabric's, so a task's `c.run(..., hide=False)` shows output escaped."""
     from provision.ssh.fabric_link import fabric_config
 

@@ -1,4 +1,4 @@
-"""The commit-confirmed rollback/confirm race (provision.tasks.commit), proven by running
+"""The commit-confirmed rollback/confirm race (provision.steps.commit), proven by running
 the rendered scripts themselves with `sh` in a temp directory: the confirmation's `rm` and
 the rollback's `mv` of one marker file are the lock, so exactly one of them wins, however
 they interleave. Nothing outside the temp directory is touched: the state directory and
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import commit as C
-from provision.tasks.actions import WriteFile
+from provision.steps import commit as C
+from provision.steps.actions import WriteFile
 from tests.unit.test_guards_commit import CID, _action
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="no sh")

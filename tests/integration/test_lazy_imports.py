@@ -82,12 +82,12 @@ ALLOWED: dict[tuple[str, str], str] = {
         "bad inventory's exit 2 come before that",
     ("provision/cloud/aws.py", "botocore.config"): "boto3: as above",
     ("provision/cloud/aws.py", "botocore.exceptions"): "boto3: as above",
-    ("provision/hosts/pytasks.py", "provision.tasks.pytask"):
+    ("provision/pytasks/load.py", "provision.steps.python_task"):
         "the task step and the facts it reads (~20 ms before a plan's first connection): "
         "only a playbook with Python tasks needs them",
-    ("provision/hosts/pytasks.py", "."):
+    ("provision/pytasks/load.py", "."):
         "fabric and invoke (~0.15 s), for the `fabric.Connection` a Python task gets "
-        "(`task_fabric`): only a playbook with Python tasks needs them; `load` imports it "
+        "(`fabric`): only a playbook with Python tasks needs them; `load` imports it "
         "in the main thread, before the hosts' threads",
     ("provision/inventory/python_envs.py", "packaging.requirements"):
         "packaging (~40 ms, most of it compiling its requirement grammar): only when an "

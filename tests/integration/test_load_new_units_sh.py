@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import script
-from provision.tasks.actions import LoadNewUnits, StartUnit
+from provision.steps import script
+from provision.steps.actions import LoadNewUnits, StartUnit
 
 # `show -p LoadState --value -- UNIT`: a unit named stale*.service is not loaded
 FAKE_SYSTEMCTL = """#!/bin/sh

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from provision.playbook import parse
-from provision.tasks.shell import ShellSpec
+from provision.steps.command import ShellSpec
 
 
 def test_every_guard_of_a_playbook_fits_the_probes_one_command_line() -> None:
@@ -16,7 +16,7 @@ def test_every_guard_of_a_playbook_fits_the_probes_one_command_line() -> None:
     import subprocess
 
     from provision.playbook import MAX_GUARDS_TOTAL
-    from provision.tasks.shell import guard_id
+    from provision.steps.command import guard_id
 
     unless = "true #" + "y" * 15_990
     steps = ", ".join(f"{{run: ls, name: s{n}, unless: '{unless}'}}" for n in range(4))

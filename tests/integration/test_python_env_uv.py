@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks.python_env_script import lib
+from provision.steps.python_env_script import lib
 
 UV = Path(sys.executable).parent / "uv"
 

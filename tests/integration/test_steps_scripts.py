@@ -8,8 +8,8 @@ from pathlib import Path
 
 from provision.facts import Request, parse, probe_script
 from provision.facts import guards as G
-from provision.tasks import script as batch
-from provision.tasks.shell import RunCommand, guard_id
+from provision.steps import script as batch
+from provision.steps.command import RunCommand, guard_id
 
 
 def _probe(*guards: tuple[str, str]) -> dict[str, int]:

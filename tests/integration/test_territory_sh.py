@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import script
-from provision.tasks.actions import Mkdir, RemoveFile, RemoveTemps, SetAttrs, WriteFile
+from provision.steps import script
+from provision.steps.actions import Mkdir, RemoveFile, RemoveTemps, SetAttrs, WriteFile
 
 NOBODY = 65534
 LIB = (files("provision._templates") / "territory.sh").read_text("utf-8")
@@ -217,7 +217,7 @@ def test_what_the_member_prints_is_held_to_the_records_asked_for(root_dir: Path)
 def test_a_safe_path_is_one_in_a_directory_only_root_changes(root_dir: Path) -> None:
     """`provision_safe_path FILE` (apt's sources and keys, python envs' root): the file's
     directory must be root's alone; the file itself may be there or not."""
-    from provision.tasks.script import SAFE_PATH
+    from provision.steps.script import SAFE_PATH
     files_lib = (files("provision._templates") / "steps" / "files.sh").read_text("utf-8")
     (root_dir / "keyrings").mkdir()
     (root_dir / "keyrings" / "k.asc").write_text("key")

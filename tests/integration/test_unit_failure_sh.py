@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from provision.tasks import script
-from provision.tasks.actions import RestartUnit, StartUnit
+from provision.steps import script
+from provision.steps.actions import RestartUnit, StartUnit
 
 FAKE_SYSTEMCTL = """#!/bin/sh
 # start/restart of a unit named bad*.service fails; one named dies*.service starts, then is

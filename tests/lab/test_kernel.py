@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from provision.tasks.kernel import SYSCTL_FILE
+from provision.steps.kernel import SYSCTL_FILE
 
 from .conftest import Lab, one_host_inventory
 

@@ -23,10 +23,10 @@ import yaml
 from provision.facts import parse
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
-from provision.tasks import commit, script
-from provision.tasks.commit import CommitConfirmed
-from provision.tasks.registry import STEPS
-from provision.tasks.step import Planned, Refused
+from provision.steps import commit, script
+from provision.steps.commit import CommitConfirmed
+from provision.steps.registry import STEPS
+from provision.steps.step import Planned, Refused
 from tests.support import cases
 from tests.support.plain import plain
 from tests.support.probe_records import expand, wrap
@@ -56,7 +56,7 @@ def script_of(planned: Sequence[Planned]) -> str:
 def test_step(path: Path, tmp_path: Path) -> None:
     case = cases.load(path, ("inventory", "host", "records", *OUTPUTS))
     name = path.parent.name
-    assert name in STEPS, f"{name}: not a registered step (STEPS in provision/tasks/registry.py)"
+    assert name in STEPS, f"{name}: not a registered step (STEPS in provision/steps/registry.py)"
     assert any(k in case for k in OUTPUTS), f"{path}: give at least one of {', '.join(OUTPUTS)}"
     assert not ("refused" in case and ("actions" in case or "script" in case)), (
         f"{path}: a refused case plans nothing")

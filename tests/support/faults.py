@@ -51,9 +51,9 @@ def sshd_with_extra(step: Any, lines: list[str]) -> Any:
 
 def install(sshd_extra: list[str], sleep_before_confirm: float, pause_until: str) -> None:
     from provision.hosts import confirm as confirm_mod
-    from provision.tasks import script
-    from provision.tasks.registry import STEPS
-    from provision.tasks.sshd import SshdStep
+    from provision.steps import script
+    from provision.steps.registry import STEPS
+    from provision.steps.sshd import SshdStep
 
     if sshd_extra:
         STEPS["sshd"] = lambda inv, host: sshd_with_extra(SshdStep.build(inv, host), sshd_extra)
@@ -146,7 +146,7 @@ def count_in_flight() -> InFlight:
 
 def tee_batch_output(path: Path) -> None:
     """Append each plain batch's stdout (its progress lines) to `path` as it is parsed."""
-    from provision.tasks import script
+    from provision.steps import script
 
     real_parse = script.parse_progress
     lock = threading.Lock()

@@ -1,5 +1,5 @@
 """Every batch action renders itself: each concrete `Action` subclass anywhere in
-`provision.tasks` has a sample here, and that sample gives a non-empty shell fragment and
+`provision.steps` has a sample here, and that sample gives a non-empty shell fragment and
 a non-empty plan line. A new action without a sample (or without a renderer) fails here,
 so adding one is one class plus its fixture cases (tests/steps)."""
 
@@ -12,13 +12,13 @@ import re
 
 import pytest
 
-import provision.tasks
+import provision.steps
+from provision.frozen import frozen
 from provision.inventory.python_envs import PythonEnv
-from provision.record import record
 from provision.secretdata.vault import Sealed
-from provision.tasks import script
-from provision.tasks.action import Action, Described, Lib
-from provision.tasks.actions import (
+from provision.steps import script
+from provision.steps.action import Action, Described, Lib
+from provision.steps.actions import (
     AptKey,
     AptSources,
     AptUpdate,
@@ -40,11 +40,11 @@ from provision.tasks.actions import (
     WriteFile,
     WriteSecret,
 )
-from provision.tasks.apt_config_check import CheckAptConfig
-from provision.tasks.apt_pins_actions import AptHolds, InstallPinned
-from provision.tasks.door_script import DoorApply
-from provision.tasks.python_env_script import BuildPythonEnv
-from provision.tasks.shell import RunCommand
+from provision.steps.apt_config_check import CheckAptConfig
+from provision.steps.apt_pins_actions import AptHolds, InstallPinned
+from provision.steps.command import RunCommand
+from provision.steps.door_script import DoorApply
+from provision.steps.python_env_script import BuildPythonEnv
 
 _write = WriteFile("/etc/x.conf", "a=1\n", old="a=0\n")
 SAMPLES: dict[type[Action], Action] = {a.__class__: a for a in [
@@ -82,8 +82,8 @@ SAMPLES: dict[type[Action], Action] = {a.__class__: a for a in [
 
 
 def _concrete_actions() -> set[type[Action]]:
-    """Every concrete subclass of Action in the modules of provision.tasks."""
-    for info in pkgutil.iter_modules(provision.tasks.__path__, "provision.tasks."):
+    """Every concrete subclass of Action in the modules of provision.steps."""
+    for info in pkgutil.iter_modules(provision.steps.__path__, "provision.steps."):
         importlib.import_module(info.name)
     found: set[type[Action]] = set()
     todo: list[type[Action]] = [Action]
@@ -116,7 +116,7 @@ def test_each_action_renders_its_fragment_and_its_line(cls: type[Action]) -> Non
 
 
 def test_an_action_without_a_renderer_cannot_be_made() -> None:
-    @record
+    @frozen
     class Silent(Action):
         name: str
 

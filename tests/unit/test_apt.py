@@ -18,10 +18,10 @@ from provision.inventory.model import Inventory
 from provision.lab import plan as P
 from provision.render.apt import source_file
 from provision.render.sinks import deb822_word
-from provision.tasks import apt_script
-from provision.tasks.actions import AptSources, AptUpdate, InstallPackages, RemoveFile
-from provision.tasks.packages import MAX_LIST_AGE, PackagesStep
-from provision.tasks.step import Refused
+from provision.steps import apt_script
+from provision.steps.actions import AptSources, AptUpdate, InstallPackages, RemoveFile
+from provision.steps.packages import MAX_LIST_AGE, PackagesStep
+from provision.steps.step import Refused
 from tests.support.probe_records import answer, file_rec
 
 FPR = "EB693B3035CD5710E231E123A4B469963BF863CC"

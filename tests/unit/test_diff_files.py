@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from provision.facts import FileFact
-from provision.tasks.actions import RemoveTemps, SetAttrs, WriteFile
-from provision.tasks.files import cleanup, diff_file, sha256
+from provision.steps.actions import RemoveTemps, SetAttrs, WriteFile
+from provision.steps.files import cleanup, diff_file, sha256
 
 WANT = WriteFile("/etc/x.conf", "a\nb\n", 0o640, "root", "adm")
 

@@ -4,13 +4,13 @@ from the step's own artifacts, so these stay Python). Fixed cases: tests/steps/s
 from __future__ import annotations
 
 from provision.facts import parse
-from provision.tasks.actions import (
+from provision.steps.actions import (
     DaemonReload,
     EnableUnit,
     RestartUnit,
     StartUnit,
 )
-from provision.tasks.services import ServicesStep
+from provision.steps.services import ServicesStep
 from tests.support.converge_cases import inventory
 from tests.support.probe_records import answer, file_rec, unit_block, user_rec
 

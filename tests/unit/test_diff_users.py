@@ -5,8 +5,8 @@ tests/steps/users."""
 from __future__ import annotations
 
 from provision.facts import parse
-from provision.tasks.actions import WriteFile
-from provision.tasks.users import UsersStep, authorized_keys
+from provision.steps.actions import WriteFile
+from provision.steps.users import UsersStep, authorized_keys
 from tests.support.converge_cases import inventory
 from tests.support.probe_records import answer, file_rec, user_rec
 

@@ -17,7 +17,7 @@ import dns.rdatatype
 import pytest
 
 from provision.dns.migrate.guard import review
-from provision.dns.migrate.trust import Refused, journal_from_dict
+from provision.dns.migrate.trust import Untrusted, journal_from_dict
 from provision.dns.providers.powerdns import parse_zone
 from provision.dns.providers.route53 import Route53Provider
 from provision.dns.records import RRset, marker_rrset, plan_zone, rrset
@@ -180,7 +180,7 @@ def test_a_journal_for_a_txt_record_is_refused() -> None:
     j = {"version": 1, "zone": Z, "provider": "route53", "name": f"www.{Z}", "type": "TXT",
          "phase": "lowered", "original_values": ['"a"'], "target_values": ['"b"'],
          "original_ttl": 300, "lower_ttl": 60, "started_at": 1.8e9}
-    with pytest.raises(Refused, match="provision migrates only A, AAAA, CNAME records"):
+    with pytest.raises(Untrusted, match="provision migrates only A, AAAA, CNAME records"):
         journal_from_dict(j)
 
 

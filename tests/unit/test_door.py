@@ -24,11 +24,11 @@ from provision.facts.spec import Rec
 from provision.facts.units import UnitFact
 from provision.inventory import load_inventory
 from provision.inventory.model import Host, Inventory, Rate
-from provision.tasks.actions import InstallPackages, RetireUnit
-from provision.tasks.door import DoorStep
-from provision.tasks.door_script import DoorApply
-from provision.tasks.files import sha256
-from provision.tasks.script import build
+from provision.steps.actions import InstallPackages, RetireUnit
+from provision.steps.door import DoorStep
+from provision.steps.door_script import DoorApply
+from provision.steps.files import sha256
+from provision.steps.script import build
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "door"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

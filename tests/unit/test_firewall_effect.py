@@ -11,11 +11,11 @@ from provision.facts import Facts, FileFact, UnitFact
 from provision.facts.iptables import IptablesSave
 from provision.firewall import parse as FP
 from provision.inventory import load_inventory
-from provision.tasks.actions import WriteFile
-from provision.tasks.commit import ApplyResult, CommitConfirmed, Staged, apply_script, parse_apply
-from provision.tasks.files import sha256
-from provision.tasks.firewall import FirewallStep
-from provision.tasks.verify import firewall_problems, in_the_way, verify
+from provision.steps.actions import WriteFile
+from provision.steps.commit import ApplyResult, CommitConfirmed, Staged, apply_script, parse_apply
+from provision.steps.files import sha256
+from provision.steps.firewall import FirewallStep
+from provision.steps.verify import firewall_problems, in_the_way, verify
 
 FIX = Path(__file__).parent.parent / "fixtures"
 LIVE = (FIX / "facts" / "iptables" / "gpu1-bootstrapped.v4").read_text()

@@ -12,8 +12,8 @@ from provision.exposure.gpus import gpu_findings
 from provision.facts import Facts, parse
 from provision.facts.gpus import Gpus, bus_key
 from provision.inventory import load_inventory
-from provision.tasks.member_servers import gpu_warnings, missing_gpus
-from provision.tasks.refused import Refused
+from provision.steps.member_servers import gpu_warnings, missing_gpus
+from provision.steps.refused import Refused
 from tests.support.probe_records import expand, wrap
 
 CASES = Path(__file__).parent.parent / "facts" / "gpus"

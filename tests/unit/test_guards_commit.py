@@ -1,4 +1,4 @@
-"""The commit-confirmed scripts as text and their answers parsed (provision.tasks.commit).
+"""The commit-confirmed scripts as text and their answers parsed (provision.steps.commit).
 The scripts run by `sh` (the confirm/rollback race): tests/integration/test_guards_commit_sh.py."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from provision.tasks import commit as C
-from provision.tasks.actions import WriteFile
+from provision.steps import commit as C
+from provision.steps.actions import WriteFile
 
 CID = "sshd-0a1b2c3d"
 

@@ -21,8 +21,8 @@ from provision.hosts import confirm as K
 from provision.hosts.converge import HostRun
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
-from provision.tasks import commit as C
-from provision.tasks.actions import WriteFile
+from provision.steps import commit as C
+from provision.steps.actions import WriteFile
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
 
@@ -81,7 +81,7 @@ class Fresh:
 
 
 # what each commit installs, and what the apply's read-back after applying shows when it
-# takes effect (`sshd -T`; `iptables-save -t filter`): provision.tasks.verify accepts these
+# takes effect (`sshd -T`; `iptables-save -t filter`): provision.steps.verify accepts these
 DROPIN = "PasswordAuthentication no\n"
 RULES = ("*filter\n:PROVISION-INPUT - [0:0]\n-F PROVISION-INPUT\n"
          "-A PROVISION-INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n-A PROVISION-INPUT -j DROP\nCOMMIT\n")
@@ -574,7 +574,7 @@ def test_the_duration_of_a_confirmation_given_up_on_a_hanging_attempt(
     assert 0 < got.seconds <= K.time.monotonic() - before and got.answers == [None]
 
 
-# --- the read-back after applying (provision.tasks.verify): not in effect, never confirmed ---
+# --- the read-back after applying (provision.steps.verify): not in effect, never confirmed ---
 
 @pytest.mark.parametrize("read_back, status, why, done", [
     ("@sshdt\t0\tport 22\n@sshdt\t0\tpasswordauthentication yes\n", "rolled-back",

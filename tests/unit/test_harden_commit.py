@@ -9,10 +9,10 @@ import pytest
 from provision.facts import Facts
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
-from provision.tasks import commit as C
-from provision.tasks.actions import Action
-from provision.tasks.firewall import FirewallStep
-from provision.tasks.sshd import SshdStep
+from provision.steps import commit as C
+from provision.steps.actions import Action
+from provision.steps.firewall import FirewallStep
+from provision.steps.sshd import SshdStep
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
 CID = "firewall-0a1b2c3d"
@@ -166,7 +166,7 @@ def test_a_late_confirmation_that_got_through_is_reported_as_kept() -> None:
     """A confirmation connection abandoned at the deadline confirmed before the host's timer
     fired: the host kept the change, and the recap said it rolled back (seen in a 32-host
     bootstrap under load)."""
-    from provision.tasks.commit import Status, missed_outcome
+    from provision.steps.commit import Status, missed_outcome
 
     kept, text = missed_outcome("firewall", 30, Status("confirmed"), "1 attempt(s)")
     assert kept and "confirmed after the 30 s window" in text and "stays" in text

@@ -13,10 +13,10 @@ from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.playbook import load as load_playbook
 from provision.render import render_host
-from provision.tasks.commit import CommitConfirmed
-from provision.tasks.files import sha256
-from provision.tasks.firewall import FirewallStep
-from provision.tasks.sshd import SshdStep
+from provision.steps.commit import CommitConfirmed
+from provision.steps.files import sha256
+from provision.steps.firewall import FirewallStep
+from provision.steps.sshd import SshdStep
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "example.yml"
 UNIT = "provision-firewall.service"

@@ -139,7 +139,7 @@ def execstart_is(argv: list[str], service: str = "web", host: str = "gpu1") -> C
 
 
 def authorized_keys_one_line(out: Path, model: Inventory) -> None:
-    from provision.tasks.users import authorized_keys
+    from provision.steps.users import authorized_keys
 
     for p in model.team:
         text = authorized_keys(p.name, p.keys)
@@ -831,8 +831,8 @@ def test_users_step_refuses_an_existing_account_that_is_not_ours(
     shell, sudoers or directory change for it (an error for that host is fine)."""
     from provision.errors import ProvisionError
     from provision.facts import parse
-    from provision.tasks.actions import EnsureUser, Mkdir, SetAttrs, WriteFile
-    from provision.tasks.users import UsersStep
+    from provision.steps.actions import EnsureUser, Mkdir, SetAttrs, WriteFile
+    from provision.steps.users import UsersStep
     from tests.support.probe_records import answer, file_rec, user_rec
 
     data = inv((f"team.{name}", {"keys": [f"{ED2} x@y"], "sudo": True}))

@@ -10,8 +10,8 @@ import yaml
 from provision.facts import parse
 from provision.facts.kernel import SPEC as KERNEL
 from provision.inventory import load_inventory
-from provision.tasks.kernel import SYSCTL_FILE, KernelStep
-from provision.tasks.kernel_baseline import BASELINE, FORWARDING
+from provision.steps.kernel import SYSCTL_FILE, KernelStep
+from provision.steps.kernel_baseline import BASELINE, FORWARDING
 from tests.support.probe_records import expand, file_rec, wrap
 
 ROOT = Path(__file__).parent.parent.parent

@@ -1,9 +1,9 @@
-"""login.defs rewritten key by key (provision.tasks.login.rewrite): the rest of the file as
+"""login.defs rewritten key by key (provision.steps.login.rewrite): the rest of the file as
 it was, the first active line of a key set, later ones dropped, missing keys appended."""
 
 from __future__ import annotations
 
-from provision.tasks.login import rewrite, settings
+from provision.steps.login import rewrite, settings
 
 
 def test_keys_are_set_in_place_and_comments_stay() -> None:

@@ -18,9 +18,9 @@ from provision.facts.jupyter_auth import JupyterAnswer, JupyterAuth, PortHolder,
 from provision.inventory import Inventory, load_inventory
 from provision.inventory.member_ports import allocate, hashed_port
 from provision.render import render_host, render_ssh_config
-from provision.tasks.actions import RestartUnit, RetireUnit
-from provision.tasks.member_servers import retired_instances
-from provision.tasks.services import ServicesStep
+from provision.steps.actions import RestartUnit, RetireUnit
+from provision.steps.member_servers import retired_instances
+from provision.steps.services import ServicesStep
 from provision.tunnel.ports import TunnelError, plan_forwards, select_services
 from provision.tunnel.tokens import (
     ServiceState,

@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 
 from provision.cli import main
 from provision.playbook import PlaybookError, parse
-from provision.tasks.pytask import TaskSpec
-from provision.tasks.shell import ShellSpec
+from provision.steps.command import ShellSpec
+from provision.steps.python_task import TaskSpec
 
 INVENTORY = """version: 1
 defaults: {user: admin, identity_file: ./id_ed25519, known_hosts: ./known_hosts}
@@ -278,13 +278,13 @@ def test_a_playbook_without_tasks_imports_nothing_and_lists_nothing(tmp_path: Pa
 # --- calling a task and its check (the connection is not used by these functions) --------
 
 def _loaded(fn: object, check: object = None) -> object:
-    from provision.tasks.pytask import Loaded
+    from provision.steps.python_task import Loaded
 
     return Loaded(fn, check, "/inv/tasks/t.py")
 
 
 def test_a_check_must_answer_a_bool() -> None:
-    from provision.hosts import pytasks
+    from provision.pytasks import load as pytasks
 
     host = object()
     got = pytasks.check(_loaded(None, lambda c, h: None), None, host, "t.py:f")
@@ -298,8 +298,8 @@ def test_a_failing_command_in_a_task_is_reported_with_its_last_lines() -> None:
     from invoke.exceptions import UnexpectedExit
     from invoke.runners import Result
 
-    from provision.hosts import pytasks
-    from provision.tasks.pytask import RunTask
+    from provision.pytasks import load as pytasks
+    from provision.steps.python_task import RunTask
 
     def fails(c: object, host: object) -> None:
         raise UnexpectedExit(Result(stdout="", stderr="one\ntwo\nthree\nfour\n", exited=3,
@@ -311,8 +311,8 @@ def test_a_failing_command_in_a_task_is_reported_with_its_last_lines() -> None:
 
 
 def test_a_task_whose_check_still_says_not_done_fails() -> None:
-    from provision.hosts import pytasks
-    from provision.tasks.pytask import RunTask
+    from provision.pytasks import load as pytasks
+    from provision.steps.python_task import RunTask
 
     ran: list[int] = []
     task = RunTask("t", "t.py:f", _loaded(lambda c, h: ran.append(1), lambda c, h: False),
@@ -327,8 +327,8 @@ def test_a_task_whose_check_still_says_not_done_fails() -> None:
 def test_sys_exit_in_a_task_fails_its_host_not_the_run() -> None:
     import sys
 
-    from provision.hosts import pytasks
-    from provision.tasks.pytask import RunTask
+    from provision.pytasks import load as pytasks
+    from provision.steps.python_task import RunTask
 
     task = RunTask("t", "t.py:f", _loaded(lambda c, h: sys.exit(3)), "no check")
     assert pytasks.run(task, None, object()).startswith("task t.py:f: SystemExit: 3 (")
@@ -337,7 +337,7 @@ def test_sys_exit_in_a_task_fails_its_host_not_the_run() -> None:
 def test_a_task_file_swapped_for_a_symlink_after_its_check_is_not_read(tmp_path: Path) -> None:
     """The path checked is the file read: a component turned into a symbolic link between
     `resolve` and the open (TOCTOU) is refused, not followed out of the tree."""
-    from provision.hosts import pytasks
+    from provision.pytasks import load as pytasks
 
     outside = _outside(tmp_path)
     d = _tree(tmp_path, "  - tasks/gpu.py:install\n")

@@ -15,8 +15,8 @@ from provision.inventory import InventoryError, load_inventory
 from provision.inventory.model import Inventory
 from provision.inventory.python_envs import ENVS_ROOT, PythonEnv, index_problem
 from provision.inventory.schema import json_schema
-from provision.tasks.python_env_script import install_args
-from provision.tasks.python_envs import record_diff
+from provision.steps.python_env_script import install_args
+from provision.steps.python_envs import record_diff
 
 MIRROR = "http://10.9.2.80:8080/simple"
 

@@ -105,8 +105,8 @@ def test_every_shipped_command_resolves(name: str) -> None:
 def test_commit_confirmed_is_its_own_type_not_a_plain_action() -> None:
     """Bug 6: CommitConfirmed was cast into Action; the plain executor refuses it now."""
     from provision.hosts.converge import HostRun, execute
-    from provision.tasks.actions import Action
-    from provision.tasks.commit import CommitConfirmed
+    from provision.steps.actions import Action
+    from provision.steps.commit import CommitConfirmed
 
     assert CommitConfirmed not in getattr(Action, "__args__", ())
     inv = load_inventory(ROOT / "inventories" / "example.yml")

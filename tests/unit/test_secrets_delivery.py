@@ -18,9 +18,9 @@ from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.secretdata.vault import Sealed, Vault
 from provision.secrets.delivery import SALT, deliveries, fingerprint
-from provision.tasks import script
-from provision.tasks.actions import Mkdir, RestartUnit, WriteSecret
-from provision.tasks.services import ServicesStep
+from provision.steps import script
+from provision.steps.actions import Mkdir, RestartUnit, WriteSecret
+from provision.steps.services import ServicesStep
 from tests.support.probe_records import answer, file_rec, unit_block, user_rec
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "secrets" / "inventory.yml"

@@ -21,11 +21,11 @@ from provision.facts.system import System
 from provision.inventory import load_inventory
 from provision.inventory.model import Inventory
 from provision.render import SSHD_DROPIN
-from provision.tasks import sshd_effect as E
-from provision.tasks.commit import ApplyResult, apply_script, parse_apply, rollback_now_script
-from provision.tasks.sshd import SshdStep
-from provision.tasks.step import Refused
-from provision.tasks.verify import verify
+from provision.steps import sshd_effect as E
+from provision.steps.commit import ApplyResult, apply_script, parse_apply, rollback_now_script
+from provision.steps.sshd import SshdStep
+from provision.steps.step import Refused
+from provision.steps.verify import verify
 from tests.support.probe_records import answer, file_rec, unit_block
 
 FIX = Path(__file__).parent.parent / "fixtures"

@@ -12,7 +12,7 @@ from provision.facts.sshd_effective import SshdEffective, settings_of
 from provision.inventory import load_inventory
 from provision.inventory import sshd_options as so
 from provision.render import render_host
-from provision.tasks import sshd_effect as E
+from provision.steps import sshd_effect as E
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBNrAxpAm3PHPEOLnlZSVMhiQ8nLQP/kB8wiOhNp3a9X alice@lab"
 

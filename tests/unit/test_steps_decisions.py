@@ -19,8 +19,8 @@ import yaml
 
 from provision.facts import FactsError, parse
 from provision.playbook import parse as parse_playbook
-from provision.tasks import pytask
-from provision.tasks.shell import RunCommand, ShellStep
+from provision.steps import python_task as pytask
+from provision.steps.command import RunCommand, ShellStep
 from tests.support.converge_cases import inventory
 
 FIX = Path(__file__).parent.parent / "fixtures" / "steps"

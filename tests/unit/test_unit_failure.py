@@ -4,8 +4,8 @@ reason and `--json`'s `unit_failure`. The batch run by sh with stand-ins for `sy
 
 from __future__ import annotations
 
-from provision.tasks import script
-from provision.tasks.actions import Action, RestartUnit, StartUnit
+from provision.steps import script
+from provision.steps.actions import Action, RestartUnit, StartUnit
 
 
 def test_a_batch_without_units_does_not_pause() -> None:

@@ -32,7 +32,7 @@ import re
 
 from provision.dns.records import RRset, rrset
 from provision.dnsdata.names import CLOSED_PREFIX, marker_owner, split_marker
-from provision.record import record
+from provision.frozen import frozen
 
 from .marker import OPERATOR, iso, parse_iso
 
@@ -54,7 +54,7 @@ class ClosedError(ValueError):
     """A marker that says ``phase=closed`` but is not one provision could have written."""
 
 
-@record
+@frozen
 class Closed:
     name: str                        # absolute, lowercase, trailing dot
     type: str

@@ -43,7 +43,7 @@ from provision.dns.records import (
 )
 from provision.dnsdata.rdata import MIGRATE_TYPES
 from provision.finding import Finding
-from provision.record import record
+from provision.frozen import frozen
 
 from . import closed as C
 from .journal import Journal
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 DEFAULT_CUTOVER_ABOVE_TTL = 300
 
 
-@record
+@frozen
 class Cutover:
     name: str                   # absolute
     type: str
@@ -67,7 +67,7 @@ class Cutover:
     old_type: str = ""          # a type change (A -> CNAME): the type in the zone now
 
 
-@record
+@frozen
 class Review:
     hold: dict[tuple[str, str], str]        # left alone: (name, type) -> why
     cutovers: tuple[Cutover, ...] = ()      # held for `dns migrate` (not with no_migrate)

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlsplit
 
+from provision.frozen import frozen
 from provision.inventory.fields import parse_port
-from provision.record import record
 from provision.text import printable
 
 
-@record
+@frozen
 class Check:
     kind: Literal["tcp", "http", "https"]
     port: int
@@ -61,7 +61,7 @@ def _local(host: str, port: int, timeout: float) -> socket.socket:
     return socket.create_connection((host, port), timeout=timeout)
 
 
-@record
+@frozen
 class Result:
     check: str
     value: str

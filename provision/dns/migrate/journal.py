@@ -18,7 +18,7 @@ from dataclasses import asdict, field, replace
 from typing import Any, Literal
 
 from provision.dnsdata.names import RESERVED_LABELS, file_stem
-from provision.record import record
+from provision.frozen import frozen
 
 VERSION = 1
 
@@ -34,7 +34,7 @@ class JournalError(ValueError):
     """A journal file that cannot be read back (the message names what is wrong)."""
 
 
-@record
+@frozen
 class Snapshot:
     """A record (and its migration marker) exactly as read from the provider."""
 
@@ -44,7 +44,7 @@ class Snapshot:
     marker_ttl: int | None = None
 
 
-@record
+@frozen
 class Journal:
     name: str                           # absolute, lowercase, trailing dot
     type: str                           # A | AAAA | CNAME

@@ -24,7 +24,7 @@ from typing import Literal
 
 from provision.dns.records import MIGRATION_LABEL, RRset, rrset
 from provision.dnsdata.names import marker_owner, split_marker
-from provision.record import record
+from provision.frozen import frozen
 
 LABEL = MIGRATION_LABEL
 TYPE = "TXT"
@@ -32,7 +32,7 @@ MarkerPhase = Literal["lowered", "switched"]
 OPERATOR = re.compile(r"^[A-Za-z0-9._-]{1,32}@[A-Za-z0-9.-]{1,63}$")  # user@host
 
 
-@record
+@frozen
 class Marker:
     phase: MarkerPhase
     type: str

@@ -26,7 +26,7 @@ from typing import Literal
 from provision.dns.propagation import Answer
 from provision.dns.records import ChangeSet, RRset, relative, rrset
 from provision.finding import Finding
-from provision.record import record
+from provision.frozen import frozen
 
 from . import closed as C
 from .journal import Journal, Snapshot
@@ -35,7 +35,7 @@ from .marker import Marker, MarkerPhase, marker_rrset, parse
 StateName = Literal["original", "lowered", "switched", "finalized"]
 
 
-@record
+@frozen
 class ZoneView:
     """The migrating record and its marker as the provider has them now."""
 
@@ -75,7 +75,7 @@ class ZoneView:
                       (", an unreadable marker" if self.marker_rr is not None else ", no marker"))
 
 
-@record
+@frozen
 class State:
     """A state of the zone: the record's values and TTL, and the marker's phase."""
 
@@ -112,7 +112,7 @@ _INTENT: dict[str, tuple[StateName, StateName]] = {
 }
 
 
-@record
+@frozen
 class Reconciled:
     journal: Journal | None          # the migration as it stands (None: none is open)
     changed: bool = False            # the journal file must be rewritten
@@ -255,7 +255,7 @@ def change_to(j: Journal, view: ZoneView, target: StateName, now: float, *, by: 
 
 # --- timing -------------------------------------------------------------------------
 
-@record
+@frozen
 class Gate:
     ok: bool
     wait: float          # seconds until the old TTL has run out everywhere (0 when past)
@@ -296,7 +296,7 @@ def served(answers: Sequence[Answer], values: tuple[str, ...], ttl: int) -> tupl
     return not out, out
 
 
-@record
+@frozen
 class Stale:
     server: str
     values: tuple[str, ...]
@@ -304,7 +304,7 @@ class Stale:
     status: str
 
 
-@record
+@frozen
 class Verification:
     ok: bool
     authoritative_ok: bool

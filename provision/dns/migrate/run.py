@@ -182,7 +182,7 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
         try:
             T.admit_journal(j, name=ctx.name, zone=ctx.zone.name, provider=ctx.zone.provider,
                             declared=declared)
-        except T.Refused as e:
+        except T.Untrusted as e:
             raise UsageError(f"the migration journal {ctx.store.path(ctx.name)} is refused: "
                              f"{e}; nothing was sent") from None
     marker_rr = _call(lambda: ctx.provider.get_rrset(marker_name(ctx.name), "TXT"))
@@ -199,7 +199,7 @@ def load(ctx: Ctx, rtype: str | None = None) -> Loaded:
         try:
             T.admit_marker(mk, name=ctx.name, zone=ctx.zone.name, declared=declared,
                            journal=j, now=ctx.now())
-        except T.Refused as e:
+        except T.Untrusted as e:
             raise UsageError(f"{where} is refused: {e}; nothing was sent") from None
     rtype = (j.type if j else None) or (mk.type if mk else None) or rtype
     if rtype:

@@ -13,7 +13,7 @@ may steer provision anywhere the operator did not point it:
   inventory's zones;
 * with values valid for the type, TTLs of 1 to 604800 s, and times that are plausible.
 
-Anything else raises `Refused` with the reason; the caller names the file or the TXT
+Anything else raises `Untrusted` with the reason; the caller names the file or the TXT
 record and sends nothing. JSON is read with limits (size, nesting depth, digits in a
 number, no NaN/Infinity, no duplicate keys; UTF-8 errors are errors), so no content
 ends in a traceback or a hang.
@@ -43,32 +43,32 @@ MAX_TEXT = 1024              # any one string field
 MIN_TIME, MAX_TIME = 0.0, 7258118400.0
 
 
-class Refused(JournalError):
+class Untrusted(JournalError):
     """A journal or marker provision will not act on (the message says why)."""
 
 
 # --- JSON with limits ------------------------------------------------------------------
 
 def parse_json(data: bytes) -> dict[str, Any]:
-    """A JSON object from untrusted bytes, or Refused saying what is wrong."""
+    """A JSON object from untrusted bytes, or Untrusted saying what is wrong."""
     if len(data) > MAX_BYTES:
-        raise Refused(f"{len(data)} bytes, more than the {MAX_BYTES} a journal may have")
+        raise Untrusted(f"{len(data)} bytes, more than the {MAX_BYTES} a journal may have")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise Refused(f"not UTF-8 (byte {e.start}: {e.reason})") from None
+        raise Untrusted(f"not UTF-8 (byte {e.start}: {e.reason})") from None
     depth = _depth(text)
     if depth > MAX_DEPTH:
-        raise Refused(f"JSON nested {depth} levels deep, at most {MAX_DEPTH}")
+        raise Untrusted(f"JSON nested {depth} levels deep, at most {MAX_DEPTH}")
     try:
         d = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
                        object_pairs_hook=_object)
     except json.JSONDecodeError as e:
-        raise Refused(f"not JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
+        raise Untrusted(f"not JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
     except (ValueError, RecursionError) as e:
-        raise Refused(f"not JSON ({printable(str(e)[:200])})") from None
+        raise Untrusted(f"not JSON ({printable(str(e)[:200])})") from None
     if not isinstance(d, dict):
-        raise Refused(f"not a JSON object but a {_kind(d)}")
+        raise Untrusted(f"not a JSON object but a {_kind(d)}")
     return d
 
 
@@ -146,30 +146,30 @@ def from_json(text: str | bytes) -> Journal:
 
 
 def journal_from_dict(d: Mapping[str, Any]) -> Journal:
-    """A Journal from a parsed JSON object, every field checked (Refused otherwise)."""
+    """A Journal from a parsed JSON object, every field checked (Untrusted otherwise)."""
     if d.get("version") != VERSION or type(d.get("version")) is not int:
-        raise Refused(f"journal version {_show(d.get('version'))}, this provision reads {VERSION}")
+        raise Untrusted(f"journal version {_show(d.get('version'))}, this provision reads {VERSION}")
     unknown = sorted(set(d) - _FIELDS)
     if unknown:
-        raise Refused(f"unknown field {_show(unknown[0])} (a journal has {', '.join(sorted(_FIELDS))})")
+        raise Untrusted(f"unknown field {_show(unknown[0])} (a journal has {', '.join(sorted(_FIELDS))})")
     phase = d.get("phase")
     if phase not in PHASES:
-        raise Refused(f"unknown phase {_show(phase)} (one of {', '.join(PHASES)})")
+        raise Untrusted(f"unknown phase {_show(phase)} (one of {', '.join(PHASES)})")
     zone = _text(d, "zone")
     if problem(origin(zone), wildcard=False) or not zone.endswith(".") or zone != zone.lower():
-        raise Refused(f"zone {_show(zone)} is not an absolute, lowercase zone name")
+        raise Untrusted(f"zone {_show(zone)} is not an absolute, lowercase zone name")
     name = _text(d, "name")
     if name != canonical(name, zone) or not name.endswith("."):
-        raise Refused(f"name {_show(name)} is not an absolute, lowercase name")
+        raise Untrusted(f"name {_show(name)} is not an absolute, lowercase name")
     why = problem(name) or reserved(name)
     if why:
-        raise Refused(f"name {_show(name)}: {why}")
+        raise Untrusted(f"name {_show(name)}: {why}")
     rtype = _text(d, "type")
     if rtype not in MIGRATE_TYPES:
-        raise Refused(f"type {_show(rtype)}: provision migrates only {', '.join(MIGRATE_TYPES)} records")
+        raise Untrusted(f"type {_show(rtype)}: provision migrates only {', '.join(MIGRATE_TYPES)} records")
     provider = _text(d, "provider")
     if provider not in providers.PROVIDERS:
-        raise Refused(f"provider {_show(provider)} (one of {', '.join(providers.names())})")
+        raise Untrusted(f"provider {_show(provider)} (one of {', '.join(providers.names())})")
     original = _values(d, "original_values", rtype)
     target = _values(d, "target_values", rtype)
     original_ttl, lower_ttl = _ttl(d, "original_ttl"), _ttl(d, "lower_ttl")
@@ -179,21 +179,21 @@ def journal_from_dict(d: Mapping[str, Any]) -> Journal:
              for k in ("lowered_at", "switched_at", "verified_at")}
     forced = d.get("forced", False)
     if type(forced) is not bool:
-        raise Refused(f"forced is {_show(forced)}, not true or false")
+        raise Untrusted(f"forced is {_show(forced)}, not true or false")
     token = d.get("token", "")
     if not isinstance(token, str) or len(token) > MAX_TEXT or printable(token) != token:
-        raise Refused(f"token {_show(token)} is not a provider's change id")
+        raise Untrusted(f"token {_show(token)} is not a provider's change id")
     by = d.get("by", "")
     if not isinstance(by, str) or (by and not OPERATOR.match(by)):
-        raise Refused(f"by {_show(by)} is not user@host (letters, digits, . _ -)")
+        raise Untrusted(f"by {_show(by)} is not user@host (letters, digits, . _ -)")
     history = d.get("history", [])
     if not isinstance(history, list) or len(history) > MAX_HISTORY:
-        raise Refused(f"history is not a list of at most {MAX_HISTORY} [time, event] pairs")
+        raise Untrusted(f"history is not a list of at most {MAX_HISTORY} [time, event] pairs")
     events: list[tuple[float, str]] = []
     for item in history:
         if not (isinstance(item, list) and len(item) == 2 and _is_num(item[0])
                 and isinstance(item[1], str) and len(item[1]) <= MAX_TEXT):
-            raise Refused(f"history entry {_show(item)} is not a [time, event] pair")
+            raise Untrusted(f"history entry {_show(item)} is not a [time, event] pair")
         events.append((float(item[0]), item[1]))
     return Journal(name=name, type=rtype, zone=zone, provider=provider,
                    original_values=original, original_ttl=original_ttl, target_values=target,
@@ -216,7 +216,7 @@ def _is_num(v: Any) -> bool:
 def _text(d: Mapping[str, Any], key: str) -> str:
     v = d.get(key)
     if not isinstance(v, str) or not v or len(v) > MAX_TEXT:
-        raise Refused(f"{key} is {_show(v)}, not a text")
+        raise Untrusted(f"{key} is {_show(v)}, not a text")
     return v
 
 
@@ -224,7 +224,7 @@ def _values(d: Mapping[str, Any], key: str, rtype: str) -> tuple[str, ...]:
     v = d.get(key)
     why = values_problem(rtype, v)
     if why:
-        raise Refused(f"{key}: {why}")
+        raise Untrusted(f"{key}: {why}")
     return tuple(sorted(set(v)))  # type: ignore[arg-type]  # a checked list of str
 
 
@@ -232,14 +232,14 @@ def _ttl(d: Mapping[str, Any], key: str) -> int:
     v = d.get(key)
     why = ttl_problem(v)
     if why:
-        raise Refused(f"{key}: {why}")
+        raise Untrusted(f"{key}: {why}")
     return int(v)  # type: ignore[arg-type]  # checked: an int
 
 
 def _time(d: Mapping[str, Any], key: str) -> float:
     v: Any = d.get(key)
     if not _is_num(v) or not MIN_TIME <= v <= MAX_TIME:
-        raise Refused(f"{key} is {_show(v)}, not a time (seconds since 1970, before 2200)")
+        raise Untrusted(f"{key} is {_show(v)}, not a time (seconds since 1970, before 2200)")
     return float(v)
 
 
@@ -247,13 +247,13 @@ def _snapshot(rb: Any, rtype: str) -> Snapshot | None:
     if rb is None:
         return None
     if not isinstance(rb, dict) or set(rb) - {"values", "ttl", "marker", "marker_ttl"}:
-        raise Refused(f"rollback_from is {_show(rb)}, not a snapshot of the record")
+        raise Untrusted(f"rollback_from is {_show(rb)}, not a snapshot of the record")
     values = None if rb.get("values") is None else _values(rb, "values", rtype)
     ttl = None if rb.get("ttl") is None else _ttl(rb, "ttl")
     marker = rb.get("marker")
     if marker is not None and not (isinstance(marker, list) and len(marker) <= 100 and
                                    all(isinstance(s, str) and len(s) <= 300 for s in marker)):
-        raise Refused("rollback_from.marker is not a list of TXT strings")
+        raise Untrusted("rollback_from.marker is not a list of TXT strings")
     marker_ttl = None if rb.get("marker_ttl") is None else _ttl(rb, "marker_ttl")
     return Snapshot(values, ttl, None if marker is None else tuple(marker), marker_ttl)
 
@@ -264,50 +264,50 @@ Declared = frozenset[tuple[str, str]]   # (absolute name, type) the inventory de
 
 
 def admit_journal(j: Journal, *, name: str, zone: str, provider: str, declared: Declared) -> None:
-    """The journal read for record `name` of inventory zone `zone` may act (Refused if not)."""
+    """The journal read for record `name` of inventory zone `zone` may act (Untrusted if not)."""
     if j.name != name:
-        raise Refused(f"it is about {_show(j.name)}, but it is filed under {name} (a journal "
+        raise Untrusted(f"it is about {_show(j.name)}, but it is filed under {name} (a journal "
                       "acts only on the record it is filed under)")
     if j.zone != origin(zone):
-        raise Refused(f"it is for zone {_show(j.zone)}, but {name} is in the inventory's zone "
+        raise Untrusted(f"it is for zone {_show(j.zone)}, but {name} is in the inventory's zone "
                       f"{origin(zone)}")
     if j.provider != provider:
-        raise Refused(f"it was written for provider {j.provider}, the zone {origin(zone)} "
+        raise Untrusted(f"it was written for provider {j.provider}, the zone {origin(zone)} "
                       f"uses {provider}")
     _where(j.name, j.type, zone, declared)
 
 
 def admit_marker(m: Marker, *, name: str, zone: str, declared: Declared,
                  journal: Journal | None, now: float) -> None:
-    """The marker filed at ``_provision-migration.<name>`` may act (Refused if not)."""
+    """The marker filed at ``_provision-migration.<name>`` may act (Untrusted if not)."""
     if m.type not in MIGRATE_TYPES:
-        raise Refused(f"it names type {_show(m.type)}: provision migrates only "
+        raise Untrusted(f"it names type {_show(m.type)}: provision migrates only "
                       f"{', '.join(MIGRATE_TYPES)} records")
     if journal is not None and m.type != journal.type:
-        raise Refused(f"it is about the {m.type} record, the journal of {name} about the "
+        raise Untrusted(f"it is about the {m.type} record, the journal of {name} about the "
                       f"{journal.type} record (a marker acts only on the record it is filed under)")
     _where(name, m.type, zone, declared)
     for key, values in (("from", m.original_values), ("to", m.target_values)):
         why = values_problem(m.type, list(values))
         if why:
-            raise Refused(f"{key}: {why}")
+            raise Untrusted(f"{key}: {why}")
     for key, ttl in (("ttl", m.original_ttl), ("lower", m.lower_ttl)):
         why = ttl_problem(ttl)
         if why:
-            raise Refused(f"{key}: {why}")
+            raise Untrusted(f"{key}: {why}")
     if m.lower_ttl > m.original_ttl:
-        raise Refused(f"lower={m.lower_ttl} is above the original ttl={m.original_ttl} (a "
+        raise Untrusted(f"lower={m.lower_ttl} is above the original ttl={m.original_ttl} (a "
                       "migration never raises a TTL)")
     if not MIN_TIME <= m.started_at <= m.at <= now + 300:
-        raise Refused("its times are not plausible (started must come before at, both in "
+        raise Untrusted("its times are not plausible (started must come before at, both in "
                       "the past)")
 
 
 def _where(name: str, rtype: str, zone: str, declared: Declared) -> None:
     if not in_zone(name, zone):
-        raise Refused(f"{name} is outside the inventory's zone {origin(zone)}")
+        raise Untrusted(f"{name} is outside the inventory's zone {origin(zone)}")
     if name == origin(zone) and (name, rtype) not in declared:
-        raise Refused(f"it is at the zone apex {name}, where provision touches only records "
+        raise Untrusted(f"it is at the zone apex {name}, where provision touches only records "
                       f"the inventory declares (no {rtype} record is declared there)")
 
 
