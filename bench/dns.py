@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))  # tests.support.clouddns_fake
 
-from provision.dns.records import RRset, plan_zone, rrset  # noqa: E402
+from provision.dns.rrset import RRset, rrset  # noqa: E402
+from provision.dns.zone_plan import plan_zone  # noqa: E402
 from provision.inventory.model import Record, Zone  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def bench_pure(n: int) -> None:
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
 
     z = zone_model("example.org", n)
     have = served("example.org", n)
@@ -71,7 +72,7 @@ def bench_route53(n: int) -> None:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
     from provision.dns.providers.route53 import Route53Provider
 
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -104,7 +105,7 @@ def bench_route53(n: int) -> None:
 
 def bench_clouddns(n: int) -> None:
     from provision.dns.providers.clouddns import CloudDnsProvider
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
     from tests.support.clouddns_fake import FakeCloudDns
 
     fake = FakeCloudDns(page_size=1000).start()
@@ -128,7 +129,7 @@ def bench_lab(name: str, n: int) -> None:
     import dns.update
 
     from provision.dns.provider import provider_for
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
     from provision.dns.sync import apply_zone, plan_zones
     from provision.inventory import load_inventory
     from provision.lab import plan as P

@@ -38,7 +38,7 @@ import dns.exception  # noqa: E402
 import yaml  # noqa: E402
 
 from provision.dns import propagation as prop  # noqa: E402
-from provision.dns.records import rrset  # noqa: E402
+from provision.dns.rrset import rrset  # noqa: E402
 from provision.dns.zonecheck import questions  # noqa: E402
 from provision.dns.zonequery import ask_all  # noqa: E402
 

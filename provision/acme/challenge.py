@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from provision.dns.records import ChangeSet, RRset, marker_rrset, ownership, rrset
+from provision.dns.markers import marker_rrset, ownership
+from provision.dns.rrset import RRset, rrset
+from provision.dns.zone_plan import ChangeSet
 
 LABEL = "_acme-challenge"
 TTL = 60

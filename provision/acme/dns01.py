@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from provision.dns import propagation as prop
+from provision.dns.markers import marker_name
 from provision.dns.provider import Provider, ProviderError, provider_for
-from provision.dns.records import ChangeSet, RRset, in_zone, marker_name
+from provision.dns.rrset import RRset, in_zone
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata.names import canonical
 from provision.errors import OperationError
 from provision.inventory.model import Inventory, Zone

@@ -7,7 +7,7 @@ that a network interface carries or another group's rule references
 apply detaches it from, or a rule this apply revokes, does not hold it; anything else does,
 and the plan fails naming them (before any change, so nothing is half-done).
 
-The guard is DNS's (`provision.dns.records`): refuse without --force when the plan deletes
+The guard is DNS's (`provision.dns.zone_plan`): refuse without --force when the plan deletes
 any group, or revokes more than 30 % of the managed rules (of at least 10).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from provision.dns.records import GUARD_FRACTION, GUARD_MIN_RECORDS
+from provision.dns.zone_plan import GUARD_FRACTION, GUARD_MIN_RECORDS
 from provision.frozen import frozen
 
 from .attach import AttachPlan

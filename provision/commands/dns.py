@@ -16,18 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.dns import propagation as prop
+from provision.dns.markers import marker_name
 from provision.dns.migrate.guard import Review
 from provision.dns.propagation import Verdict
 from provision.dns.provider import ProviderError
-from provision.dns.records import (
-    RecordChange,
-    RRset,
-    desired,
-    marker_changes,
-    marker_name,
-    relative,
-)
+from provision.dns.rrset import RRset, desired, relative
 from provision.dns.sync import Options, ZoneRun, apply_zone, plan_zones, select_zones
+from provision.dns.zone_plan import RecordChange, marker_changes
 from provision.dns.zonequery import check_zone
 from provision.dnsdata import names
 from provision.dnsdata.endpoint import is_own

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from provision.dns import propagation as prop
 from provision.dns.provider import ProviderError, provider_for
-from provision.dns.records import desired, relative
+from provision.dns.rrset import desired, relative
 from provision.dns.zonecheck import TtlFinding, ZoneReport
 from provision.dns.zonequery import DEFAULT_IN_FLIGHT, ZoneCheck, check_zone
 from provision.errors import OperationError

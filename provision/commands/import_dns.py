@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from provision.dns.adopt import Adopted, adopt, comment_text
 from provision.dns.provider import provider_for
-from provision.dns.records import desired
+from provision.dns.rrset import desired
 from provision.dnsdata import providers
 from provision.dnsdata.names import origin
 from provision.dnsdata.provider_settings import ProviderSettings

@@ -24,7 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from provision.dns.records import RRset, foreign, relative
+from provision.dns.markers import foreign
+from provision.dns.rrset import RRset, relative
 from provision.dnsdata.names import BadName, canonical, check_record, reserved
 from provision.dnsdata.rdata import DATA_TYPES, BadValue, declared, ttl_problem, values_problem
 from provision.frozen import frozen

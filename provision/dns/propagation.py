@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from provision.dns.records import normalise_value
+from provision.dns.rrset import normalise_value
 from provision.dnsdata.visibility import Visibility
 from provision.errors import OperationError
 from provision.frozen import frozen

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, cast
 
-from provision.dns.records import ChangeSet, RRset
+from provision.dns.rrset import RRset
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata import providers
 from provision.dnsdata.provider_settings import Capabilities, ProviderSettings
 from provision.errors import OperationError

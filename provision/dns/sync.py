@@ -1,6 +1,6 @@
 """Record reconciliation as steps: read each zone, plan it, apply it, wait for it.
 
-The imperative shell around `records.plan_zone`: it calls providers (I/O) and the pure
+The imperative shell around `zone_plan.plan_zone`: it calls providers (I/O) and the pure
 planner, and reports what happened as data. Printing is the command's job. Providers are
 made by `make_provider` (tests inject their own, e.g. with a hook between read and write).
 """
@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from provision.dns.provider import Provider, ProviderError, StaleRead, provider_for
-from provision.dns.records import RRset, ZonePlan, absolute, desired, plan_zone
+from provision.dns.rrset import RRset, absolute, desired
+from provision.dns.zone_plan import ZonePlan, plan_zone
 from provision.frozen import frozen
 from provision.inventory.model import Inventory, Zone
 

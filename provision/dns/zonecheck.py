@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from provision.dns.markers import MARKER_TYPE
 from provision.dns.propagation import Answer, Target, Verdict, assess
-from provision.dns.records import MARKER_TYPE, RRset, rrset
+from provision.dns.rrset import RRset, rrset
 from provision.frozen import frozen
 
 from .migrate import trust

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from provision.dns.propagation import Answer, Target, query
-from provision.dns.records import RRset
+from provision.dns.rrset import RRset
 from provision.dns.zonecheck import ZoneReport, judge, questions
 from provision.frozen import frozen
 

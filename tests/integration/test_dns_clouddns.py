@@ -158,7 +158,7 @@ def test_a_cname_beside_other_data_in_the_zone_is_refused(fake: FakeCloudDns, tm
 
 def test_one_rrset_and_the_nameservers(fake: FakeCloudDns) -> None:
     from provision.dns.providers.clouddns import CloudDnsProvider
-    from provision.dns.records import rrset
+    from provision.dns.rrset import rrset
 
     fake.set_rrset(PROJECT, MZ, "one.example.org.", "A", 42, ["192.0.2.42"])
     p = CloudDnsProvider(ZONE, project=PROJECT, managed_zone=MZ, endpoint=fake.url)

@@ -23,7 +23,8 @@ from click.testing import CliRunner
 from provision.cli import main
 from provision.dns.provider import ProviderError, StaleRead
 from provision.dns.providers.powerdns import PowerDnsProvider, parse_zone, patch_body
-from provision.dns.records import ChangeSet, rrset
+from provision.dns.rrset import rrset
+from provision.dns.zone_plan import ChangeSet
 from tests.support.powerdns_server import KEY_ENV, URL_ENV, Pdns
 
 _zones = iter(range(1_000_000))

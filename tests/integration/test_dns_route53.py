@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from provision.cli import main
 from provision.dns.provider import StaleRead
 from provision.dns.providers.route53 import Route53Provider
-from provision.dns.records import Alias, ChangeSet, plan_zone, rrset
+from provision.dns.rrset import Alias, rrset
+from provision.dns.zone_plan import ChangeSet, plan_zone
 
 ZONE = "example.org."
 

@@ -12,7 +12,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from provision.cli import main
-from provision.dns.records import normalise_value
+from provision.dns.rrset import normalise_value
 
 DKIM = "v=DKIM1; k=rsa; p=" + "A" * 300        # longer than one 255-octet string
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from provision.acme import caa, challenge, problems, renewal
-from provision.dns.records import rrset
+from provision.dns.rrset import rrset
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NINETY = renewal.Held(T0, T0 + timedelta(days=90), ("api.example.org",))

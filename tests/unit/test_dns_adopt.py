@@ -7,7 +7,7 @@ import pytest
 
 from provision.commands.import_dns import _check_round_trip, render
 from provision.dns.adopt import FORMS, adopt, comment_text
-from provision.dns.records import Alias, RRset, rrset
+from provision.dns.rrset import Alias, RRset, rrset
 from provision.dnsdata import providers
 from provision.dnsdata.rdata import MANAGED_TYPES
 from provision.errors import OperationError

@@ -106,7 +106,7 @@ def test_a_dual_stack_name_resolves_to_its_host(tmp_path: Path) -> None:
 def test_check_reads_a_name_spelled_with_its_zone_like_dns_plan(tmp_path: Path) -> None:
     """`jump.example.org` in zone example.org is the name jump.example.org for `check` as
     for `dns plan` (before, check read it as jump.example.org.example.org and missed it)."""
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
 
     p = _inv(tmp_path, """dns:
   zones:

@@ -13,7 +13,8 @@ import yaml
 from provision.dns.migrate import closed as C
 from provision.dns.migrate.guard import review
 from provision.dns.migrate.marker import parse_iso
-from provision.dns.records import RRset, absolute, plan_zone, relative, rrset
+from provision.dns.rrset import RRset, absolute, relative, rrset
+from provision.dns.zone_plan import plan_zone
 
 CASES = sorted((Path(__file__).parents[1] / "fixtures" / "dns_guard").glob("*.yml"))
 NOW = parse_iso("2026-12-01T10:00:00Z")

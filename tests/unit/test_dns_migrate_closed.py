@@ -17,7 +17,7 @@ from provision.dns.migrate import journal, marker, phases, trust
 from provision.dns.migrate.guard import check_findings, closed_at
 from provision.dns.migrate.journal import Journal
 from provision.dns.migrate.phases import ZoneView, reconcile
-from provision.dns.records import rrset
+from provision.dns.rrset import rrset
 from provision.inventory import load_inventory
 
 NAME, ZONE = "api.example.org.", "example.org."

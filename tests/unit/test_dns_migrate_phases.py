@@ -11,7 +11,8 @@ from provision.dns.migrate import health, journal, marker, phases, trust
 from provision.dns.migrate.journal import Journal
 from provision.dns.migrate.phases import ZoneView, reconcile
 from provision.dns.propagation import Answer, Target
-from provision.dns.records import plan_zone, rrset
+from provision.dns.rrset import rrset
+from provision.dns.zone_plan import plan_zone
 
 NAME, ZONE = "api.example.org.", "example.org."
 T0 = 1_800_000_000.0

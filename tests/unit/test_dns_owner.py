@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.dns.records import (
-    RRset,
-    absolute,
-    claims,
-    marker_problems,
-    marker_rrset,
-    ownership,
-    plan_zone,
-    rrset,
-)
+from provision.dns.markers import claims, marker_problems, marker_rrset, ownership
+from provision.dns.rrset import RRset, absolute, rrset
+from provision.dns.zone_plan import plan_zone
 from provision.dnsdata.owner import default_owner, problem
 from provision.inventory import InventoryError, load_inventory
 

@@ -16,11 +16,13 @@ import dns.rdataclass
 import dns.rdatatype
 import pytest
 
+from provision.dns.markers import marker_rrset
 from provision.dns.migrate.guard import review
 from provision.dns.migrate.trust import Untrusted, journal_from_dict
 from provision.dns.providers.powerdns import parse_zone
 from provision.dns.providers.route53 import Route53Provider
-from provision.dns.records import RRset, marker_rrset, plan_zone, rrset
+from provision.dns.rrset import RRset, rrset
+from provision.dns.zone_plan import plan_zone
 from provision.dnsdata import providers
 from provision.dnsdata.provider_settings import Capabilities
 from provision.dnsdata.rdata import BadValue, declared, value_problem

@@ -6,17 +6,9 @@ from __future__ import annotations
 import pytest
 
 from provision.dns import propagation as prop
-from provision.dns.records import (
-    ChangeSet,
-    RRset,
-    absolute,
-    marked_name,
-    marker_name,
-    marker_rrset,
-    plan_zone,
-    relative,
-    rrset,
-)
+from provision.dns.markers import marked_name, marker_name, marker_rrset
+from provision.dns.rrset import RRset, absolute, relative, rrset
+from provision.dns.zone_plan import ChangeSet, plan_zone
 
 Z = "example.org."
 
@@ -192,7 +184,7 @@ def test_expected_absent_and_timeouts() -> None:
 
 def test_a_dual_stack_name_from_the_inventory() -> None:
     from provision.dns.providers.route53 import Settings
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
     from provision.inventory.model import Record, Zone
 
     z = Zone("example.org", "route53", (Record("h", "A", ("192.0.2.1",), 300),

@@ -8,8 +8,9 @@ import pytest
 
 from provision.dns.providers.rfc2136 import CAPABILITIES
 from provision.dns.providers.rfc2136_client import Rfc2136Provider
-from provision.dns.records import ChangeSet, rrset
+from provision.dns.rrset import rrset
 from provision.dns.tsig import read_tsig_key
+from provision.dns.zone_plan import ChangeSet
 from provision.errors import UsageError
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="

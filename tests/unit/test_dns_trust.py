@@ -16,7 +16,8 @@ from provision.dns.migrate import journal, trust
 from provision.dns.migrate.marker import Marker
 from provision.dns.provider import ProviderError
 from provision.dns.providers.route53 import Route53Provider
-from provision.dns.records import ChangeSet, RRset, plan_zone, rrset
+from provision.dns.rrset import RRset, rrset
+from provision.dns.zone_plan import ChangeSet, plan_zone
 from provision.dnsdata import endpoint, names
 from provision.errors import UsageError
 
@@ -52,7 +53,7 @@ def test_reserved_first_labels_are_refused(name: str) -> None:
 
 
 def test_marker_and_journal_spellings_are_injective_on_accepted_names() -> None:
-    from provision.dns.records import marker_name
+    from provision.dns.markers import marker_name
 
     accepted = ["*.example.org.", "wildcard.example.org.", "x._wildcard.example.org.",
                 "a.b.example.org.", "a-b.example.org.", "a_b.example.org."]

@@ -13,7 +13,7 @@ import yaml
 from provision.commands.dns_zonecheck import summary
 from provision.dns.migrate.marker import Marker, marker_name, marker_rrset, parse_iso
 from provision.dns.propagation import Answer, Target
-from provision.dns.records import RRset, absolute, normalise_value, relative, rrset
+from provision.dns.rrset import RRset, absolute, normalise_value, relative, rrset
 from provision.dns.zonecheck import Question, judge, questions
 
 CASES = sorted((Path(__file__).parents[1] / "fixtures" / "dns_zonecheck").glob("*.yml"))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from provision.cli import main
 from provision.commands.dns_zonecheck import check_json, print_check
 from provision.dns.propagation import Answer, Target
-from provision.dns.records import rrset
+from provision.dns.rrset import rrset
 from provision.dns.zonecheck import judge, questions
 from provision.dns.zonequery import ZoneCheck
 

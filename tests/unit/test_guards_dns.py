@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from provision.dns import records as R
-from provision.dns.records import RRset, absolute, marker_rrset, plan_zone, rrset
+from provision.dns import markers, zone_plan
+from provision.dns import rrset as rrsets
+from provision.dns.markers import marker_rrset
+from provision.dns.rrset import RRset, absolute, rrset
+from provision.dns.zone_plan import plan_zone
 
 Z = "example.org."
 BASE = [rrset(Z, "SOA", 3600, ["ns1.example.org. h.example.org. 1 3600 600 86400 5"]),
@@ -36,7 +39,7 @@ def want(n: int, moved: int = 0, dropped: int = 0) -> list[RRset]:
 
 
 def test_the_constants_are_the_documented_rule() -> None:
-    assert R.GUARD_FRACTION == 0.30 and R.GUARD_MIN_RECORDS == 10
+    assert zone_plan.GUARD_FRACTION == 0.30 and zone_plan.GUARD_MIN_RECORDS == 10
 
 
 @pytest.mark.parametrize(("n", "moved", "dropped", "guarded"), [
@@ -107,13 +110,13 @@ PROJECT, MZ = "lab-project", "example-org"
 
 def test_names_against_a_zone_spelled_any_way() -> None:
     for zone in ("EXAMPLE.BOX", "example.box.", "Example.Box."):
-        assert R.absolute("api", zone) == "api.example.box."
-        assert R.relative("api.example.box.", zone) == "api"
-        assert R.relative("example.box.", zone) == "@"
-        assert R.in_zone("a.example.box.", zone) and R.in_zone("example.box.", zone)
-    assert not R.in_zone("example.net.", "example.box")
-    assert not R.in_zone("badexample.box.", "example.box")
-    assert R.relative("api.example.net.", "example.box") == "api.example.net."
+        assert rrsets.absolute("api", zone) == "api.example.box."
+        assert rrsets.relative("api.example.box.", zone) == "api"
+        assert rrsets.relative("example.box.", zone) == "@"
+        assert rrsets.in_zone("a.example.box.", zone) and rrsets.in_zone("example.box.", zone)
+    assert not rrsets.in_zone("example.net.", "example.box")
+    assert not rrsets.in_zone("badexample.box.", "example.box")
+    assert rrsets.relative("api.example.net.", "example.box") == "api.example.net."
 
 
 @pytest.mark.parametrize(("rtype", "value", "want"), [
@@ -124,7 +127,7 @@ def test_names_against_a_zone_spelled_any_way() -> None:
     ("TXT", '"Mixed Case"', '"Mixed Case"'),
 ])
 def test_values_are_normalised_per_type(rtype: str, value: str, want: str) -> None:
-    assert R.normalise_value(rtype, value) == want
+    assert rrsets.normalise_value(rtype, value) == want
 
 
 def test_rrsets_are_normalised_and_describe_themselves() -> None:
@@ -132,7 +135,7 @@ def test_rrsets_are_normalised_and_describe_themselves() -> None:
     assert rr == RRset("api.example.org.", "A", 300, ("192.0.2.1", "192.0.2.2"))
     assert rrset("api.example.org.", "A", 300, []).name == "api.example.org."
     assert rr.describe() == "192.0.2.1, 192.0.2.2 ttl 300"
-    alias = R.Alias("lb-1.elb.amazonaws.com.", "Z35SXDOTRQ7X7K")
+    alias = rrsets.Alias("lb-1.elb.amazonaws.com.", "Z35SXDOTRQ7X7K")
     ar = rrset("api.example.org.", "A", None, [], alias)
     assert ar.alias == alias
     assert ar.describe() == ("alias to lb-1.elb.amazonaws.com. (alias records have no TTL of "
@@ -140,21 +143,21 @@ def test_rrsets_are_normalised_and_describe_themselves() -> None:
 
 
 def test_marker_names_and_owned_types() -> None:
-    assert R.marked_name("_provision.api.example.org.") == "api.example.org."
-    assert R.marked_name("_provision.org.") == "org."
-    assert R.marked_name("_provision.") is None and R.marked_name("api.example.org.") is None
-    assert R.marked_name("x._provision.example.org.") is None
+    assert markers.marked_name("_provision.api.example.org.") == "api.example.org."
+    assert markers.marked_name("_provision.org.") == "org."
+    assert markers.marked_name("_provision.") is None and markers.marked_name("api.example.org.") is None
+    assert markers.marked_name("x._provision.example.org.") is None
     mk = RRset("_provision.api.example.org.", "TXT", 300,
                ('"provision owns A"', '"provision owns AAAA', 'provision owns CNAME"',
                 '"someone else"'))
-    assert R.owned_types(mk) == {"A"}
+    assert markers.owned_types(mk) == {"A"}
 
 
 def test_ownership_reads_every_marker_whatever_comes_before() -> None:
     stray = rrset("_provision.x.example.net.", "TXT", 300, ['"provision owns A"'])  # not our zone
     other = rrset("api.example.org.", "TXT", 300, ['"v=spf1"'])
     empty = rrset("_provision.b.example.org.", "TXT", 300, ['"hello"'])
-    got = R.ownership([stray, other, empty, owned("c"), a("c", "192.0.2.3")], Z)
+    got = markers.ownership([stray, other, empty, owned("c"), a("c", "192.0.2.3")], Z)
     assert list(got) == ["c.example.org."] and got["c.example.org."][1] == {"A"}
 
 
@@ -169,7 +172,7 @@ def test_a_plan_in_full() -> None:
     cs = plan.change_set
     assert set(cs.additions) >= {a("h0", "198.51.100.9"), a("new", "192.0.2.7"), owned("new")}
     assert owned("gone") in cs.deletions and owned("h2") in cs.deletions
-    assert R.marker_changes(plan) == ["_provision.gone.example.org.", "_provision.h2.example.org.",
+    assert zone_plan.marker_changes(plan) == ["_provision.gone.example.org.", "_provision.h2.example.org.",
                                       "_provision.new.example.org."]
 
 
@@ -179,13 +182,13 @@ def test_a_refused_plan_in_full() -> None:
     assert plan.errors == ("x.example.net. A: not inside zone example.org.",)
     assert plan.zone == Z and plan.notes == () and plan.managed == 2
     assert [c.op for c in plan.changes] == ["update", "create", "delete"]
-    assert plan.change_set == R.ChangeSet()
+    assert plan.change_set == zone_plan.ChangeSet()
 
 
 def test_notes_for_aliases_and_open_migrations() -> None:
     from provision.dns.migrate.marker import marker_name as migration_marker
 
-    alias = rrset("api.example.org.", "A", None, [], R.Alias("lb.example.net.", "Z1"))
+    alias = rrset("api.example.org.", "A", None, [], rrsets.Alias("lb.example.net.", "Z1"))
     plan = plan_zone(Z, [a("api", "192.0.2.1")], [*BASE, alias])
     assert plan.notes == ("api A is an alias to lb.example.net. (no TTL of its own); the plan "
                           "replaces it with plain records, ttl 300",)
@@ -193,7 +196,7 @@ def test_notes_for_aliases_and_open_migrations() -> None:
         held = [*zone(1), rrset(name, "A", 300, ["192.0.2.9"]),
                 rrset(migration_marker(name), "TXT", 60, ['"x"'])]
         plan = plan_zone(Z, [*want(1), rrset(name, "A", 300, ["192.0.2.10"])], held)
-        rel = R.relative(name, Z)
+        rel = rrsets.relative(name, Z)
         assert plan.notes == (f"{rel} A: left alone while its migration is open (provision dns "
                               f"migrate status {rel}); finalize or roll it back first",)
         assert not plan.changes
@@ -228,6 +231,6 @@ def test_markers_are_rewritten_for_every_name_that_changes() -> None:
 
 
 def test_a_migration_marker_of_a_short_name() -> None:
-    assert R._migrating("_provision-migration.org.") == "org."
-    assert R._migrating("_provision-migration.") is None
-    assert R._migrating("_provision.api.example.org.") is None
+    assert zone_plan._migrating("_provision-migration.org.") == "org."
+    assert zone_plan._migrating("_provision-migration.") is None
+    assert zone_plan._migrating("_provision.api.example.org.") is None

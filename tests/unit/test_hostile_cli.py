@@ -310,7 +310,7 @@ def _records(tmp_path: Path, records: dict[str, object]) -> Path:
 
 
 def test_the_wildcard_below_the_apex_can_be_declared_as_a_star(tmp_path: Path) -> None:
-    from provision.dns.records import desired
+    from provision.dns.rrset import desired
     from provision.inventory import load_inventory
 
     a = {"type": "A", "values": ["192.0.2.7"], "ttl": 300}

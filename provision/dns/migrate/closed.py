@@ -30,7 +30,7 @@ import ipaddress
 import math
 import re
 
-from provision.dns.records import RRset, rrset
+from provision.dns.rrset import RRset, rrset
 from provision.dnsdata.names import CLOSED_PREFIX, marker_owner, split_marker
 from provision.frozen import frozen
 

@@ -1,6 +1,6 @@
 """What `dns plan`/`dns apply` must not do to a record by itself: cutovers and reverts.
 
-Pure, no I/O. Before the zone is planned (`records.plan_zone`), `review` looks at each
+Pure, no I/O. Before the zone is planned (`zone_plan.plan_zone`), `review` looks at each
 record whose values the inventory changes and at the migration markers in the zone:
 
 * **a cutover**: the values change and the TTL in the zone now is above the zone's
@@ -33,14 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from provision.dns.records import (
-    MARKER_TYPE,
-    RRset,
-    absolute,
-    desired,
-    in_zone,
-    relative,
-)
+from provision.dns.markers import MARKER_TYPE
+from provision.dns.rrset import RRset, absolute, desired, in_zone, relative
 from provision.dnsdata.rdata import MIGRATE_TYPES
 from provision.finding import Finding
 from provision.frozen import frozen

@@ -13,7 +13,7 @@ import re
 import socket
 from collections.abc import Sequence
 
-from provision.dns.records import RRset, in_zone, normalise_value
+from provision.dns.rrset import RRset, in_zone, normalise_value
 from provision.dnsdata import names
 from provision.dnsdata.rdata import value_problem
 from provision.errors import UsageError

@@ -22,7 +22,8 @@ import re
 from datetime import UTC, datetime
 from typing import Literal
 
-from provision.dns.records import MIGRATION_LABEL, RRset, rrset
+from provision.dns.markers import MIGRATION_LABEL
+from provision.dns.rrset import RRset, rrset
 from provision.dnsdata.names import marker_owner, split_marker
 from provision.frozen import frozen
 

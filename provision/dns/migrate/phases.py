@@ -24,7 +24,8 @@ from dataclasses import replace
 from typing import Literal
 
 from provision.dns.propagation import Answer
-from provision.dns.records import ChangeSet, RRset, relative, rrset
+from provision.dns.rrset import RRset, relative, rrset
+from provision.dns.zone_plan import ChangeSet
 from provision.finding import Finding
 from provision.frozen import frozen
 

@@ -18,16 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from provision.dns import propagation as prop
+from provision.dns.markers import foreign
+from provision.dns.markers import marker_name as ownership_marker_name
 from provision.dns.provider import Provider, ProviderError, StaleRead, provider_for
-from provision.dns.records import (
-    ChangeSet,
-    RRset,
-    absolute,
-    desired,
-    foreign,
-    relative,
-)
-from provision.dns.records import marker_name as ownership_marker_name
+from provision.dns.rrset import RRset, absolute, desired, relative
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata import names
 from provision.dnsdata.rdata import values_problem
 from provision.errors import OperationError, UsageError

@@ -22,7 +22,8 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 from provision.dns import secret_keys
 from provision.dns.offline import service_account_problem
 from provision.dns.provider import ProviderError, StaleRead
-from provision.dns.records import ChangeSet, RRset, rrset
+from provision.dns.rrset import RRset, rrset
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata import endpoint
 from provision.dnsdata.provider_settings import Capabilities, Credential, FileKind, ProviderSettings
 from provision.dnsdata.secrets import read_bound

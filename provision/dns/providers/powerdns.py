@@ -38,7 +38,8 @@ from provision.dns import secret_keys
 from provision.dns.offline import MAX_SECRET, secret_problem
 from provision.dns.propagation import authoritative_targets, wait_served
 from provision.dns.provider import ProviderError, StaleRead
-from provision.dns.records import ChangeSet, RRset, in_zone, rrset
+from provision.dns.rrset import RRset, in_zone, rrset
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata import endpoint
 from provision.dnsdata.provider_settings import Capabilities, Credential, FileKind, ProviderSettings
 from provision.dnsdata.secrets import config_dir, origin, read_bound, url_key_name

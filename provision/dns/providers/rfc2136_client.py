@@ -29,8 +29,9 @@ import dns.xfr
 from provision.dns import tsig
 from provision.dns.propagation import authoritative_targets, wait_served
 from provision.dns.provider import ProviderError, StaleRead
-from provision.dns.records import ChangeSet, RRset, in_zone, rrset
+from provision.dns.rrset import RRset, in_zone, rrset
 from provision.dns.tsig import read_tsig_key
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata.provider_settings import Capabilities
 from provision.text import printable
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from provision.dns.provider import ProviderError, StaleRead
-from provision.dns.records import Alias, ChangeSet, RRset, rrset
+from provision.dns.rrset import Alias, RRset, rrset
+from provision.dns.zone_plan import ChangeSet
 from provision.dnsdata import endpoint
 from provision.dnsdata.names import problem
 from provision.dnsdata.provider_settings import Capabilities, Credential, ProviderSettings

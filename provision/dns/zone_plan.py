@@ -26,256 +26,33 @@ their API's calls; everything decided in between lives here:
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import field
 from typing import Literal
 
-from provision.dnsdata.names import canonical, marker_owner, problem, reserved, split_marker
-from provision.dnsdata.owner import problem as owner_problem
+from provision.dnsdata.names import split_marker
 from provision.dnsdata.rdata import (
-    DATA_TYPES,
     MANAGED_TYPES,
     MIGRATE_TYPES,
-    BadValue,
     values_problem,
 )
-from provision.dnsdata.rdata import canonical as canonical_value
 from provision.frozen import frozen
-from provision.inventory.model import Zone
-from provision.text import printable
 
-MARKER_LABEL = "_provision"
-MARKER_TYPE = "TXT"
-MARKER_TTL = 300
-MIGRATION_LABEL = "_provision-migration"   # an open `dns migrate`: its record is left alone
-_MARKER_PREFIX = '"provision owns '
-_OWNER_SEP = " owner="
+from .markers import (
+    MARKER_TYPE,
+    MIGRATION_LABEL,
+    Claim,
+    foreign,
+    marked_name,
+    marker_problems,
+    marker_rrset,
+    ownership,
+    show_text,
+)
+from .rrset import RRset, absolute, in_zone, relative
+
 GUARD_FRACTION = 0.30
 GUARD_MIN_RECORDS = 10
-
-
-# --- names and values -------------------------------------------------------------------
-
-def absolute(name: str, zone: str) -> str:
-    """`name` as an absolute, lowercase name with a trailing dot.
-
-    '@' (or '') is the apex; a name ending in '.' is already absolute; anything else is
-    relative to `zone`, unless it already ends with the zone's name (``api.example.org``
-    in zone example.org is taken as meant, not as ``api.example.org.example.org``).
-    The one normalisation: `provision.dnsdata.names.canonical` (the inventory uses it too).
-    """
-    return canonical(name, zone)
-
-
-def relative(name: str, zone: str) -> str:
-    """The absolute `name` relative to `zone` ('@' for the apex), for display."""
-    origin = zone.rstrip(".").lower() + "."
-    if name == origin:
-        return "@"
-    if name.endswith("." + origin):
-        return name[: -len(origin) - 1]
-    return name
-
-
-def in_zone(name: str, zone: str) -> bool:
-    origin = zone.rstrip(".").lower() + "."
-    return name == origin or name.endswith("." + origin)
-
-
-def normalise_value(rtype: str, value: str) -> str:
-    """The canonical text of one value, so equal data compares equal across providers."""
-    v = value.strip()
-    if rtype in ("A", "AAAA"):
-        try:
-            return str(ipaddress.ip_address(v))
-        except ValueError:
-            return v
-    if rtype in ("CNAME", "NS", "PTR"):
-        return v.lower() if v.endswith(".") else v.lower() + "."
-    if rtype in DATA_TYPES:
-        try:
-            return canonical_value(rtype, v)
-        except BadValue:
-            return v  # refused where it would be acted on (`values_problem`)
-    return v
-
-
-@dataclass(frozen=True, order=True)
-class Alias:
-    """A Route53 alias target: it has no TTL of its own (the target's TTL applies)."""
-
-    dns_name: str
-    hosted_zone_id: str
-    evaluate_target_health: bool = False
-
-
-@dataclass(frozen=True, order=True)
-class RRset:
-    """All records of one name and type. `ttl` is None only for a Route53 alias."""
-
-    name: str                       # absolute, lowercase, trailing dot
-    type: str
-    ttl: int | None
-    values: tuple[str, ...] = ()    # normalised, sorted, unique
-    alias: Alias | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.name, self.type)
-
-    def describe(self) -> str:
-        if self.alias is not None:
-            return f"alias to {self.alias.dns_name} (alias records have no TTL of their own)"
-        return f"{', '.join(self.values)} ttl {self.ttl}"
-
-
-def rrset(name: str, rtype: str, ttl: int | None, values: Iterable[str],
-          alias: Alias | None = None) -> RRset:
-    """An RRset with its name and values normalised (name must already be absolute)."""
-    rt = rtype.upper()
-    n = name.lower() if name.endswith(".") else name.lower() + "."
-    vals = tuple(sorted({normalise_value(rt, v) for v in values}))
-    return RRset(n, rt, ttl, vals, alias)
-
-
-def desired(zone: Zone) -> list[RRset]:
-    """The RRsets the inventory declares for `zone`."""
-    return [rrset(absolute(r.name, zone.name), r.type, r.ttl, r.values) for r in zone.records]
-
-
-# --- ownership markers --------------------------------------------------------------------
-
-def marker_name(name: str, zone: str) -> str:
-    """Where the ownership marker of `name` lives: ``_provision.<name>`` (a wildcard's
-    ``*`` label becomes ``_wildcard``: a wildcard must stay the leftmost label; no
-    record name may start with that label, so the spelling is injective)."""
-    return marker_owner(MARKER_LABEL, name)
-
-
-def marked_name(marker: str) -> str | None:
-    """The record name a marker RRset covers, or None if `marker` is not a marker name."""
-    parts = split_marker(marker)
-    return parts[1] if parts is not None and parts[0] == MARKER_LABEL else None
-
-
-def parse_claim(value: str) -> tuple[str, str | None, str]:
-    """(type, owner id or None, "") of one string of an ownership marker, or
-    ("", None, why) when it is not a string provision writes. Hostile input: the owner id
-    is checked to the inventory's rule before it decides anything."""
-    body = (value[len(_MARKER_PREFIX):-1] if value.startswith(_MARKER_PREFIX)
-            and value.endswith('"') and len(value) > len(_MARKER_PREFIX) else "")
-    rtype, sep, owner = body.partition(_OWNER_SEP)
-    if rtype not in MANAGED_TYPES:
-        return "", None, (f"the string {_show(value)} is not one provision writes (\"provision "
-                          f"owns T\" or \"provision owns T owner=ID\" with T one of "
-                          f"{', '.join(MANAGED_TYPES)})")
-    if not sep:
-        return rtype, None, ""
-    why = owner_problem(owner)
-    if why:
-        return "", None, f"the owner id in the string {_show(value)}: {why}"
-    return rtype, owner, ""
-
-
-def owned_types(marker: RRset) -> set[str]:
-    return {t for t, _, why in map(parse_claim, marker.values) if not why}
-
-
-def marker_owner_id(marker: RRset) -> str | None:
-    """The owner id a well-formed marker names (None: a marker without one)."""
-    owners = {o for _, o, why in map(parse_claim, marker.values) if not why}
-    return next(iter(owners)) if len(owners) == 1 else None
-
-
-def marker_rrset(name: str, zone: str, types: Iterable[str], owner: str | None = None) -> RRset:
-    """The marker of `name` claiming `types` for `owner` (None: no owner id, the format
-    written before owner ids)."""
-    tail = f"{_OWNER_SEP}{owner}" if owner else ""
-    return RRset(marker_name(name, zone), MARKER_TYPE, MARKER_TTL,
-                 tuple(sorted(f'{_MARKER_PREFIX}{t}{tail}"' for t in set(types))))
-
-
-@frozen
-class Claim:
-    """What one well-formed ownership marker says: whose the name is, and which types."""
-
-    marker: RRset
-    owner: str | None       # None: a marker without owner id (read as every inventory's)
-    types: frozenset[str]
-
-
-def claims(actual: Iterable[RRset], zone: str) -> dict[str, Claim]:
-    """name -> the claim of its ownership marker, for every marker provision wrote
-    (others are left out, see `marker_problems`)."""
-    out = {}
-    for rr in actual:
-        if rr.type != MARKER_TYPE:
-            continue
-        target = marked_name(rr.name)
-        if target is None or not in_zone(target, zone) or _marker_problem(rr, target, zone):
-            continue
-        types = owned_types(rr)
-        if types:
-            out[target] = Claim(rr, marker_owner_id(rr), frozenset(types))
-    return out
-
-
-def ownership(actual: Iterable[RRset], zone: str,
-              owner: str | None = None) -> dict[str, tuple[RRset, set[str]]]:
-    """name -> (its marker RRset, the types provision owns there) for the markers of
-    `owner` and those without an owner id. Markers that are not what provision writes
-    are left out (see `marker_problems`), and so are other owners' (see `foreign`)."""
-    return {n: (c.marker, set(c.types)) for n, c in claims(actual, zone).items()
-            if c.owner is None or c.owner == owner}
-
-
-def foreign(actual: Iterable[RRset], zone: str, owner: str | None) -> dict[str, Claim]:
-    """name -> the claim of another owner's marker (a name provision must not change)."""
-    return {n: c for n, c in claims(actual, zone).items()
-            if c.owner is not None and c.owner != owner}
-
-
-def _marker_problem(rr: RRset, target: str, zone: str) -> str:
-    """Why the TXT RRset at ``_provision.<target>`` is not an ownership marker provision
-    wrote (anyone who can write a TXT record in the zone can write one), or ""."""
-    why = problem(target) or reserved(target)
-    if why:
-        return f"the name it covers, {_show(target)}: {why}"
-    if marker_name(target, zone) != rr.name:  # e.g. `_provision.*.x`: provision writes `_wildcard`
-        return f"provision writes the marker of {_show(target)} as {marker_name(target, zone)}"
-    if not in_zone(target, zone):
-        return f"it covers {target}, outside zone {zone}"
-    owners = set()
-    for v in rr.values:
-        _, owner, why = parse_claim(v)
-        if why:
-            return why
-        owners.add(owner)
-    if len(owners) > 1:
-        named = ", ".join(sorted(f"'{o}'" if o else "none" for o in owners))
-        return (f"its strings name more than one owner ({named}); a marker belongs to one "
-                "inventory")
-    return ""
-
-
-def marker_problems(actual: Iterable[RRset], zone: str) -> list[str]:
-    """Every TXT RRset in provision's ownership namespace that is not a marker provision
-    wrote: the plan of the zone is refused (nothing is sent) naming each."""
-    out = []
-    for rr in actual:
-        if rr.type != MARKER_TYPE or not rr.name.startswith(MARKER_LABEL + "."):
-            continue
-        target = marked_name(rr.name)
-        why = "it covers no record name" if target is None else _marker_problem(rr, target, zone)
-        if why:
-            out.append(f"the ownership marker {_show(rr.name)} TXT is refused: {why}; remove or "
-                       "fix it by hand")
-    return out
-
-
-def _show(text: str) -> str:
-    return printable(text[:200])
 
 
 # --- the plan -----------------------------------------------------------------------------
@@ -381,7 +158,7 @@ def plan_zone(zone: str, want: Sequence[RRset], actual: Sequence[RRset], *,
         if c.old is not None and c.old.alias is None:
             why = values_problem(c.old.type, list(c.old.values))
             if why:
-                errors.append(f"{_show(relative(c.old.name, origin))} {c.old.type}: the "
+                errors.append(f"{show_text(relative(c.old.name, origin))} {c.old.type}: the "
                               f"provider's answer is refused: {why}")
 
     # a closed migration's record ("phase=closed", well-formed or not) is no open
@@ -440,9 +217,9 @@ def _foreign_changes(origin: str, changes: Sequence[RecordChange],
         claim = theirs.get(c.key[0])
         if claim is None:
             continue
-        rel = _show(relative(c.key[0], origin))
+        rel = show_text(relative(c.key[0], origin))
         out.append(f"{rel} {c.key[1]}: not changed: the ownership marker "
-                   f"{_show(claim.marker.name)} says the inventory with owner id "
+                   f"{show_text(claim.marker.name)} says the inventory with owner id "
                    f"'{claim.owner}' manages {rel} ({', '.join(sorted(claim.types))}); "
                    f"provision never changes another owner's records (leave {rel} out of "
                    f"this inventory, or have '{claim.owner}' give it up: remove it from "
@@ -459,9 +236,9 @@ def _shared_names(origin: str, want: Mapping[tuple[str, str], RRset],
     out = []
     for name, rtype in sorted(k for k in want if k[0] in theirs and k not in changed):
         claim = theirs[name]
-        out.append(f"warning: {_show(relative(name, origin))} {rtype}: declared here and "
+        out.append(f"warning: {show_text(relative(name, origin))} {rtype}: declared here and "
                    f"claimed by the inventory with owner id '{claim.owner}' (marker "
-                   f"{_show(claim.marker.name)}): two inventories claim one name; the "
+                   f"{show_text(claim.marker.name)}): two inventories claim one name; the "
                    "zone already has this inventory's values, but only its owner may "
                    "change it")
     return out
