@@ -15,6 +15,7 @@ from provision.inventory.source import load_yaml_text
 from provision.lab import adopt as A
 from provision.lab import adopt_shell as S
 from provision.lab import plan as P
+from provision.lab import pyindex_shell as X
 from provision.lab import shell
 from provision.lab.adopt_write import AdoptError, rewrite
 from provision.lab.state import container_leader, lab_lock, read_state
@@ -53,8 +54,10 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
 
     Rewritten in the copy: addresses, the login (user, port, identity_file, known_hosts),
     the bastion's allow_ssh_from and egress, the DNS provider and TSIG key, the ACME CA,
-    the people's lab keys, and the venv of services whose default env would come from
-    PyPI (the lab has no Internet). Everything else stays as written; what the lab cannot
+    the people's lab keys, public_address (dropped), the venv of services whose default
+    env would come from PyPI, and the index_url of declared python envs: the lab serves
+    the distributions of the venv that ran `lab up` as a package index (the lab has no
+    Internet). Everything else stays as written; what the lab cannot
     stand for is listed. Brings up a lab with a GPU host per host when none is up.
 
     Then: provision lab exec -- provision apply -i COPY --yes
@@ -73,7 +76,8 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
     try:
         S.prepare_out(dest_dir)
         view = A.lab_view(plan, tsig_key=str(dest_dir / "tsig.key"),
-                          team_keys=S.people_keys(dest_dir, list(doc.get("team") or {}), name))
+                          team_keys=S.people_keys(dest_dir, list(doc.get("team") or {}), name),
+                          dists=tuple(X.venv_dists(plan.venv).values()), python=X.host_python())
         adoption = A.adopt(doc, view)
         dest = dest_dir / "inventory.yml"
         S.copy_tsig(plan, dest_dir)
@@ -82,6 +86,8 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         with lab_lock(name):
             zones = S.serve_zones(plan, adoption.zones)
             S.record_adoption(plan, zones, adoption.hosts)
+            index = (X.publish(plan, adoption.packages, {d.name: d for d in view.dists})
+                     if any(c.path[-1] == "index_url" for c in adoption.changes) else None)
     except AdoptError as e:
         raise UsageError(str(e)) from None
     except (shell.LabError, OSError) as e:
@@ -89,6 +95,7 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"name": name, "inventory": str(dest), "lab_up": fresh,
                    "hosts": adoption.hosts, "bastion": adoption.bastion, "zones": list(zones),
+                   "index": index, "packages": list(adoption.packages),
                    "changes": [{"field": _field(c.path), "why": c.why} for c in adoption.changes],
                    "not_in_lab": [{"field": _field(u.path), "why": u.why} for u in adoption.unfit]})
         return
@@ -99,6 +106,9 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         echo(p(f"  {adoption.bastion} -> bastion ({plan.address('bastion')})"))
     for z in adoption.zones:
         echo(p(f"  zone {z} -> ns1 ({plan.address('ns1')}), TSIG key {dest_dir / 'tsig.key'}"))
+    if index:
+        echo(p(f"  python envs -> {index} ({len(adoption.packages)} distribution(s) of "
+               f"{plan.venv}, as wheels)"))
     echo(f"{len(adoption.changes)} field(s) rewritten (--json lists them); everything else as written")
     if adoption.unfit:
         echo("not in the lab:")

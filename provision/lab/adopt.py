@@ -5,9 +5,12 @@ its bastion the lab's bastion, its zones zones of the lab's BIND, its team peopl
 keys of the lab's. What changes in the copy is what ties the inventory to the real world:
 addresses, the login (user, port, identity_file, known_hosts), who may SSH to the bastion
 (the lab's operator segment), the DNS provider and its TSIG key, the ACME CA (the lab's
-Pebble) and where Python packages come from (the lab has no Internet). Everything else is
+Pebble), where Python packages come from (the lab has no Internet: its own index,
+`pyindex.py`) and `public_address` (dropped: the lab has no public address, and a public
+zone's `from_hosts` would otherwise put the real one in the lab's zone). Everything else is
 left as written. What the lab cannot stand for (a second bastion, a chain of bastions,
-EC2 instances and security groups, python envs from an index) is reported, never silently dropped.
+EC2 instances and security groups, a package the lab's index cannot serve) is reported,
+never silently dropped.
 
 `adopt` returns the changes as field paths and values; `provision/lab/adopt_write.py`
 writes them into a copy of the file with ruamel.yaml (comments and order kept).
@@ -15,12 +18,14 @@ writes them into a copy of the file with ruamel.yaml (comments and order kept).
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any
 
 from provision.frozen import frozen
 from provision.inventory.catalog import CATALOG
 
 from . import plan as P
+from . import pyindex as X
 
 ADMIN = "admin"  # the lab's login user (passwordless sudo, the lab's key)
 # fields every zone has; the rest belong to its provider and are replaced by rfc2136's
@@ -66,10 +71,13 @@ class LabView:
     acme_bundle: str
     acme_caa: str
     team_keys: dict[str, tuple[str, str]]    # person -> (private key path, public key)
+    index_url: str = ""                      # the lab's package index (`pyindex.py`)
+    dists: tuple[X.Dist, ...] = field(default=())  # what it can serve: the venv's
+    python: str = "3"                        # the version of the hosts' python3
 
 
-def lab_view(plan: P.LabPlan, *, tsig_key: str,
-             team_keys: dict[str, tuple[str, str]]) -> LabView:
+def lab_view(plan: P.LabPlan, *, tsig_key: str, team_keys: dict[str, tuple[str, str]],
+             dists: tuple[X.Dist, ...] = (), python: str = "3") -> LabView:
     b = plan.node("bastion")
     prv = b.on("prv")
     assert prv is not None
@@ -82,7 +90,8 @@ def lab_view(plan: P.LabPlan, *, tsig_key: str,
         identity=plan.paths["identity"], known_hosts=plan.paths["known_hosts"],
         tsig_key=tsig_key, venv=plan.venv,
         acme_ca=P.pebble_directory(plan), acme_bundle=plan.paths["pebble_bundle"],
-        acme_caa=P.PEBBLE_CAA_IDENTITY, team_keys=team_keys)
+        acme_caa=P.PEBBLE_CAA_IDENTITY, team_keys=team_keys,
+        index_url=X.index_url(plan.address("resolver", "prv")), dists=dists, python=python)
 
 
 @frozen
@@ -92,6 +101,7 @@ class Adoption:
     zones: tuple[str, ...]           # zones the lab's BIND must serve
     changes: tuple[Change, ...]
     unfit: tuple[Unfit, ...]
+    packages: tuple[str, ...] = ()   # the venv's distributions the lab's index must serve
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -159,6 +169,21 @@ def _services(doc: dict[str, Any]) -> list[tuple[Path_, str, Any]]:
             for name, svc in _map(_map(entry).get("services")).items()]
 
 
+PUBLIC_WHY = ("the lab has no public address (a public zone's from_hosts would put the real "
+              "one in the lab's zone): its records hold the lab's address")
+
+
+def _moved(entry: dict[str, Any], v4: str, v6: str) -> dict[str, str]:
+    """The addresses an inventory's records may hold for a machine (`address`,
+    `public_address`) -> the lab's, of the same family."""
+    out = {}
+    for key in ("address", "public_address"):
+        old = entry.get(key)
+        if isinstance(old, str) and old:
+            out[old] = v6 if ":" in old else v4
+    return out
+
+
 def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
     """The changes that make `doc` (the inventory's data, as loaded) converge in the lab."""
     bastion, placed, unfit = placement(doc)
@@ -175,8 +200,14 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         placed = placed[:len(lab.gpus)]
     hosts = {name: lab.gpus[i][0] for i, name in enumerate(placed)}
     addr = {name: (lab.gpus[i][1], lab.gpus[i][2]) for i, name in enumerate(placed)}
-    old_addresses = {str(_map(_map(doc.get("hosts")).get(n)).get("address")): addr[n][0]
-                     for n in placed}
+    # a record that holds a host's address (or its public one) follows the host
+    old_addresses: dict[str, str] = {}
+    for n in placed:
+        h = _map(_map(doc.get("hosts")).get(n))
+        old_addresses.update(_moved(h, *addr[n]))
+    if bastion is not None:
+        old_addresses.update(_moved(_map(_map(doc.get("bastions")).get(bastion)),
+                                    lab.bastion4, lab.bastion6))
 
     d = _map(doc.get("defaults"))
     set_(("defaults", "user"), ADMIN, "the lab's login user")
@@ -197,6 +228,8 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         b = _map(_map(doc.get("bastions")).get(bastion))
         set_(("bastions", bastion, "address"), lab.bastion4, "the lab's bastion")
         login(("bastions", bastion), b)
+        if "public_address" in b:
+            set_(("bastions", bastion, "public_address"), DELETE, PUBLIC_WHY)
         if "allow_ssh_from" in b:
             set_(("bastions", bastion, "allow_ssh_from"), list(lab.operator_nets),
                  "the lab's operator segment (else the bastion's firewall shuts the operator out)")
@@ -210,6 +243,8 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         h = _map(_map(doc.get("hosts")).get(name))
         set_(("hosts", name, "address"), addr[name][0], f"the lab's {hosts[name]}")
         login(("hosts", name), h)
+        if "public_address" in h:
+            set_(("hosts", name, "public_address"), DELETE, PUBLIC_WHY)
         if not _via(h) and bastion is not None:
             set_(("hosts", name, "via"), bastion, "the lab's GPU hosts are behind its bastion")
         if "aws" in h:
@@ -279,12 +314,23 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
                 set_(("acme", "eab"), DELETE, "Pebble takes no external account binding")
 
     declared = set()
+    dists = {d.name: d for d in lab.dists}
+    packages: dict[str, None] = {}
     for path, name, env in _declared_envs(doc):
         declared.add(name)
-        unfit.append(Unfit(path, f"python env {name} comes from {env.get('index_url') or 'PyPI'}, "
-                           "which the lab cannot reach (it has no Internet): left as written; "
-                           f"in the lab, run the service from the bound venv ({lab.venv}) "
-                           "or serve the wheels on the lab's private segment"))
+        set_((*path, "index_url"), lab.index_url, f"the lab's package index, not "
+             f"{env.get('index_url') or 'PyPI'} (the lab has no Internet): the venv that ran "
+             "`lab up`, its distributions as wheels")
+        if "extra_index_urls" in env:
+            set_((*path, "extra_index_urls"), DELETE, "the lab's index serves them all")
+        reqs = [str(r) for r in env.get("packages") or [] if isinstance(r, str)]
+        need, missing = X.closure(reqs, dists, lab.python)
+        packages.update(dict.fromkeys(need))
+        if missing:
+            unfit.append(Unfit((*path, "packages"), f"python env {name}: the lab's index serves "
+                               f"the venv that ran `lab up` ({lab.venv}), which lacks "
+                               f"{'; '.join(missing)}: pip will fail for this env in the lab "
+                               "(install it into that venv and adopt again)"))
     for path, name, svc in _services(doc):
         entry = CATALOG.get(name)
         if entry is None or entry.env is None or entry.env in declared:
@@ -294,7 +340,7 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         set_((*path, "venv"), lab.venv, f"{entry.env} from the venv bound into every lab host "
              "(`pip install provision[lab]`), not from PyPI")
     return Adoption(hosts=hosts, bastion=bastion, zones=tuple(zones),
-                    changes=tuple(changes), unfit=tuple(unfit))
+                    changes=tuple(changes), unfit=tuple(unfit), packages=tuple(packages))
 
 
 def apply_changes(data: Any, changes: tuple[Change, ...], new_map: Any = dict) -> None:

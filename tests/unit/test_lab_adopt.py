@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from provision.inventory.source import load_yaml_text
 from provision.lab import adopt as A
 from provision.lab import plan as P
+from provision.lab import pyindex as X
 from provision.lab.adopt_write import rewrite
 
 TEAM = Path(__file__).parent.parent / "fixtures" / "adopt" / "team.yml"
@@ -98,7 +99,8 @@ def test_what_the_lab_cannot_stand_for_is_reported_and_left_as_written() -> None
     assert "behind bastion other" in unfit[("hosts", "elsewhere", "via")]
     assert "EC2" in unfit[("hosts", "trainer-a", "aws")]
     assert "has 2 GPU hosts" in unfit[("hosts", "third")]
-    assert "no Internet" in unfit[("python_envs", "web")]
+    # the lab's index serves the venv's distributions, and this view's venv has none
+    assert "lacks six (not in the venv)" in unfit[("python_envs", "web", "packages")]
     touched = {c.path[:2] for c in a.changes}
     for name in ("deep", "elsewhere", "third"):
         assert ("hosts", name) not in touched
@@ -150,3 +152,81 @@ def test_a_copy_that_would_not_validate_is_refused(tmp_path: Path) -> None:
     a = A.adopt(load_yaml_text(text, str(TEAM)).data, view(tsig="/etc/passwd"))
     with pytest.raises(AdoptError, match="does not validate"):
         rewrite(text, str(tmp_path / "inventory.yml"), a.changes)
+
+
+def test_public_addresses_are_dropped_and_records_holding_them_follow_the_host(tmp_path: Path) -> None:
+    """A lab host has no public address (and a real one is refused as `public_address` if
+    private): kept, a public zone's from_hosts would put the real address in the lab's zone."""
+    text = TEAM.read_text().replace(
+        "    address: 10.0.1.21\n", "    address: 10.0.1.21\n    public_address: 203.0.113.21\n"
+    ).replace("    address: 198.51.100.10\n",
+              "    address: 198.51.100.10\n    public_address: 2001:db8::10\n").replace(
+        "        api: {type: A, values: [10.0.1.21], ttl: 60}",
+        "        api: {type: A, values: [203.0.113.21], ttl: 60}\n"
+        "        jump: {type: AAAA, values: ['2001:db8::10'], ttl: 60}\n"
+        "      from_hosts: true")
+    doc = load_yaml_text(text, str(TEAM)).data
+    assert doc["hosts"]["trainer-a"]["public_address"] == "203.0.113.21"  # the edit took
+    (tmp_path / "tsig.key").write_text("key")
+    a = A.adopt(doc, view(tsig=str(tmp_path / "tsig.key")))
+    c = changes(a)
+    assert c[("hosts", "trainer-a", "public_address")] is A.DELETE
+    assert c[("bastions", "jump", "public_address")] is A.DELETE
+    z = ("dns", "zones", "team.example", "records")
+    assert c[(*z, "api", "values")] == [PLAN.address("gpu1")]
+    assert c[(*z, "jump", "values")] == [PLAN.address("bastion", v6=True)]
+    new = rewrite(text, str(tmp_path / "inventory.yml"), a.changes)
+    assert "public_address:" not in new and "203.0.113.21" not in new and "2001:db8::10" not in new
+    assert "from_hosts: true" in new
+
+
+def _dist(name: str, version: str, *requires: str, python: str = "") -> X.Dist:
+    return X.Dist(name, version, requires, f"{name.replace('-', '_')}-{version}.dist-info",
+                  requires_python=python)
+
+
+DISTS = (_dist("tensorboard", "2.21.0", "numpy>=1.12", "six>1.9", "futures; python_version < '3'"),
+         _dist("numpy", "2.4.6", python=">=3.11"), _dist("six", "1.17.0"),
+         _dist("soupsieve", "4.1.3", python=">=3.11.5"), _dist("bs4-lite", "1.0", "soupsieve"),
+         X.Dist("provision", "0.1", (), "provision-0.1.dist-info", editable=True))
+
+
+def test_declared_envs_come_from_the_labs_index_of_the_venv() -> None:
+    doc = team()
+    doc["python_envs"] = {
+        "boards": {"packages": ["tensorboard>=2"], "index_url": "https://mirror.example/simple",
+                   "extra_index_urls": ["https://download.pytorch.org/whl/cpu"]},
+        "soup": {"packages": ["bs4-lite", "torch==2.1", "six<1", "provision"]}}
+    doc["roles"]["gpu-server"]["services"]["tensorboard"]["venv"] = "boards"
+    a = A.adopt(doc, A.lab_view(PLAN, tsig_key="/out/tsig.key", team_keys=KEYS, dists=DISTS,
+                                python="3.11.2"))
+    c = changes(a)
+    url = f"http://{PLAN.address('resolver', 'prv')}:{X.PORT}/simple"
+    assert c[("python_envs", "boards", "index_url")] == url
+    assert c[("python_envs", "soup", "index_url")] == url
+    assert c[("python_envs", "boards", "extra_index_urls")] is A.DELETE
+    # what the index must serve: the closure, markers evaluated for the hosts' Python
+    assert a.packages == ("tensorboard", "numpy", "six", "bs4-lite")  # what soup can have
+    unfit = {u.path: u.why for u in a.unfit}
+    why = unfit[("python_envs", "soup", "packages")]
+    for words in ("torch==2.1 (not in the venv)", "six<1 (the venv has 1.17.0)",
+                  "soupsieve 4.1.3 (it requires Python >=3.11.5, the lab's hosts run 3.11.2)",
+                  "provision (installed editable"):
+        assert words in why, why
+    assert ("python_envs", "boards", "packages") not in unfit
+    # a service that names a declared env keeps it (no bound venv)
+    assert ("roles", "gpu-server", "services", "tensorboard", "venv") not in c
+    assert c[("roles", "gpu-server", "services", "jupyter", "venv")] == "/opt/venv"
+
+
+def test_the_copy_with_the_labs_index_validates(tmp_path: Path) -> None:
+    text = TEAM.read_text() + "\npython_envs:\n  boards: {packages: [tensorboard], " \
+        "index_url: 'https://mirror.example/simple'}  # the team's mirror\n"
+    (tmp_path / "tsig.key").write_text("key")
+    a = A.adopt(load_yaml_text(text, str(TEAM)).data,
+                A.lab_view(PLAN, tsig_key=str(tmp_path / "tsig.key"), team_keys=KEYS,
+                           dists=DISTS, python="3.11.2"))
+    new = rewrite(text, str(tmp_path / "inventory.yml"), a.changes)
+    assert "# the team's mirror" in new and "mirror.example" not in new
+    assert yaml.safe_load(new)["python_envs"]["boards"]["index_url"] == \
+        f"http://{PLAN.address('resolver', 'prv')}:{X.PORT}/simple"

@@ -1,0 +1,168 @@
+"""The lab's package index, I/O: read the operator's venv, repack the distributions an
+adopted inventory's envs need into wheels in the resolver container's `/srv`, and serve
+them there with `python3 -m http.server` on its private address (a transient unit of the
+container's own systemd, so it goes with the lab). Decides nothing (`pyindex.py` does)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import subprocess
+import time
+import urllib.request
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from . import plan as P
+from . import pyindex as X
+from .netns import in_netns
+from .shell import LabError, host_dir
+from .state import container_leader, read_state
+
+
+def site_packages(venv: str) -> Path | None:
+    found = sorted(Path(venv).glob("lib/python3*/site-packages"))
+    return found[0] if found else None
+
+
+def venv_dists(venv: str) -> dict[str, X.Dist]:
+    """The venv's installed distributions (a venv without site-packages: none)."""
+    site = site_packages(venv)
+    if site is None:
+        return {}
+    out: dict[str, X.Dist] = {}
+    # only *.dist-info: an egg-info has no RECORD of a wheel to lay out again
+    for info in sorted(site.glob("*.dist-info")):
+        d = metadata.PathDistribution(info)
+        if not (info / "RECORD").is_file() or not (info / "WHEEL").is_file():
+            continue
+        name = X.canonical(d.metadata["Name"] or info.name.split("-")[0])
+        if name in out:
+            continue
+        direct = d.read_text("direct_url.json") or ""
+        out[name] = X.Dist(name, d.version, tuple(d.requires or ()), info.name,
+                           editable='"editable": true' in direct or '"editable":true' in direct,
+                           requires_python=d.metadata["Requires-Python"] or "")
+    return out
+
+
+HOST_PYTHON = "/usr/bin/python3"  # the lab hosts' python3: they boot over this machine's /
+
+
+def host_python() -> str:
+    """The version of the Python the lab's hosts run (3.11.2)."""
+    r = subprocess.run([HOST_PYTHON, "-c", "import platform; print(platform.python_version())"],
+                       capture_output=True, text=True, timeout=30, check=True)
+    return r.stdout.strip()
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def repack(venv: str, dist: X.Dist, dest: Path) -> str:
+    """DEST/WHEEL.whl made from the installed files of `dist` (made once); its name."""
+    site = site_packages(venv)
+    assert site is not None
+    info = site / dist.dist_info
+    wheel_meta = (info / "WHEEL").read_text()
+    tags = [line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:")]
+    name = X.wheel_filename(dist.dist_info, tags)
+    if (dest / name).exists():
+        return name
+    scripts = frozenset(ep.name for ep in metadata.PathDistribution(info).entry_points
+                        if ep.group in ("console_scripts", "gui_scripts"))
+    data_dir = dist.dist_info.removesuffix(".dist-info") + ".data"
+    rows: list[str] = []
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        entries = [line.rsplit(",", 2)[0] for line in (info / "RECORD").read_text().splitlines() if line]
+        placed = [(e, X.arcname(e, str(site), venv, data_dir, scripts)) for e in entries]
+        # the dist-info last, RECORD at its end (as a wheel has them)
+        placed.sort(key=lambda pa: (pa[1] or "").startswith(dist.dist_info))
+        for entry, arc in placed:
+            if arc is None:
+                continue
+            data = (site / entry).read_bytes()
+            if arc.startswith(f"{data_dir}/scripts/"):
+                data = X.script_text(data)
+            z.writestr(arc, data)
+            rows.append(f"{arc},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}")
+        record = f"{dist.dist_info}/RECORD"
+        z.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
+    tmp = dest / f".{name}.tmp"
+    tmp.write_bytes(buf.getvalue())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, dest / name)
+    return name
+
+
+def _root(plan: P.LabPlan) -> Path:
+    return host_dir(plan, plan.node("resolver")) / "root" / X.ROOT.lstrip("/")
+
+
+def publish(plan: P.LabPlan, names: tuple[str, ...], dists: dict[str, X.Dist]) -> str:
+    """The wheels of `names` (and those published before) served from the resolver on its
+    private address; returns the index URL once a GPU host's namespace gets its page."""
+    root = _root(plan)
+    files = root / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    for d in (root, files):
+        os.chmod(d, 0o755)
+    for n in names:
+        repack(plan.venv, dists[n], files)
+    wheels = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in files.glob("*.whl")}
+    for rel, text in X.simple_pages(wheels).items():
+        page = root / rel
+        page.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(page.parent, 0o755)
+        tmp = page.with_name(".index.html.tmp")
+        tmp.write_text(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, page)
+    address = plan.address("resolver", "prv")
+    _serve(plan, address)
+    url = X.index_url(address)
+    _wait(plan, url)
+    return url
+
+
+def _serve(plan: P.LabPlan, address: str) -> None:
+    state = read_state(plan.name) or {}
+    leader = container_leader(int(state.get("pids", {}).get("resolver", 0)))
+    if leader is None:
+        raise LabError("resolver: the container is not running")
+    enter = ["nsenter", "-t", str(leader), "-a", "--"]
+    active = subprocess.run([*enter, "systemctl", "is-active", "--quiet", f"{X.UNIT}.service"],
+                            capture_output=True, timeout=60, check=False)
+    if active.returncode == 0:
+        return  # serving the directory already: the new files are there
+    r = subprocess.run([*enter, "systemd-run", f"--unit={X.UNIT}", "--property=DynamicUser=yes",
+                        "--property=ProtectSystem=strict", "--property=PrivateTmp=yes",
+                        "/usr/bin/python3", "-m", "http.server", "--bind", address,
+                        "--directory", X.ROOT, str(X.PORT)],
+                       capture_output=True, text=True, timeout=60, check=False)
+    if r.returncode != 0:
+        raise LabError(f"resolver: systemd-run of the package index exited {r.returncode}: "
+                       f"{r.stderr.strip()[-500:]}")
+
+
+def _wait(plan: P.LabPlan, url: str, timeout: float = 30) -> None:
+    """A real GET of the index from the first GPU host's network namespace (where pip runs)."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy of ours
+    with in_netns(plan.gpu_hosts[0].netns):
+        while time.monotonic() < deadline:
+            try:
+                with opener.open(f"{url}/", timeout=3) as r:
+                    if r.status == 200:
+                        return
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.2)
+    raise LabError(f"the lab's package index {url} does not answer from "
+                   f"{plan.gpu_hosts[0].name} after {timeout:.0f} s ({last})")
