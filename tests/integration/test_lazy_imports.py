@@ -89,6 +89,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "fabric and invoke (~0.15 s), for the `fabric.Connection` a Python task gets "
         "(`fabric`): only a playbook with Python tasks needs them; `load` imports it "
         "in the main thread, before the hosts' threads",
+    ("provision/lab/pyindex.py", "packaging.requirements"):
+        "packaging (~40 ms): only when `lab adopt` maps an inventory's declared Python "
+        "environments onto the lab's index",
+    ("provision/lab/pyindex.py", "packaging.specifiers"): "packaging: as above",
+    ("provision/lab/pyindex.py", "packaging.utils"): "packaging: as above",
     ("provision/inventory/python_envs.py", "packaging.requirements"):
         "packaging (~40 ms, most of it compiling its requirement grammar): only when an "
         "inventory declares or uses a Python environment",
