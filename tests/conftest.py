@@ -17,38 +17,69 @@ os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 
 LAB = "tests/lab/"
-# The lab's files in two halves, each on a worker of its own with a lab of its own (every
-# lab file sets its hosts up itself: a module fixture, never another file's leftovers).
-# Split by measured time (`make test`'s slowest list): DNS, envs, notebooks and tunnels here;
-# converge, fleet, audit, hardening and the rest in the other half.
+# The lab's files that bring up a lab of their own (a module fixture, never the session's
+# `lab`): each is a work unit of its own, started at once on a worker beside the two halves
+# below, longest first (measured: `make test` with --junitxml, per file).
+LAB_OWN = tuple(f"{LAB}test_{name}.py" for name in ("fleet", "lynis", "cloud_image", "updates"))
+# The other lab files in two halves, each on a worker of its own with a lab of its own
+# (every lab file sets its hosts up itself: a module fixture, never another file's
+# leftovers). Split by measured time so the halves end together (two loaded runs, averaged:
+# about 700 s each): DNS, envs, notebooks, tunnels, the effect checks and Ctrl-C here;
+# converge, door, audit, hardening and the rest in the other half.
 LAB_SECOND = frozenset(f"{LAB}test_{name}.py" for name in (
     "dns", "dns_migrate", "dns_zonecheck", "python_envs", "team_notebooks", "tunnel",
-    "sg_confirm", "cloud_image", "lab"))
+    "sg_confirm", "lab", "effect", "interrupt"))
+
+
+def lab_unit(nodeid: str) -> str | None:
+    """The lab work unit of a test: its file for a file with a lab of its own, else one of
+    the two halves; None outside the lab."""
+    if not nodeid.startswith(LAB):
+        return None
+    path = nodeid.split("::")[0]
+    if path in LAB_OWN:
+        return path
+    return f"{LAB}#2" if path in LAB_SECOND else f"{LAB}#1"
+
+
+# the order units are handed out in: the halves, then the files with labs of their own
+LAB_ORDER = (f"{LAB}#1", f"{LAB}#2", *LAB_OWN)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Under `make test` (pytest-xdist), the lab's tests run on two workers, each half of
-    them on one worker.
+    """Under `make test` (pytest-xdist), the lab's tests run as a few large work units, the
+    lab's units first.
 
     The lab is a session fixture: every worker that runs a lab test boots a lab of its own,
     so lab tests spread over every worker would boot one lab each. xdist's own
     `xdist_group` marks stopped grouping with pytest 9.2 (pytest-dev/pytest-xdist#1386), so
-    the grouping is by path here, in the scheduler, where it cannot silently stop.
+    the grouping is by path here, in the scheduler, where it cannot silently stop. The
+    files with labs of their own need no shared lab: units of their own, so they run beside
+    the halves instead of after them in one (the critical path was the half that held
+    them: 1106 s of 1135 s).
     """
     if config.getvalue("dist") == "each":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class LabOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
-        # two work units for the lab, one per test elsewhere; units are handed out
-        # largest first, so both halves of the lab start at once and the others share the rest
-        def _split_scope(self, nodeid: str) -> str:
-            if not nodeid.startswith(LAB):
-                return nodeid
-            return f"{LAB}#2" if nodeid.split("::")[0] in LAB_SECOND else f"{LAB}#1"
+    class LabFirst(LoadScopeScheduling):  # type: ignore[misc]
+        _ordered = False
 
-    return LabOnOneWorker(config, log)
+        def _split_scope(self, nodeid: str) -> str:
+            return lab_unit(nodeid) or nodeid  # one unit per test outside the lab
+
+        def _assign_work_unit(self, node: object) -> None:
+            # xdist orders units by test count; a lab unit of one long test (lynis) would
+            # wait behind thousands of one-test units: the lab's units go first
+            if not self._ordered:
+                self._ordered = True
+                for unit in reversed(LAB_ORDER):
+                    if unit in self.workqueue:
+                        self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
+
+    return LabFirst(config, log)
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ pytestmark = pytest.mark.lab
 
 PLAYBOOK = "name: cluster\nhosts: [all]\nsteps: [cluster, firewall]\n"
 MEMBERS = ("gpu1", "gpu2")
-EPHEMERAL = 40500  # inside the lab cluster's ephemeral range
 
 # one rank of a Gloo all-reduce: rank r contributes r + 1; every rank prints the sum
 ALLREDUCE = """
@@ -49,12 +48,14 @@ print("sum", t.tolist(), "rank", rank, "of", world, os.environ["GLOO_SOCKET_IFNA
 dist.destroy_process_group()
 """
 
-# listen on PORT (on every address) until killed: what a peer connects to
+# listen on PORT (on every address) until killed: what a peer connects to; port 0 is one
+# the kernel picks from the ephemeral range, as NCCL and Gloo get theirs (a fixed port in
+# that range may be held at that moment by any recent connection of the host's own)
 LISTEN = ("import socket, sys, time; s = socket.socket(socket.AF_INET6); "
           "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0); "
           "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
-          "s.bind(('::', int(sys.argv[1]))); s.listen(16); print('ready', flush=True); "
-          "time.sleep(600)")
+          "s.bind(('::', int(sys.argv[1]))); s.listen(16); "
+          "print('ready', s.getsockname()[1], flush=True); time.sleep(600)")
 # connect to HOST PORT: exit 0 when it connects, 1 when refused or dropped (3 s)
 CONNECT = ("import socket, sys\ntry:\n socket.create_connection((sys.argv[1], int(sys.argv[2])),"
            " timeout=3).close()\nexcept OSError as e:\n print(type(e).__name__); sys.exit(1)")
@@ -105,13 +106,17 @@ def _exec(lab: Lab, inventory: Path, command: str, *opts: str,
     return r.returncode, data, r.stderr
 
 
-def _listen(lab: Lab, host: str, port: int) -> subprocess.Popen[str]:
-    """A listener on `host` (nsenter into it), started and ready."""
+def _listen(lab: Lab, host: str, port: int, procs: list[subprocess.Popen[str]]) -> int:
+    """A listener on `host` (nsenter into it), started and ready, added to `procs` (which
+    the caller stops, whatever happens); returns its port (the kernel's pick for 0)."""
     proc = subprocess.Popen(["nsenter", "-t", str(lab.leader(host)), "-a", "--", "python3",
                              "-c", LISTEN, str(port)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True)  # nsenter forks: stop its whole group
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    return proc
+    procs.append(proc)
+    assert proc.stdout is not None
+    said = proc.stdout.readline().split()
+    assert said[:1] == ["ready"], said
+    return int(said[1])
 
 
 def _stop(procs: list[subprocess.Popen[str]]) -> None:
@@ -159,9 +164,11 @@ def test_a_gloo_all_reduce_between_the_members_through_the_firewall(
 def test_nobody_else_gains_anything(lab: Lab, cluster: dict[str, Path]) -> None:
     """gpu1 listens on the rendezvous port and on an ephemeral port: gpu2 connects to both,
     the bastion (on the same private segment, not a member) to neither."""
-    procs = [_listen(lab, "gpu1", 29500), _listen(lab, "gpu1", EPHEMERAL)]
+    procs: list[subprocess.Popen[str]] = []
     try:
-        for port in (29500, EPHEMERAL):
+        ephemeral = _listen(lab, "gpu1", 0, procs)
+        assert P.EPHEMERAL_PORTS[0] <= ephemeral <= P.EPHEMERAL_PORTS[1], ephemeral
+        for port in (_listen(lab, "gpu1", 29500, procs), ephemeral):
             assert _connects(lab, "gpu2", "gpu1", port), port
             assert not _connects(lab, "bastion", "gpu1", port), port
     finally:
@@ -185,6 +192,8 @@ def test_a_rank_on_a_non_member_never_joins(lab: Lab, cluster: dict[str, Path]) 
     finally:
         out, errs = master.communicate(timeout=120)
     assert master.returncode != 0 and "sum" not in out, out + errs
+    # it failed waiting for its peer, not because something else held the rendezvous port
+    assert "Address already in use" not in errs, errs
 
 
 def test_ctrl_c_stops_the_job_on_every_member(lab: Lab, cluster: dict[str, Path]) -> None:
@@ -214,8 +223,9 @@ def test_ctrl_c_stops_the_job_on_every_member(lab: Lab, cluster: dict[str, Path]
 
 
 def test_without_the_cluster_the_next_apply_closes_it(lab: Lab, cluster: dict[str, Path]) -> None:
-    procs = [_listen(lab, "gpu1", 29500)]
+    procs: list[subprocess.Popen[str]] = []
     try:
+        _listen(lab, "gpu1", 29500, procs)
         assert _connects(lab, "gpu2", "gpu1", 29500)
         _apply(lab, cluster["without"], cluster["playbook"])
         assert not _connects(lab, "gpu2", "gpu1", 29500)

@@ -13,8 +13,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 import yaml
 
 from provision.hosts import lock as L
+from provision.steps.commit import rollback_unit
 
 from .conftest import FAULTY, PROVISION, Lab, model_api, one_host_inventory
 from .test_harden import COMMIT_DIR, _unharden, write
@@ -66,6 +68,49 @@ def finish(p: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:
     return p.returncode, data, err
 
 
+def finish_once(p: subprocess.Popen[str], said: str,
+                then: Callable[[], None]) -> tuple[int, dict[str, Any], str]:
+    """`finish`, calling `then` once the run's stderr says `said`: the test moves the host
+    on when the run has seen the state it must see, however long it took to get there.
+    Fails if the run ends without saying it."""
+    lines: list[str] = []
+    out: list[str] = []
+    told = threading.Event()
+
+    def read_err() -> None:
+        assert p.stderr is not None
+        for line in p.stderr:
+            lines.append(line)
+            if said in line:
+                told.set()
+
+    def read_out() -> None:
+        assert p.stdout is not None
+        out.append(p.stdout.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_err, read_out)]
+    for t in readers:
+        t.start()
+    try:
+        while not told.wait(0.2) and p.poll() is None:
+            pass
+        readers[0].join(timeout=30 if p.poll() is not None else 0)
+        assert told.is_set(), f"the run ended without saying {said!r}:\n{''.join(lines)}"
+        then()
+        p.wait(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for t in readers:
+            t.join(timeout=30)
+    try:
+        data = json.loads("".join(out))
+    except json.JSONDecodeError:
+        data = {}
+    return p.returncode, data, "".join(lines)
+
+
 def host_result(data: dict[str, Any]) -> dict[str, Any]:
     (h,) = data["hosts"]
     return h  # type: ignore[no-any-return]
@@ -79,24 +124,38 @@ def v4(lab: Lab) -> str:
     return lab.host(HOST, "iptables", "-w", "-S", "PROVISION-INPUT", check=False).stdout
 
 
-def test_two_applies_at_once_the_second_plans_after_the_first(lab: Lab, world: dict[str, Path]) -> None:
-    """Both start on the unhardened host. The first converges everything (sshd, firewall);
-    the second waits, then plans from the first's result: its only change is the firewall
-    (one more or one less API source), and the host ends as the second's inventory says."""
-    a = subprocess.Popen(cli(lab, world["good"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+def test_two_applies_at_once_the_second_plans_after_the_first(
+        lab: Lab, world: dict[str, Path], tmp_path: Path) -> None:
+    """Both on the unhardened host. The first converges everything (sshd, firewall) and is
+    held inside its confirmation window (the lock held) until the second says it waits for
+    it: the test, not the machine's speed, decides that they overlap. The second then plans
+    from the first's result: its only change is the firewall (one more API source), and
+    the host ends as the second's inventory says."""
+    held = tmp_path / "hold"
+    held.mkdir()
+    (held / "wave-0.go").touch()  # only the confirmation is held
+    a = subprocess.Popen(cli(lab, world["good"], "--confirm-timeout", "600",
+                             faults=("--hold-dir", str(held))),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(3000):  # until A holds the lock, its changes armed, before confirming
+        if (held / f"confirm-{HOST}.reached").exists() or a.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert (held / f"confirm-{HOST}.reached").exists(), finish(a)
     b = subprocess.Popen(cli(lab, world["wider"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    ra, rb = finish(a), finish(b)
+    rb = finish_once(b, f"{HOST}: waiting for apply by ",
+                     lambda: (held / f"confirm-{HOST}.go").touch())
+    ra = finish(a)
     assert ra[0] == 0 and rb[0] == 0, (ra, rb)
     ha, hb = host_result(ra[1]), host_result(rb[1])
     # who went second: the host's clock when each took the lock
     (first, _), (second, second_run) = sorted(
         [((ha, "good"), ra), ((hb, "wider"), rb)], key=lambda x: x[0][0]["lock"]["acquired_at"])
+    assert (first[1], second[1]) == ("good", "wider")
     assert second[0]["lock"]["contended"], (ha["lock"], hb["lock"], ra[2], rb[2])
-    if second[0]["lock"]["waited_for"] is not None:  # waited past the quiet grace: said so
-        assert f"{HOST}: waiting for apply by " in second_run[2]
-        assert second[0]["lock"]["waited_for"]["command"] == "apply"
+    assert second[0]["lock"]["waited_for"]["command"] == "apply", second[0]["lock"]
+    assert f"{HOST}: waiting for apply by " in second_run[2]
     assert steps(first[0]) == ["firewall", "sshd"]
     assert (first[0]["status"], second[0]["status"]) == ("changed", "changed")
     # planned after the first had finished: the sshd drop-in was already right
@@ -117,8 +176,11 @@ def test_killed_in_the_confirmation_window_the_next_waits_for_the_rollback(
     code, data, err = lab.provision_json("apply", "--yes", "--playbook", "harden", "-i",
                                          str(world["good"]), HOST)
     assert code == 0, err
-    a = subprocess.Popen(cli(lab, world["wider"], "--confirm-timeout", "6",
-                             faults=("--sleep-before-confirm", "60")),
+    # A's rollback stays armed for as long as the test needs (600 s): the test, not the
+    # machine's speed, decides when it runs (after B said it waits for it), by moving the
+    # window's deadline to now and starting the unit its timer would start
+    a = subprocess.Popen(cli(lab, world["wider"], "--confirm-timeout", "600",
+                             faults=("--sleep-before-confirm", "600")),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     commit = ""
     try:
@@ -134,16 +196,22 @@ def test_killed_in_the_confirmation_window_the_next_waits_for_the_rollback(
         os.kill(a.pid, signal.SIGKILL)
         a.wait()
     assert commit, "A never got its rules in"
+    d = f"{COMMIT_DIR}/{commit}"
+
+    def rollback_now() -> None:  # what the timer does once the window is over
+        lab.host(HOST, "sh", "-c", f"date +%s > {d}/deadline")
+        lab.host(HOST, "systemctl", "start", f"{rollback_unit(commit)}.service")
+
     b = subprocess.Popen(cli(lab, world["other"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    code, data, err = finish(b)
+    code, data, err = finish_once(b, f"{HOST}: waiting for the host's own rollback of firewall",
+                                  rollback_now)
     assert code == 0, err + json.dumps(data, indent=1)
     h = host_result(data)
     assert h["status"] == "changed" and steps(h) == ["firewall"], h
     assert commit in h["lock"]["rollbacks_waited"], h["lock"]
     assert f"{HOST}: waiting for the host's own rollback of firewall" in err
     assert f"{HOST}: took over a stale lock from apply by " in err
-    d = f"{COMMIT_DIR}/{commit}"
     assert lab.host(HOST, "cat", f"{d}/result").stdout.strip() == "rolled-back"
     live = v4(lab)
     assert "198.51.100.0/24" in live and "192.0.2.0/24" not in live, live

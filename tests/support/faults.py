@@ -4,6 +4,7 @@
                                    [--pause-until PATH] [--kill-after-phase PHASE]
                                    [--kill-after-change N] [--count-in-flight FILE]
                                    [--batch-output FILE] [--hold-dir DIR]
+                                   [--retry-window S]
                                    -- <provision arguments>
 
 Patches the step factory, the confirmation and the script builder of the installed
@@ -18,6 +19,8 @@ before the journal records it. `--count-in-flight FILE` is instrumentation, not 
 counts the hosts being worked on at once (connect + probe, and apply) and writes the largest
 count to FILE as JSON. `--batch-output FILE` is instrumentation too: it appends the stdout
 of every plain batch (its `@step`/`@settled`/`@done` progress lines) to FILE.
+`--retry-window S` gives up on a host still booting after S seconds instead of provision's
+RETRY_WINDOW (45 s): a test of the retries need not wait the whole window out.
 `--hold-dir DIR` holds the run at named points until the test lets it go: before each
 wave (`wave-0`, `wave-1`, ...), before each host's confirmation (`confirm-HOST`), and in
 `dns apply` before each zone's change set is sent (`dns-ZONE`), in `sg apply` as each change
@@ -159,6 +162,17 @@ def tee_batch_output(path: Path) -> None:
     script.parse_progress = parse_and_keep
 
 
+def retry_window(seconds: float) -> None:
+    """A host still booting (or shedding load) is given up on after `seconds` instead of
+    provision's RETRY_WINDOW: the same retries and the same reason, sooner. Set on the
+    function's defaults, so every caller that leaves the window to it gets it."""
+    from provision.hosts import reach
+
+    defaults = reach.open_chain.__defaults__
+    assert defaults is not None
+    reach.open_chain.__defaults__ = (seconds, *defaults[1:])
+
+
 def _hold(d: Path, name: str) -> None:
     if (d / f"{name}.reached").exists():  # once per name
         return
@@ -243,7 +257,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--count-in-flight", type=Path, default=None)
     p.add_argument("--batch-output", type=Path, default=None)
     p.add_argument("--hold-dir", type=Path, default=None)
+    p.add_argument("--retry-window", type=float, default=0.0)
     opts = p.parse_args(argv[:split])
+    if opts.retry_window:
+        retry_window(opts.retry_window)
     if opts.hold_dir is not None:
         hold_at(opts.hold_dir)
     if opts.batch_output is not None:

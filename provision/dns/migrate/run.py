@@ -84,7 +84,7 @@ class Ctx:
     say: Say = lambda s: None
     provider_factory: Callable[[Zone, Inventory], Provider] | None = None  # default: make_provider
     timeout: float = 300.0
-    now: Callable[[], float] = time.time
+    now: Callable[[], float] = lambda: time.time()  # looked up per call: a test's clock
     write_inventory: bool = True      # finalize writes an ad hoc --to into the inventory
     operator: str = ""                # user@host (default: who())
     rtype: str = "A"                  # the migrating record's type, once known
