@@ -15,6 +15,7 @@ from provision.inventory.source import load_yaml_text
 from provision.lab import adopt as A
 from provision.lab import adopt_shell as S
 from provision.lab import plan as P
+from provision.lab import pyindex as XP
 from provision.lab import pyindex_shell as X
 from provision.lab import shell
 from provision.lab.adopt_write import AdoptError, rewrite
@@ -47,8 +48,12 @@ def _lab_for(name: str, hosts: int) -> tuple[P.LabPlan, bool]:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="where the copy, its TSIG key and the people's lab keys go "
                    "(default: the lab's directory, adopt-STEM)")
+@click.option("--wheels", "wheel_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="a directory of wheels made with the lab hosts' Python (`/usr/bin/python3 "
+                   "-m pip download --only-binary=:all: --dest DIR PACKAGE...`), served as "
+                   "they are in preference to the venv's distributions; repeatable")
 @json_option
-def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
+def adopt_cmd(inventory: str, out: str | None, wheel_dirs: tuple[str, ...], as_json: bool) -> None:
     """Copy INVENTORY (one file) into the lab: its hosts become the lab's GPU hosts, its
     bastion the lab's bastion, its zones zones of the lab's BIND.
 
@@ -57,7 +62,7 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
     the people's lab keys, public_address (dropped), the venv of services whose default
     env would come from PyPI, and the index_url of declared python envs: the lab serves
     the distributions of the venv that ran `lab up` as a package index (the lab has no
-    Internet). Everything else stays as written; what the lab cannot
+    Internet), or the wheels of --wheels DIR. Everything else stays as written; what the lab cannot
     stand for is listed. Brings up a lab with a GPU host per host when none is up.
 
     Then: provision lab exec -- provision apply -i COPY --yes
@@ -70,6 +75,7 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
     load(inventory)  # every problem of the inventory first (exit 2), nothing built yet
     text = src.read_text(encoding="utf-8")
     doc = load_yaml_text(text, inventory).data
+    wheels = _wheels(wheel_dirs)  # a bad DIR: exit 2 before any lab is brought up
     _, placed, _ = A.placement(doc)
     plan, fresh = _lab_for(name, len(placed))
     dest_dir = Path(os.path.abspath(out or f"{plan.dir}/adopt-{src.stem}"))
@@ -77,7 +83,8 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         S.prepare_out(dest_dir)
         view = A.lab_view(plan, tsig_key=str(dest_dir / "tsig.key"),
                           team_keys=S.people_keys(dest_dir, list(doc.get("team") or {}), name),
-                          dists=tuple(X.venv_dists(plan.venv).values()), python=X.host_python())
+                          dists=tuple(X.venv_dists(plan.venv).values()), python=(py := X.host_python()),
+                          wheels=wheels, tags=XP.host_tags(py, X.host_platforms()))
         adoption = A.adopt(doc, view)
         dest = dest_dir / "inventory.yml"
         S.copy_tsig(plan, dest_dir)
@@ -86,7 +93,7 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         with lab_lock(name):
             zones = S.serve_zones(plan, adoption.zones)
             S.record_adoption(plan, zones, adoption.hosts)
-            index = (X.publish(plan, adoption.packages, {d.name: d for d in view.dists})
+            index = (X.publish(plan, adoption.served)
                      if any(c.path[-1] == "index_url" for c in adoption.changes) else None)
     except AdoptError as e:
         raise UsageError(str(e)) from None
@@ -96,6 +103,8 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         emit_json({"name": name, "inventory": str(dest), "lab_up": fresh,
                    "hosts": adoption.hosts, "bastion": adoption.bastion, "zones": list(zones),
                    "index": index, "packages": list(adoption.packages),
+                   "from_wheels": [Path(d.wheel).name for d in adoption.served if d.wheel],
+                   "from_venv": [d.name for d in adoption.served if not d.wheel],
                    "changes": [{"field": _field(c.path), "why": c.why} for c in adoption.changes],
                    "not_in_lab": [{"field": _field(u.path), "why": u.why} for u in adoption.unfit]})
         return
@@ -106,7 +115,11 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         echo(p(f"  {adoption.bastion} -> bastion ({plan.address('bastion')})"))
     for z in adoption.zones:
         echo(p(f"  zone {z} -> ns1 ({plan.address('ns1')}), TSIG key {dest_dir / 'tsig.key'}"))
-    if index:
+    if index and wheel_dirs:
+        copied = sum(1 for d in adoption.served if d.wheel)
+        echo(p(f"  python envs -> {index} ({copied} wheel(s) from {', '.join(wheel_dirs)}, "
+               f"{len(adoption.served) - copied} distribution(s) of {plan.venv} as wheels)"))
+    elif index:
         echo(p(f"  python envs -> {index} ({len(adoption.packages)} distribution(s) of "
                f"{plan.venv}, as wheels)"))
     echo(f"{len(adoption.changes)} field(s) rewritten (--json lists them); everything else as written")
@@ -115,6 +128,21 @@ def adopt_cmd(inventory: str, out: str | None, as_json: bool) -> None:
         for u in adoption.unfit:
             echo(p(f"  {_field(u.path)}: {u.why}"))
     echo(p(f"next: provision lab exec -- provision apply -i {dest} --yes"))
+
+
+def _wheels(dirs: tuple[str, ...]) -> tuple[XP.Dist, ...]:
+    """The wheels of every --wheels DIR; a file that is not a wheel to serve: exit 2."""
+    found: dict[str, XP.Dist] = {}
+    for d in dirs:
+        try:
+            for name, dist in X.wheel_dists(d).items():
+                if name in found:
+                    raise XP.WheelError(f"{dist.wheel}: a second wheel of {name} (with "
+                                        f"{found[name].wheel}): keep the one for the lab's hosts")
+                found[name] = dist
+        except XP.WheelError as e:
+            raise UsageError(f"--wheels: {p(str(e))}") from None
+    return tuple(found.values())
 
 
 def _field(path: tuple[str | int, ...]) -> str:

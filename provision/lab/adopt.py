@@ -74,10 +74,13 @@ class LabView:
     index_url: str = ""                      # the lab's package index (`pyindex.py`)
     dists: tuple[X.Dist, ...] = field(default=())  # what it can serve: the venv's
     python: str = "3"                        # the version of the hosts' python3
+    wheels: tuple[X.Dist, ...] = field(default=())  # --wheels DIR's, preferred to the venv's
+    tags: frozenset[str] = frozenset()       # the wheel tags the hosts' python3 installs
 
 
 def lab_view(plan: P.LabPlan, *, tsig_key: str, team_keys: dict[str, tuple[str, str]],
-             dists: tuple[X.Dist, ...] = (), python: str = "3") -> LabView:
+             dists: tuple[X.Dist, ...] = (), python: str = "3",
+             wheels: tuple[X.Dist, ...] = (), tags: frozenset[str] = frozenset()) -> LabView:
     b = plan.node("bastion")
     prv = b.on("prv")
     assert prv is not None
@@ -91,7 +94,8 @@ def lab_view(plan: P.LabPlan, *, tsig_key: str, team_keys: dict[str, tuple[str, 
         tsig_key=tsig_key, venv=plan.venv,
         acme_ca=P.pebble_directory(plan), acme_bundle=plan.paths["pebble_bundle"],
         acme_caa=P.PEBBLE_CAA_IDENTITY, team_keys=team_keys,
-        index_url=X.index_url(plan.address("resolver", "prv")), dists=dists, python=python)
+        index_url=X.index_url(plan.address("resolver", "prv")), dists=dists, python=python,
+        wheels=wheels, tags=tags)
 
 
 @frozen
@@ -101,7 +105,8 @@ class Adoption:
     zones: tuple[str, ...]           # zones the lab's BIND must serve
     changes: tuple[Change, ...]
     unfit: tuple[Unfit, ...]
-    packages: tuple[str, ...] = ()   # the venv's distributions the lab's index must serve
+    packages: tuple[str, ...] = ()   # the distributions the lab's index must serve (names)
+    served: tuple[X.Dist, ...] = ()  # which: a wheel of --wheels DIR, or the venv's to repack
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -315,7 +320,8 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
 
     declared = set()
     dists = {d.name: d for d in lab.dists}
-    packages: dict[str, None] = {}
+    wheels = {d.name: d for d in lab.wheels}
+    served: dict[tuple[str, str], X.Dist] = {}
     for path, name, env in _declared_envs(doc):
         declared.add(name)
         set_((*path, "index_url"), lab.index_url, f"the lab's package index, not "
@@ -324,13 +330,16 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         if "extra_index_urls" in env:
             set_((*path, "extra_index_urls"), DELETE, "the lab's index serves them all")
         reqs = [str(r) for r in env.get("packages") or [] if isinstance(r, str)]
-        need, missing = X.closure(reqs, dists, lab.python)
-        packages.update(dict.fromkeys(need))
+        need, missing = X.closure(reqs, dists, lab.python, wheels, lab.tags)
+        served.update({(d.name, d.wheel): d for d in need})
         if missing:
+            source = (f"the wheels of --wheels and the venv that ran `lab up` ({lab.venv}), "
+                      "which lack" if wheels else
+                      f"the venv that ran `lab up` ({lab.venv}), which lacks")
             unfit.append(Unfit((*path, "packages"), f"python env {name}: the lab's index serves "
-                               f"the venv that ran `lab up` ({lab.venv}), which lacks "
-                               f"{'; '.join(missing)}: pip will fail for this env in the lab "
-                               "(install it into that venv and adopt again)"))
+                               f"{source} {'; '.join(missing)}: pip will fail for this env in "
+                               "the lab (download it with the hosts' Python into a --wheels "
+                               "DIR, or install it into that venv, and adopt again)"))
     for path, name, svc in _services(doc):
         entry = CATALOG.get(name)
         if entry is None or entry.env is None or entry.env in declared:
@@ -340,7 +349,9 @@ def adopt(doc: dict[str, Any], lab: LabView) -> Adoption:
         set_((*path, "venv"), lab.venv, f"{entry.env} from the venv bound into every lab host "
              "(`pip install provision[lab]`), not from PyPI")
     return Adoption(hosts=hosts, bastion=bastion, zones=tuple(zones),
-                    changes=tuple(changes), unfit=tuple(unfit), packages=tuple(packages))
+                    changes=tuple(changes), unfit=tuple(unfit),
+                    packages=tuple(dict.fromkeys(d.name for d in served.values())),
+                    served=tuple(served.values()))
 
 
 def apply_changes(data: Any, changes: tuple[Change, ...], new_map: Any = dict) -> None:

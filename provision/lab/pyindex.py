@@ -8,6 +8,11 @@ hosts run (they boot over this machine's `/`). `lab adopt` repacks the ones an e
 into wheels (`provision/lab/pyindex_shell.py`) and serves them on the lab's private
 segment, so a declared env installs in the lab as it would from PyPI, without a network.
 A requirement the venv cannot satisfy is reported by name: pip would fail for it.
+
+When the venv's Python is not the hosts' (a pyenv 3.11.7 against Debian's 3.11.2), some
+of its distributions do not fit them: `lab adopt --wheels DIR` takes wheels the operator
+downloaded with the hosts' Python instead, read from their own METADATA (`wheel_dist`),
+preferred over the venv's in `closure` and served as they are.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
+from typing import Any
 
 from provision.frozen import frozen
 
@@ -36,6 +42,67 @@ class Dist:
     dist_info: str              # its directory's name, NAME-VERSION.dist-info
     editable: bool = False      # an editable install has no files to repack
     requires_python: str = ""   # Requires-Python, as written
+    wheel: str = ""             # a wheel of --wheels DIR (its path), served as it is; "": the venv's
+    tags: tuple[str, ...] = ()  # that wheel's tags (PEP 425), from its file name
+
+
+class WheelError(ValueError):
+    """A file of --wheels DIR that is not a wheel the index can serve (exit 2)."""
+
+
+METADATA_MAX = 1 << 20  # a METADATA file is a few KiB; more is not a wheel's
+
+
+def wheel_dist(path: str, metadata: bytes) -> Dist:
+    """The Dist of the wheel at `path` (its file name already checked by `wheel_tags`),
+    from its `*.dist-info/METADATA`: Name and Version must be the file name's."""
+    from email.parser import BytesParser
+    from email.policy import compat32
+
+    from packaging.version import InvalidVersion, Version
+
+    file = PurePosixPath(path).name
+    name, version, tags = wheel_tags(file)
+    msg = BytesParser(policy=compat32).parsebytes(metadata)
+    got_name, got_version = msg.get("Name"), msg.get("Version")
+    if not isinstance(got_name, str) or not isinstance(got_version, str):
+        raise WheelError(f"{path}: its METADATA has no Name or no Version: not a wheel")
+    try:
+        same = canonical(got_name) == name and Version(got_version) == Version(version)
+    except InvalidVersion:
+        same = False
+    if not same:
+        raise WheelError(f"{path}: its METADATA is {got_name} {got_version}, its file name "
+                         f"{name} {version}: not a wheel of what it is named")
+    requires = tuple(str(r) for r in msg.get_all("Requires-Dist") or ())
+    stem = file.split("-", 2)
+    return Dist(name, got_version.strip(), requires, f"{stem[0]}-{stem[1]}.dist-info",
+                requires_python=str(msg.get("Requires-Python") or "").strip(), wheel=path,
+                tags=tags)
+
+
+def wheel_tags(file: str) -> tuple[str, str, tuple[str, ...]]:
+    """(canonical name, version, tags) of a wheel's file name; WheelError if it is not one."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        name, version, _, tags = parse_wheel_filename(file)
+    except (InvalidWheelFilename, ValueError) as e:
+        raise WheelError(f"{file}: not a wheel's file name (NAME-VERSION-PY-ABI-PLATFORM.whl): "
+                         f"{e}") from None
+    if "/" in file or file.startswith("."):
+        raise WheelError(f"{file}: not a wheel's file name")
+    return str(name), str(version), tuple(sorted(str(t) for t in tags))
+
+
+def host_tags(python: str, platforms: Iterable[str]) -> frozenset[str]:
+    """The tags a CPython `python` (3.11.2) on `platforms` installs, as pip computes them."""
+    from packaging.tags import compatible_tags, cpython_tags
+
+    v = tuple(int(x) for x in python.split(".")[:2])
+    plats = list(platforms)
+    return frozenset(str(t) for t in (*cpython_tags(v, platforms=plats),
+                                      *compatible_tags(v, f"cp{v[0]}{v[1]}", plats)))
 
 
 def canonical(name: str) -> str:
@@ -48,17 +115,20 @@ def index_url(address: str, port: int = PORT) -> str:
     return f"http://{address}:{port}/simple"
 
 
-def closure(requirements: Iterable[str], dists: Mapping[str, Dist],
-            python: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the distributions `requirements` need, transitively, in the order met; what the
-    venv lacks, holds at a version the requirement excludes or for another Python, in
-    words). `python` is the hosts' version (3.11.2): markers are evaluated for it, with
-    each requirement's extras, and each distribution's Requires-Python must admit it (the
-    venv's own Python may be newer)."""
+def closure(requirements: Iterable[str], dists: Mapping[str, Dist], python: str,
+            wheels: Mapping[str, Dist] | None = None, tags: frozenset[str] = frozenset(),
+            ) -> tuple[tuple[Dist, ...], tuple[str, ...]]:
+    """(the distributions `requirements` need, transitively, in the order met; what
+    neither `wheels` (--wheels DIR) nor the venv has, holds at a version the requirement
+    excludes or for another Python, in words). `python` is the hosts' version (3.11.2):
+    markers are evaluated for it, with each requirement's extras, and each distribution's
+    Requires-Python must admit it (the venv's own Python may be newer); a wheel of DIR
+    must also carry one of `tags`, the hosts'. A wheel of DIR is preferred to the venv's
+    distribution of the same name; the venv's serves when the wheel does not fit."""
     from packaging.requirements import Requirement
-    from packaging.specifiers import SpecifierSet
 
-    need: dict[str, None] = {}
+    wheels = wheels or {}
+    need: dict[tuple[str, str], Dist] = {}
     missing: dict[str, None] = {}
     todo: list[tuple[str, str]] = [(r, "") for r in requirements]
     seen: set[tuple[str, frozenset[str]]] = set()
@@ -74,21 +144,34 @@ def closure(requirements: Iterable[str], dists: Mapping[str, Dist],
         if key in seen:
             continue
         seen.add(key)
-        d = dists.get(name)
-        if d is None or d.editable:
-            missing[f"{req} (not in the venv)" if d is None else
-                    f"{req} (installed editable: no files to serve)"] = None
+        candidates = [d for d in (wheels.get(name), dists.get(name)) if d is not None]
+        if not candidates:
+            missing[f"{req} (not in the venv{' nor in --wheels' if wheels else ''})"] = None
             continue
-        if req.specifier and not req.specifier.contains(d.version, prereleases=True):
-            missing[f"{req} (the venv has {d.version})"] = None
+        reasons = [_unfit(req, d, python, tags) for d in candidates]
+        chosen = next((d for d, why in zip(candidates, reasons, strict=True) if why is None), None)
+        if chosen is None:
+            missing.update(dict.fromkeys(r for r in reasons if r))
             continue
-        if d.requires_python and not SpecifierSet(d.requires_python).contains(python, prereleases=True):
-            missing[f"{d.name} {d.version} (it requires Python {d.requires_python}, the lab's "
-                    f"hosts run {python})"] = None
-            continue
-        need[name] = None
-        todo += [(r, e) for r in d.requires for e in ("", *sorted(req.extras))]
-    return tuple(need), tuple(missing)
+        need.setdefault((chosen.name, chosen.wheel), chosen)
+        todo += [(r, e) for r in chosen.requires for e in ("", *sorted(req.extras))]
+    return tuple(need.values()), tuple(missing)
+
+
+def _unfit(req: Any, d: Dist, python: str, tags: frozenset[str]) -> str | None:
+    """Why `d` cannot serve `req` (a Requirement) on the hosts, or None."""
+    from packaging.specifiers import SpecifierSet
+
+    what = PurePosixPath(d.wheel).name if d.wheel else f"{d.name} {d.version}"
+    if d.editable:
+        return f"{req} (installed editable: no files to serve)"
+    if req.specifier and not req.specifier.contains(d.version, prereleases=True):
+        return f"{req} ({what} from --wheels)" if d.wheel else f"{req} (the venv has {d.version})"
+    if d.requires_python and not SpecifierSet(d.requires_python).contains(python, prereleases=True):
+        return f"{what} (it requires Python {d.requires_python}, the lab's hosts run {python})"
+    if d.wheel and not set(d.tags) & tags:
+        return f"{what} (its tags {'.'.join(d.tags)} do not fit the lab's hosts' Python {python})"
+    return None
 
 
 def wheel_filename(dist_info: str, tags: Iterable[str]) -> str:

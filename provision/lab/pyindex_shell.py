@@ -9,6 +9,7 @@ import base64
 import hashlib
 import io
 import os
+import stat
 import subprocess
 import time
 import urllib.request
@@ -59,6 +60,92 @@ def host_python() -> str:
     return r.stdout.strip()
 
 
+def host_platforms() -> list[str]:
+    """The platform tags of this machine (its glibc, its architecture): the lab's hosts
+    boot over its `/`, so theirs."""
+    from packaging.tags import platform_tags
+
+    return list(platform_tags())
+
+
+def _open_wheel(path: Path) -> int:
+    """A read-only descriptor of the regular file `path`, never through a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        raise X.WheelError(f"{path}: a symlink or unreadable ({e.strerror}): --wheels takes "
+                           "the wheels themselves") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise X.WheelError(f"{path}: not a regular file")
+    return fd
+
+
+def wheel_dists(directory: str) -> dict[str, X.Dist]:
+    """The wheels of `directory` (`--wheels`), by canonical name, each read from its own
+    METADATA. Every entry must be a regular file with a wheel's name, one per project:
+    anything else is refused (X.WheelError), nothing read past it."""
+    out: dict[str, X.Dist] = {}
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as e:
+        raise X.WheelError(f"{directory}: {e.strerror}") from None
+    for entry in entries:
+        path = Path(directory) / entry.name
+        if entry.is_symlink():
+            raise X.WheelError(f"{path}: a symlink: --wheels takes the wheels themselves")
+        X.wheel_tags(entry.name)
+        fd = _open_wheel(path)
+        with os.fdopen(fd, "rb") as f:
+            d = X.wheel_dist(str(path), _metadata(path, f))
+        if d.name in out:
+            raise X.WheelError(f"{path}: a second wheel of {d.name} (with "
+                               f"{Path(out[d.name].wheel).name}): keep the one for the lab's hosts")
+        out[d.name] = d
+    return out
+
+
+def _metadata(path: Path, f: io.BufferedReader) -> bytes:
+    """The bytes of the wheel's one `NAME-VERSION.dist-info/METADATA`, at most
+    X.METADATA_MAX of them (a compressed bomb stops there)."""
+    try:
+        with zipfile.ZipFile(f) as z:
+            found = [i for i in z.infolist() if i.filename.count("/") == 1
+                     and i.filename.endswith(".dist-info/METADATA")]
+            if len(found) != 1:
+                raise X.WheelError(f"{path}: {len(found)} *.dist-info/METADATA in it, not one: "
+                                   "not a wheel")
+            if found[0].file_size > X.METADATA_MAX:
+                raise X.WheelError(f"{path}: its METADATA is {found[0].file_size} bytes "
+                                   f"(at most {X.METADATA_MAX}): not a wheel's")
+            with z.open(found[0]) as m:
+                data = m.read(X.METADATA_MAX + 1)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as e:
+        raise X.WheelError(f"{path}: not a zip archive a wheel is ({e})") from None
+    if len(data) > X.METADATA_MAX:
+        raise X.WheelError(f"{path}: its METADATA is over {X.METADATA_MAX} bytes: not a wheel's")
+    return data
+
+
+def copy_wheel(dist: X.Dist, dest: Path) -> str:
+    """DEST/NAME.whl, the bytes of --wheels' `dist.wheel` as they are (no repack),
+    written atomically (0644, never through a symlink); its name."""
+    name = Path(dist.wheel).name
+    X.wheel_tags(name)
+    fd = _open_wheel(Path(dist.wheel))
+    with os.fdopen(fd, "rb") as f:
+        tmp = dest / f".{name}.tmp"
+        tmp.unlink(missing_ok=True)  # a leftover of a run that died (unlink: not followed)
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o644)
+        with os.fdopen(out, "wb") as w:
+            while chunk := f.read(1 << 20):
+                w.write(chunk)
+            os.fchmod(w.fileno(), 0o644)
+    os.replace(tmp, dest / name)
+    return name
+
+
 def _b64(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
@@ -104,16 +191,20 @@ def _root(plan: P.LabPlan) -> Path:
     return host_dir(plan, plan.node("resolver")) / "root" / X.ROOT.lstrip("/")
 
 
-def publish(plan: P.LabPlan, names: tuple[str, ...], dists: dict[str, X.Dist]) -> str:
-    """The wheels of `names` (and those published before) served from the resolver on its
-    private address; returns the index URL once a GPU host's namespace gets its page."""
+def publish(plan: P.LabPlan, served: tuple[X.Dist, ...]) -> str:
+    """The wheels of `served` (a --wheels DIR's copied, the venv's repacked; and those
+    published before) served from the resolver on its private address; returns the index
+    URL once a GPU host's namespace gets its page."""
     root = _root(plan)
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
     for d in (root, files):
         os.chmod(d, 0o755)
-    for n in names:
-        repack(plan.venv, dists[n], files)
+    for dist in served:
+        if dist.wheel:
+            copy_wheel(dist, files)
+        else:
+            repack(plan.venv, dist, files)
     wheels = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in files.glob("*.whl")}
     for rel, text in X.simple_pages(wheels).items():
         page = root / rel
