@@ -170,7 +170,7 @@ def _unfit(req: Any, d: Dist, python: str, tags: frozenset[str]) -> str | None:
     if d.requires_python and not SpecifierSet(d.requires_python).contains(python, prereleases=True):
         return f"{what} (it requires Python {d.requires_python}, the lab's hosts run {python})"
     if d.wheel and not set(d.tags) & tags:
-        return f"{what} (its tags {'.'.join(d.tags)} do not fit the lab's hosts' Python {python})"
+        return f"{what} (its tags {', '.join(d.tags)} do not fit the lab's hosts' Python {python})"
     return None
 
 

@@ -94,7 +94,11 @@ def wheel_dists(directory: str) -> dict[str, X.Dist]:
         path = Path(directory) / entry.name
         if entry.is_symlink():
             raise X.WheelError(f"{path}: a symlink: --wheels takes the wheels themselves")
-        X.wheel_tags(entry.name)
+        try:
+            X.wheel_tags(entry.name)
+        except X.WheelError as e:
+            raise X.WheelError(f"{directory}/{e} (--wheels DIR holds wheels only: "
+                               "`pip download --only-binary=:all: --dest DIR ...`)") from None
         fd = _open_wheel(path)
         with os.fdopen(fd, "rb") as f:
             d = X.wheel_dist(str(path), _metadata(path, f))

@@ -230,3 +230,56 @@ def test_the_copy_with_the_labs_index_validates(tmp_path: Path) -> None:
     assert "# the team's mirror" in new and "mirror.example" not in new
     assert yaml.safe_load(new)["python_envs"]["boards"]["index_url"] == \
         f"http://{PLAN.address('resolver', 'prv')}:{X.PORT}/simple"
+
+
+HOST_TAGS = X.host_tags("3.11.2", ["manylinux_2_17_x86_64", "linux_x86_64"])
+
+
+def _whl(name: str, version: str, *requires: str, python: str = "",
+         tag: str = "py3-none-any") -> X.Dist:
+    file = f"{name.replace('-', '_')}-{version}-{tag}.whl"
+    return X.Dist(name, version, requires, f"{name.replace('-', '_')}-{version}.dist-info",
+                  requires_python=python, wheel=f"/w/{file}", tags=(tag,))
+
+
+def test_wheels_of_a_dir_are_preferred_to_the_venvs_and_fit_the_hosts() -> None:
+    """The venv runs 3.11.7: its soupsieve needs >=3.11.5; the hosts' python3 is 3.11.2."""
+    doc = team()
+    doc["python_envs"] = {"soup": {"packages": ["bs4-lite", "tensorboard"]},
+                          "native": {"packages": ["fast", "mac-only", "six<1"]}}
+    wheels = (_whl("soupsieve", "2.5", python=">=3.8"), _whl("six", "1.17.0"),
+              _whl("fast", "1.0", tag="cp311-cp311-manylinux_2_17_x86_64"),
+              _whl("mac-only", "1.0", tag="cp311-cp311-macosx_11_0_arm64"),
+              _whl("numpy", "2.4.6", python=">=3.12", tag="cp312-cp312-manylinux_2_17_x86_64"))
+    a = A.adopt(doc, A.lab_view(PLAN, tsig_key="/out/tsig.key", team_keys=KEYS, dists=DISTS,
+                                python="3.11.2", wheels=wheels, tags=HOST_TAGS))
+    served = {(d.name, d.wheel) for d in a.served}
+    # the DIR's soupsieve and six serve; numpy's wheel is for 3.12, so the venv's serves
+    assert served == {("bs4-lite", ""), ("soupsieve", "/w/soupsieve-2.5-py3-none-any.whl"),
+                      ("tensorboard", ""), ("numpy", ""), ("six", "/w/six-1.17.0-py3-none-any.whl"),
+                      ("fast", "/w/fast-1.0-cp311-cp311-manylinux_2_17_x86_64.whl")}
+    assert a.packages == ("bs4-lite", "tensorboard", "soupsieve", "numpy", "six", "fast")
+    unfit = {u.path: u.why for u in a.unfit}
+    assert ("python_envs", "soup", "packages") not in unfit  # soupsieve fits now
+    why = unfit[("python_envs", "native", "packages")]
+    assert ("mac_only-1.0-cp311-cp311-macosx_11_0_arm64.whl (its tags "
+            "cp311-cp311-macosx_11_0_arm64 do not fit the lab's hosts' Python 3.11.2)" in why), why
+    # neither the wheel nor the venv's six fits six<1: both named
+    assert "six<1 (six-1.17.0-py3-none-any.whl from --wheels)" in why
+    assert "six<1 (the venv has 1.17.0)" in why
+    assert "the wheels of --wheels and the venv that ran `lab up`" in why
+
+
+def test_a_wheel_for_another_python_is_named_with_why() -> None:
+    doc = team()
+    doc["python_envs"] = {"np": {"packages": ["numpy", "ghost"]}}
+    wheels = (_whl("numpy", "2.4.6", python=">=3.12", tag="cp311-cp311-manylinux_2_17_x86_64"),)
+    venv = (_dist("numpy", "2.4.6", python=">=3.12"),)
+    a = A.adopt(doc, A.lab_view(PLAN, tsig_key="/out/tsig.key", team_keys=KEYS, dists=venv,
+                                python="3.11.2", wheels=wheels, tags=HOST_TAGS))
+    why = {u.path: u.why for u in a.unfit}[("python_envs", "np", "packages")]
+    assert ("numpy-2.4.6-cp311-cp311-manylinux_2_17_x86_64.whl (it requires Python >=3.12, "
+            "the lab's hosts run 3.11.2)") in why
+    assert "numpy 2.4.6 (it requires Python >=3.12" in why
+    assert "ghost (not in the venv nor in --wheels)" in why
+    assert a.served == ()

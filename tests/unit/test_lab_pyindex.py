@@ -7,6 +7,7 @@ import base64
 import hashlib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,114 @@ def test_repack_lays_an_installed_distribution_out_as_a_wheel(tmp_path: Path) ->
     stamp = (out / name).stat().st_mtime_ns
     assert S.repack(str(venv), dists["demo"], out) == name  # made once
     assert (out / name).stat().st_mtime_ns == stamp
+
+
+def _wheel(d: Path, file: str, metadata: bytes | None = None, *, extra: dict[str, bytes] | None = None,
+           compress: int = zipfile.ZIP_STORED) -> Path:
+    """A small real wheel `d/file`, its METADATA `metadata` (default: of its name)."""
+    name, version = file.split("-")[:2]
+    if metadata is None:
+        metadata = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                    "Requires-Python: >=3.8\nRequires-Dist: six>=1\n"
+                    "Requires-Dist: pytest; extra == 'test'\n\nA description.\n").encode()
+    path = d / file
+    with zipfile.ZipFile(path, "w", compress) as z:
+        z.writestr(f"{name}/__init__.py", "X = 1\n")
+        z.writestr(f"{name}-{version}.dist-info/METADATA", metadata)
+        for arc, data in (extra or {}).items():
+            z.writestr(arc, data)
+        z.writestr(f"{name}-{version}.dist-info/RECORD", "")
+    return path
+
+
+def test_a_wheels_dir_is_read_from_each_wheels_own_metadata(tmp_path: Path) -> None:
+    w = _wheel(tmp_path, "Soup_Sieve-2.5-py3-none-any.whl",
+               b"Metadata-Version: 2.1\nName: soup-sieve\nVersion: 2.5\n"
+               b"Requires-Python: >=3.8\nRequires-Dist: six>=1\n"
+               b"Requires-Dist: pytest; extra == 'test'\n")
+    assert S.wheel_dists(str(tmp_path)) == {"soup-sieve": X.Dist(
+        "soup-sieve", "2.5", ("six>=1", "pytest; extra == 'test'"), "Soup_Sieve-2.5.dist-info",
+        requires_python=">=3.8", wheel=str(w), tags=("py3-none-any",))}
+
+
+@pytest.mark.parametrize(("make", "error"), [
+    (lambda d: (d / "x-1.0-py3-none-any.whl").symlink_to(_wheel(d.parent, "x-1.0-py3-none-any.whl")),
+     "x-1.0-py3-none-any.whl: a symlink"),
+    (lambda d: _wheel(d, "x-1.0.whl"), "x-1.0.whl: not a wheel's file name"),
+    (lambda d: (d / "x-1.0.tar.gz").write_bytes(b"sdist"), "x-1.0.tar.gz: not a wheel's file name"),
+    (lambda d: (d / "x-1.0-py3-none-any.whl").mkdir(), "x-1.0-py3-none-any.whl: not a regular file"),
+    (lambda d: (d / "x-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 not a zip"),
+     "not a zip archive"),
+    (lambda d: _wheel(d, "x-1.0-py3-none-any.whl", b"Metadata-Version: 2.1\nName: y\nVersion: 1.0\n"),
+     "its METADATA is y 1.0, its file name x 1.0"),
+    (lambda d: _wheel(d, "x-1.0-py3-none-any.whl", b"garbage without headers"),
+     "its METADATA has no Name or no Version"),
+    (lambda d: _wheel(d, "x-1.0-py3-none-any.whl", extra={"y-1.dist-info/METADATA": b"Name: y\nVersion: 1\n"}),
+     "2 \\*.dist-info/METADATA in it"),
+    # a bomb: 2 MiB of zeros that deflate to a few KiB; refused at its declared size
+    (lambda d: _wheel(d, "x-1.0-py3-none-any.whl", b"Name: x\nVersion: 1.0\n" + b"\0" * (2 << 20),
+                      compress=zipfile.ZIP_DEFLATED), "its METADATA is 2097173 bytes"),
+    (lambda d: (_wheel(d, "x-1.0-py3-none-any.whl"), _wheel(d, "x-1.1-py3-none-any.whl")),
+     "a second wheel of x"),
+])
+def test_what_is_not_a_wheel_to_serve_is_refused_by_name(tmp_path: Path, make: Any, error: str) -> None:
+    d = tmp_path / "wheels"
+    d.mkdir()
+    make(d)
+    with pytest.raises(X.WheelError, match=error):
+        S.wheel_dists(str(d))
+
+
+def test_a_bomb_that_lies_about_its_size_is_read_no_further_than_it_says(tmp_path: Path) -> None:
+    """Its headers say 30 bytes; the deflated stream holds 2 MiB: zipfile stops at 30 and
+    the CRC refuses them (the read's own bound, METADATA_MAX + 1, is a second fence)."""
+    path = _wheel(tmp_path, "x-1.0-py3-none-any.whl", b"Name: x\nVersion: 1.0\n" + b"\0" * (2 << 20),
+                  compress=zipfile.ZIP_DEFLATED)
+    data = bytearray(path.read_bytes())
+    true_size = (2 << 20) + 21
+    # the central directory's and the local header's uncompressed size, rewritten to 30
+    for sig in (b"PK\x01\x02", b"PK\x03\x04"):
+        at = 0
+        while (at := data.find(sig, at)) >= 0:
+            off = at + (24 if sig == b"PK\x01\x02" else 22)
+            if int.from_bytes(data[off:off + 4], "little") == true_size:
+                data[off:off + 4] = (30).to_bytes(4, "little")
+            at += 4
+    path.write_bytes(bytes(data))
+    with pytest.raises(X.WheelError, match="not a zip archive a wheel is \\(Bad CRC-32"):
+        S.wheel_dists(str(tmp_path))
+
+
+def test_a_wheel_is_served_as_it_is_never_through_a_symlink(tmp_path: Path) -> None:
+    src = tmp_path / "wheels"
+    src.mkdir()
+    w = _wheel(src, "demo-1.0-py3-none-any.whl")
+    d = S.wheel_dists(str(src))["demo"]
+    files = tmp_path / "files"
+    files.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"root's file")
+    (files / ".demo-1.0-py3-none-any.whl.tmp").symlink_to(victim)  # planted where it writes
+    assert S.copy_wheel(d, files) == "demo-1.0-py3-none-any.whl"
+    out = files / "demo-1.0-py3-none-any.whl"
+    assert out.read_bytes() == w.read_bytes()  # no repack
+    assert out.stat().st_mode & 0o777 == 0o644 and not out.is_symlink()
+    assert victim.read_bytes() == b"root's file"
+    assert [p.name for p in files.iterdir()] == [out.name]
+    # the source swapped for a symlink after it was read: refused, not followed
+    w.unlink()
+    w.symlink_to(victim)
+    with pytest.raises(X.WheelError, match="a symlink or unreadable"):
+        S.copy_wheel(d, files)
+    with pytest.raises(X.WheelError, match="not a wheel's file name"):
+        S.copy_wheel(X.Dist("demo", "1", (), "demo-1.dist-info", wheel=str(src / "demo.whl")), files)
+
+
+def test_the_hosts_tags_are_pips_for_their_python() -> None:
+    tags = X.host_tags("3.11.2", ["manylinux_2_17_x86_64", "linux_x86_64"])
+    for fits in ("cp311-cp311-manylinux_2_17_x86_64", "cp311-abi3-linux_x86_64",
+                 "cp38-abi3-manylinux_2_17_x86_64", "py3-none-any", "py311-none-any"):
+        assert fits in tags
+    for unfit in ("cp312-cp312-manylinux_2_17_x86_64", "cp311-cp311-macosx_11_0_arm64",
+                  "cp311-cp311-manylinux_2_17_aarch64"):
+        assert unfit not in tags
