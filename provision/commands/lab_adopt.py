@@ -62,8 +62,8 @@ def adopt_cmd(inventory: str, out: str | None, wheel_dirs: tuple[str, ...], as_j
     the people's lab keys, public_address (dropped), the venv of services whose default
     env would come from PyPI, and the index_url of declared python envs: the lab serves
     the distributions of the venv that ran `lab up` as a package index (the lab has no
-    Internet), or the wheels of --wheels DIR. Everything else stays as written; what the lab cannot
-    stand for is listed. Brings up a lab with a GPU host per host when none is up.
+    Internet), or those of --wheels DIR, made with the hosts' Python. Everything else
+    stays as written; what the lab cannot stand for is listed. Brings up a lab with a GPU host per host when none is up.
 
     Then: provision lab exec -- provision apply -i COPY --yes
     """

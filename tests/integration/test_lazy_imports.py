@@ -94,6 +94,13 @@ ALLOWED: dict[tuple[str, str], str] = {
         "environments onto the lab's index",
     ("provision/lab/pyindex.py", "packaging.specifiers"): "packaging: as above",
     ("provision/lab/pyindex.py", "packaging.utils"): "packaging: as above",
+    ("provision/lab/pyindex.py", "packaging.tags"): "packaging: as above (`--wheels`' tags)",
+    ("provision/lab/pyindex.py", "packaging.version"): "packaging: as above",
+    ("provision/lab/pyindex.py", "email.parser"):
+        "the email package (a wheel's METADATA): only when `lab adopt --wheels` reads one",
+    ("provision/lab/pyindex.py", "email.policy"): "the email package: as above",
+    ("provision/lab/pyindex_shell.py", "packaging.tags"):
+        "packaging: only when `lab adopt` maps declared Python environments",
     ("provision/inventory/python_envs.py", "packaging.requirements"):
         "packaging (~40 ms, most of it compiling its requirement grammar): only when an "
         "inventory declares or uses a Python environment",
