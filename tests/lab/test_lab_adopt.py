@@ -6,9 +6,11 @@ Jupyter, TensorBoard, a public model API, a DNS name), then `apply` of the copy 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +103,39 @@ def test_lab_shell_runs_as_root_in_the_container(lab: Lab, adopted: dict[str, An
     rows = json.loads(lab_cli(lab, "status", "--json").stdout)["hosts"]
     gpu1 = next(x for x in rows if x["host"] == "gpu1")
     assert gpu1["leader"] == lab.leader("gpu1") and gpu1["leader"] != gpu1["pid"]
+
+
+def test_wheels_of_a_dir_are_served_as_they_are(lab: Lab, tmp_path: Path) -> None:
+    """`--wheels DIR`: a wheel made for the hosts' Python is served byte for byte, with its
+    sha256, from the resolver to a GPU host's namespace; the rest comes from the venv."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    whl = wheels / "labdemo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("labdemo/__init__.py", "X = 1\n")
+        z.writestr("labdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: labdemo\n"
+                   "Version: 1.0\nRequires-Python: >=3.8\nRequires-Dist: six>=1\n")
+        z.writestr("labdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"
+                   "Tag: py3-none-any\n")
+        z.writestr("labdemo-1.0.dist-info/RECORD", "")
+    inv = tmp_path / "team.yml"
+    inv.write_text(TEAM.read_text() + "\npython_envs:\n  demo: {packages: [labdemo]}\n")
+    r = lab_cli(lab, "adopt", str(inv), "--out", str(tmp_path / "out"), "--wheels", str(wheels))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"(1 wheel(s) from {wheels}, 1 distribution(s) of " in r.stdout, r.stdout
+    r = lab_cli(lab, "adopt", str(inv), "--out", str(tmp_path / "out"), "--wheels", str(wheels),
+                "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = json.loads(r.stdout)
+    assert a["not_in_lab"] == [] and a["packages"] == ["labdemo", "six"]
+    assert (a["from_wheels"], a["from_venv"]) == (["labdemo-1.0-py3-none-any.whl"], ["six"])
+    # read back from where pip runs: the page's link and digest, and the file's bytes
+    fetch = ("import hashlib, re, sys, urllib.request as u\n"
+             "o = u.build_opener(u.ProxyHandler({}))\n"
+             "page = o.open(sys.argv[1] + '/labdemo/').read().decode()\n"
+             "href, digest = re.search(r'href=\"([^\"#]+)#sha256=([0-9a-f]+)\"', page).groups()\n"
+             "data = o.open(u.urljoin(sys.argv[1] + '/labdemo/', href)).read()\n"
+             "print(href, digest, hashlib.sha256(data).hexdigest())\n")
+    out = lab.host("gpu1", "python3", "-c", fetch, a["index"]).stdout.split()
+    want = hashlib.sha256(whl.read_bytes()).hexdigest()
+    assert out == ["../../files/labdemo-1.0-py3-none-any.whl", want, want], out
