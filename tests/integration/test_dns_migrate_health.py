@@ -114,3 +114,28 @@ def test_health_checks_through_a_remote_hosts_channel() -> None:
     prohibited = _Transport(refuse=(1, "open failed"))
     r = health.run(health.parse("tcp:8000"), "10.0.0.7", dial=partial(dial, prohibited, "gpu1"))
     assert not r.ok and "gpu1's sshd does not forward (AllowTcpForwarding no" in r.detail
+
+
+def test_an_answer_that_is_not_http_fails_the_check_with_its_bytes_escaped() -> None:
+    # the other end (the new value's server, or anyone on the path) picks the status line;
+    # before, http.client's BadStatusLine escaped as a traceback that printed it raw
+    import socket
+    import threading
+
+    evil = b"\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J evil\r\n"
+
+    def dial(host: str, port: int, timeout: float) -> socket.socket:
+        ours, theirs = socket.socketpair()
+
+        def serve() -> None:
+            with theirs:
+                theirs.recv(65536)
+                theirs.sendall(evil)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return ours
+
+    r = health.run(health.parse("http://api.example.org:8000/health"), "192.0.2.7", dial=dial)
+    assert not r.ok
+    assert "not an HTTP answer" in r.detail
+    assert "\x1b" not in r.detail and "\x07" not in r.detail

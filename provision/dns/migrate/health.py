@@ -83,7 +83,13 @@ def run(check: Check, value: str, timeout: float = 5.0, dial: Dial = _local,
         return _http(check, host, timeout, dial, where)
     except OSError as e:
         return Result(check.describe(), value, False,
-                      f"{host}:{check.port}: {e.strerror or e}")
+                      f"{host}:{check.port}: {printable(str(e.strerror or e))}")
+    except (http.client.HTTPException, ValueError) as e:
+        # what the other end sent that is not HTTP (a status line of its choosing): a failed
+        # check in words, its bytes escaped, never a traceback that prints them raw
+        return Result(check.describe(), value, False,
+                      f"{host}:{check.port}: not an HTTP answer ({type(e).__name__}: "
+                      f"{printable(str(e)[:200])})")
 
 
 def _http(check: Check, host: str, timeout: float, dial: Dial, where: str) -> Result:
