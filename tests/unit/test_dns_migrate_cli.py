@@ -128,3 +128,37 @@ def test_health_from_names_a_host_or_bastion_of_the_inventory(tmp_path: Path) ->
     r = CliRunner().invoke(main, ["dns", "migrate", "cutover", "api.example.org", "-i", str(p),
                                   "--health", "tcp:80", "--health-from", "nosuch"])
     assert r.exit_code == 2 and "--health-from nosuch: no host or bastion" in r.output
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("0.0.0.0", "unspecified"),
+    ("::ffff:127.0.0.1", "loopback"), ("169.254.169.254", "link-local"),
+    ("10.0.0.5", "gpu1's own address"), ("198.51.100.9", "gpu1's own address"),
+    ("localhost.", "a name of the local host"), ("localhost.localdomain.", "local host"),
+])
+def test_health_from_refuses_a_value_the_via_host_would_answer_itself(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, why: str) -> None:
+    """From HOST its sshd makes the connection: a value that lands on HOST itself is
+    answered there (any account may listen on the port; its firewall is never crossed),
+    so it is refused before anything connects."""
+    from provision.dns.migrate import health, health_from
+
+    p = tmp_path / "inv.yml"
+    p.write_text(yaml.safe_dump({"version": 1, "bastions": {"jump": {"address": "192.0.2.1"}},
+                                 "hosts": {"gpu1": {"address": "10.0.0.5", "via": "jump",
+                                                    "public_address": "198.51.100.9"}}}))
+    inv = load_inventory(p)
+
+    def no_connect(*a: object, **k: object) -> None:
+        raise AssertionError("connected")
+
+    monkeypatch.setattr(health_from, "connect", no_connect)
+    said: list[str] = []
+    with pytest.raises(UsageError, match=why):
+        health_from.gate("api", [health.parse("tcp:8000")], [value], ["192.0.2.50"],
+                         said.append, inv, inv.node("gpu1"))
+    assert said == []
+    # another host's address goes through to the connection
+    with pytest.raises(AssertionError, match="connected"):
+        health_from.gate("api", [health.parse("tcp:8000")], ["10.0.0.6"], ["192.0.2.50"],
+                         said.append, inv, inv.node("gpu1"))

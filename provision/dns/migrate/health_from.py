@@ -10,6 +10,7 @@ chain, its host keys checked as every connection's are (`provision.ssh.hostkeys`
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Callable, Sequence
 
@@ -40,6 +41,44 @@ def source(inv: Inventory, name: str | None, checks: Sequence[H.Check]) -> Host 
     return nodes[name]
 
 
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return mapped or ip
+
+
+def refuse_local(via: Host, values: Sequence[str]) -> None:
+    """UsageError (exit 2) for a value that would make the check land on `via` itself.
+
+    From HOST, its sshd makes the connection: a loopback, unspecified or link-local value,
+    or HOST's own address, is answered by HOST (where any account may listen on the port
+    while the service is down, and its own firewall is never crossed), not by the machine
+    the record will send clients to; link-local also reaches a cloud's metadata service."""
+    own = {_ip(a) for a in (via.address, via.public_address or "") if a} - {None}
+    own_names = {via.address.lower().rstrip(".")}
+    for v in values:
+        text = v.rstrip(".").lower()
+        ip = _ip(text)
+        why = ""
+        if ip is not None:
+            if ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast:
+                why = "a loopback, unspecified, link-local or multicast address"
+            elif ip in own:
+                why = f"{via.name}'s own address"
+        elif text == "localhost" or text.endswith((".localhost", ".localdomain")):
+            why = "a name of the local host"
+        elif text in own_names:
+            why = f"{via.name}'s own name"
+        if why:
+            raise UsageError(f"--health-from {via.name}: the new value {printable(v)} is {why}: "
+                             f"the check would be answered by {via.name} itself, not by what the "
+                             "record will point at (run the check from elsewhere, or without "
+                             "--health-from)")
+
+
 def run_checks(inv: Inventory, checks: Sequence[H.Check], values: Sequence[str],
                via: Host | None) -> list[H.Result]:
     """Every check against every value, from `via` (one connection for all) or here."""
@@ -68,6 +107,8 @@ def gate(where: str, checks: Sequence[H.Check], values: Sequence[str],
     if not checks:
         say(f"{where}: no --health given: the new values were not checked")
         return
+    if via is not None:
+        refuse_local(via, values)
     results = run_checks(inv, checks, values, via)
     for r in results:
         say(f"{where}: health {r.check} {r.value}: {'ok' if r.ok else 'FAILED'} ({r.detail})")
