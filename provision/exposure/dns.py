@@ -71,6 +71,7 @@ def dns_findings(inv: Inventory) -> list[Finding]:
     for h in nodes:  # and the address the internet reaches it at (NAT, elastic IP)
         if h.public_address:
             owner.setdefault(str(ipaddress.ip_address(h.public_address)), h.name)
+    fixed = dict(owner)  # the addresses nodes have without DNS: their own and public ones
     for h in nodes:
         if not is_ip(h.address):
             for a in _resolve(h.address.rstrip(".").lower(), records) or ():
@@ -105,8 +106,8 @@ def dns_findings(inv: Inventory) -> list[Finding]:
                     "for it in the inventory", f"add a record for it under dns.zones.{zone.name}",
                     f"{section}.{h.name}.address"))
             continue
-        others = sorted({literal[str(ipaddress.ip_address(a))] for a in addrs
-                         if literal.get(str(ipaddress.ip_address(a)), h.name) != h.name})
+        others = sorted({fixed[str(ipaddress.ip_address(a))] for a in addrs
+                         if fixed.get(str(ipaddress.ip_address(a)), h.name) != h.name})
         if others:
             out.append(Finding(
                 "error", "dns-host-mismatch", h.name,

@@ -140,3 +140,20 @@ def test_a_record_pointing_at_a_hosts_public_address_has_a_host(tmp_path: Path) 
     p.write_text(HEAD.replace("gpu1: {address: 10.0.1.21,",
                               "gpu1: {address: 10.0.1.21, public_address: 198.51.100.7,") + text)
     assert unknown() == []
+
+
+def test_a_host_name_the_zone_sends_to_another_hosts_public_address_is_an_error(
+        tmp_path: Path) -> None:
+    # the bastion's name resolves to gpu1's NAT address: SSH and host-key trust for jump
+    # would go to gpu1 (before, public addresses counted only for "a record has a host")
+    p = tmp_path / "inv.yml"
+    p.write_text(HEAD.replace("gpu1: {address: 10.0.1.21, via: jump}",
+                              "gpu1: {address: 10.0.1.21, via: jump, public_address: 198.51.100.7}")
+                 + """dns:
+  zones:
+    example.org:
+      provider: route53
+      records:
+        jump: {type: A, values: [198.51.100.7]}
+""")
+    assert ("error", "dns-host-mismatch", "jump") in _codes(p)
