@@ -282,8 +282,10 @@ class SetSysctl(Action):
         refused = quote(f"{self.key}: the kernel refuses {self.value}{src}")
         return (f"sysctl -q -w {k}={v} || {{ echo {refused} >&2; exit 1; }}\n"
                 f"provision_v=$(sysctl -n {k} | tr -s ' \\t' '  ')\n"
-                f'[ "$provision_v" = {v} ] || {{ echo "{self.key}: the kernel runs '
-                f'\'$provision_v\' after setting {self.value}{src}" >&2; exit 1; }}')
+                # the key, value and file may come from the host's own sysctl.d: quoted,
+                # never inside double quotes where `$(...)` would run
+                f'[ "$provision_v" = {v} ] || {{ echo {quote(f"{self.key}: the kernel runs ")}'
+                f'"\'$provision_v\'"{quote(f" after setting {self.value}{src}")} >&2; exit 1; }}')
 
 
 @frozen

@@ -87,3 +87,23 @@ def test_a_command_cannot_forge_progress_or_read_the_batch(tmp_path: Path) -> No
     out, _, finished = _batch(tmp_path, RunCommand("cat > got; true", None, None, None, "x"),
                               RunCommand("true", None, None, None, "x"))
     assert finished and (tmp_path / "got").read_text() == ""
+
+
+def test_a_sysctl_read_back_runs_nothing_from_the_hosts_own_files(tmp_path: Path) -> None:
+    # the value and the file come from the host's sysctl.d when the kernel keeps another
+    # value; before, the failure's echo put them inside double quotes, where $(...) runs
+    from provision.steps.actions import SetSysctl
+
+    hit = tmp_path / "ran"
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "sysctl").write_text('#!/bin/sh\n[ "$1" = -n ] && echo other\nexit 0\n')
+    (stub / "sysctl").chmod(0o755)
+    action = SetSysctl("kernel.core_pattern", f"core.$(touch {hit})",
+                       source=f'/usr/lib/sysctl.d/50-x"$(touch {hit})".conf')
+    r = subprocess.run(["dash", "-c", action.script()], capture_output=True, text=True,
+                       env={"PATH": f"{stub}:/usr/bin:/bin"}, timeout=30, check=False)
+    assert r.returncode == 1
+    assert not hit.exists()
+    assert r.stderr == (f"kernel.core_pattern: the kernel runs 'other' after setting "
+                        f'core.$(touch {hit}) (from /usr/lib/sysctl.d/50-x"$(touch {hit})".conf)\n')
