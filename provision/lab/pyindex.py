@@ -18,11 +18,13 @@ preferred over the venv's in `closure` and served as they are.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 from provision.frozen import frozen
+from provision.text import printable
 
 PORT = 8080                     # on the resolver's private address (it runs no inventory)
 ROOT = "/srv/provision-lab-index"  # inside the resolver container, root's
@@ -174,11 +176,21 @@ def _unfit(req: Any, d: Dist, python: str, tags: frozenset[str]) -> str | None:
     return None
 
 
+_STEM = re.compile(r"[A-Za-z0-9_.+!]+-[A-Za-z0-9_.+!]+")
+_TAG = re.compile(r"[A-Za-z0-9_.]+")
+
+
 def wheel_filename(dist_info: str, tags: Iterable[str]) -> str:
     """NAME-VERSION-PY-ABI-PLATFORM.whl, its tags compressed (PEP 425) when they are a
     product (py2.py3-none-any), else the first: the WHEEL file inside keeps every tag."""
     stem = dist_info.removesuffix(".dist-info")
+    if not _STEM.fullmatch(stem):
+        raise ValueError(f"{printable(dist_info)}: not NAME-VERSION.dist-info")
     ts = [t.split("-") for t in dict.fromkeys(tags) if t.count("-") == 2]
+    bad = [t for t in ts if not all(_TAG.fullmatch(x) for x in t)]
+    if bad:  # they make the served file's name: a / or .. there would leave the directory
+        raise ValueError(f"{printable(dist_info)}: WHEEL tag {printable('-'.join(bad[0]))} is "
+                         "not letters, digits, _ and .")
     if not ts:
         raise ValueError(f"{dist_info}: WHEEL names no tag")
     parts = [list(dict.fromkeys(t[i] for t in ts)) for i in range(3)]

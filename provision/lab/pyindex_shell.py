@@ -17,6 +17,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from provision.text import printable
+
 from . import plan as P
 from . import pyindex as X
 from .netns import in_netns
@@ -154,6 +156,26 @@ def _b64(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def _installed(venv_real: str, path: Path) -> bytes:
+    """The bytes of one installed file of the venv: a regular file whose real path lies in
+    the venv (a RECORD line or a symlink must not publish a file from elsewhere) and that
+    every account may read already (the index serves it to every lab account)."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, venv_real]) != venv_real:
+        raise LabError(f"{printable(str(path))}: its real path {printable(real)} is outside "
+                       f"the venv {printable(venv_real)}: not published")
+    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise LabError(f"{printable(str(path))}: not a regular file: not published")
+        if not st.st_mode & stat.S_IROTH:
+            raise LabError(f"{printable(str(path))}: readable by its owner only "
+                           f"({stat.filemode(st.st_mode)}): the lab's index would publish it to "
+                           "every lab account")
+        return f.read()
+
+
 def repack(venv: str, dist: X.Dist, dest: Path) -> str:
     """DEST/WHEEL.whl made from the installed files of `dist` (made once); its name."""
     site = site_packages(venv)
@@ -161,13 +183,17 @@ def repack(venv: str, dist: X.Dist, dest: Path) -> str:
     info = site / dist.dist_info
     wheel_meta = (info / "WHEEL").read_text()
     tags = [line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:")]
-    name = X.wheel_filename(dist.dist_info, tags)
+    try:
+        name = X.wheel_filename(dist.dist_info, tags)
+    except ValueError as e:
+        raise LabError(f"{venv}: {e}") from None
     if (dest / name).exists():
         return name
     scripts = frozenset(ep.name for ep in metadata.PathDistribution(info).entry_points
                         if ep.group in ("console_scripts", "gui_scripts"))
     data_dir = dist.dist_info.removesuffix(".dist-info") + ".data"
     rows: list[str] = []
+    venv_real = os.path.realpath(venv)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
         entries = [line.rsplit(",", 2)[0] for line in (info / "RECORD").read_text().splitlines() if line]
@@ -177,7 +203,7 @@ def repack(venv: str, dist: X.Dist, dest: Path) -> str:
         for entry, arc in placed:
             if arc is None:
                 continue
-            data = (site / entry).read_bytes()
+            data = _installed(venv_real, site / entry)
             if arc.startswith(f"{data_dir}/scripts/"):
                 data = X.script_text(data)
             z.writestr(arc, data)
@@ -185,8 +211,11 @@ def repack(venv: str, dist: X.Dist, dest: Path) -> str:
         record = f"{dist.dist_info}/RECORD"
         z.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
     tmp = dest / f".{name}.tmp"
-    tmp.write_bytes(buf.getvalue())
-    os.chmod(tmp, 0o644)
+    tmp.unlink(missing_ok=True)  # a leftover of a run that died (unlink: not followed)
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(out, "wb") as w:
+        w.write(buf.getvalue())
+        os.fchmod(w.fileno(), 0o644)
     os.replace(tmp, dest / name)
     return name
 

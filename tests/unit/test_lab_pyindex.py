@@ -227,3 +227,52 @@ def test_the_hosts_tags_are_pips_for_their_python() -> None:
     for unfit in ("cp312-cp312-manylinux_2_17_x86_64", "cp311-cp311-macosx_11_0_arm64",
                   "cp311-cp311-manylinux_2_17_aarch64"):
         assert unfit not in tags
+
+
+def _tiny_venv(tmp_path: Path, tag: str = "py3-none-any") -> tuple[Path, Path]:
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    info = site / "six-1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: six\nVersion: 1\n")
+    (info / "WHEEL").write_bytes(f"Wheel-Version: 1.0\nTag: {tag}\n".encode())
+    (site / "six.py").write_bytes(b"X = 1\n")
+    (info / "RECORD").write_text("six.py,,\nsix-1.dist-info/METADATA,,\n"
+                                 "six-1.dist-info/WHEEL,,\nsix-1.dist-info/RECORD,,\n")
+    out = tmp_path / "files"
+    out.mkdir()
+    return venv, out
+
+
+def test_repack_never_publishes_a_file_from_outside_the_venv_or_one_only_its_owner_reads(
+        tmp_path: Path) -> None:
+    # the index serves every lab account: before, a symlinked entry or a 0600 file was
+    # read as root and published at 0644
+    from provision.lab.shell import LabError
+
+    venv, out = _tiny_venv(tmp_path)
+    site = venv / "lib" / "python3.11" / "site-packages"
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"token\n")
+    secret.chmod(0o600)
+    (site / "six.py").unlink()
+    (site / "six.py").symlink_to(secret)
+    with pytest.raises(LabError, match="outside the venv"):
+        S.repack(str(venv), S.venv_dists(str(venv))["six"], out)
+    (site / "six.py").unlink()
+    (site / "six.py").write_bytes(b"TOKEN = 1\n")
+    (site / "six.py").chmod(0o600)
+    with pytest.raises(LabError, match="readable by its owner only"):
+        S.repack(str(venv), S.venv_dists(str(venv))["six"], out)
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("tag", ["py3-none-/../../../../etc/cron.d/x", "py3-none-a b"])
+def test_a_wheel_tag_that_would_leave_the_index_directory_is_refused(tmp_path: Path,
+                                                                     tag: str) -> None:
+    from provision.lab.shell import LabError
+
+    venv, out = _tiny_venv(tmp_path, tag)
+    with pytest.raises(LabError, match="not letters, digits"):
+        S.repack(str(venv), S.venv_dists(str(venv))["six"], out)
+    assert list(out.iterdir()) == []
