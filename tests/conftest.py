@@ -20,7 +20,8 @@ LAB = "tests/lab/"
 # The lab's files that bring up a lab of their own (a module fixture, never the session's
 # `lab`): each is a work unit of its own, started at once on a worker beside the two halves
 # below, longest first (measured: `make test` with --junitxml, per file).
-LAB_OWN = tuple(f"{LAB}test_{name}.py" for name in ("fleet", "lynis", "cloud_image", "updates"))
+LAB_OWN = tuple(f"{LAB}test_{name}.py" for name in ("fleet", "lynis", "cloud_image", "updates",
+                                                    "first_hour"))
 # The other lab files in two halves, each on a worker of its own with a lab of its own
 # (every lab file sets its hosts up itself: a module fixture, never another file's
 # leftovers). Split by measured time so the halves end together (two loaded runs, averaged:
@@ -28,7 +29,7 @@ LAB_OWN = tuple(f"{LAB}test_{name}.py" for name in ("fleet", "lynis", "cloud_ima
 # converge, door, audit, hardening and the rest in the other half.
 LAB_SECOND = frozenset(f"{LAB}test_{name}.py" for name in (
     "dns", "dns_migrate", "dns_zonecheck", "python_envs", "team_notebooks", "tunnel",
-    "sg_confirm", "lab", "effect", "interrupt"))
+    "sg_confirm", "lab", "effect"))
 
 
 def lab_unit(nodeid: str) -> str | None:

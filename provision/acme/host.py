@@ -26,7 +26,10 @@ from provision.text import printable
 
 from .renewal import Held
 
-READBACK_TRIES = 50  # 0.2 s apart: a reloaded HAProxy's new worker takes the port
+# How long the port may take to serve the new certificate after the reload: HAProxy's
+# `systemctl reload` returns before its new worker holds the port, and on a loaded machine
+# that took over 10 s. The read-back stops as soon as the port serves it.
+READBACK_SECONDS = 60
 
 
 class HostAnswerError(ValueError):
@@ -68,7 +71,7 @@ def install_script(name: str, fullchain_pem: bytes, connect: str, unit: str = pa
     return render("certs/install.sh.j2", name=name, dir=f"{tls_root}/{name}",
                   chain_b64=chain_b64, privkey=paths.PRIVKEY, fullchain=paths.FULLCHAIN,
                   combined=paths.COMBINED, self_signed=paths.SELF_SIGNED, unit=unit,
-                  connect=connect, tries=READBACK_TRIES)
+                  connect=connect, seconds=READBACK_SECONDS)
 
 
 def connect_address(address: str, port: int) -> str:

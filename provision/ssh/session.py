@@ -66,7 +66,7 @@ class Remote:
         ch = self.chain.conn.transport.open_session(timeout=30)
         try:
             ch.exec_command(self._command(args))
-            ch.sendall(script.encode())
+            _send(ch, script)
         except BaseException:
             ch.close()
             raise
@@ -83,8 +83,8 @@ class Remote:
         ch = transport.open_session(timeout=30)
         try:
             ch.exec_command(command)
-            ch.sendall(script.encode())
-            ch.shutdown_write()
+            if _send(ch, script):
+                ch.shutdown_write()
             out: list[bytes] = []
             err: list[bytes] = []
             seen = 0  # bytes of `out` already handed to `on_line`
@@ -110,6 +110,20 @@ class Remote:
                           b"".join(err).decode("utf-8", "replace"))
         finally:
             ch.close()
+
+
+def _send(ch: Any, script: str) -> bool:
+    """The script on the exec's stdin; False when the command ended before reading all of
+    it (`sudo -n` that wants a password exits at once, and the channel closes while the
+    script is still being sent): what it said and its status tell why, not "Socket is
+    closed", which only says when the close happened to come."""
+    try:
+        ch.sendall(script.encode())
+    except OSError:
+        if ch.closed or ch.exit_status_ready() or ch.eof_received:
+            return False
+        raise
+    return True
 
 
 def _lines(out: list[bytes], seen: int, on_line: Callable[[str], None]) -> int:

@@ -16,6 +16,8 @@ import itertools
 import json
 import os
 import pty
+import secrets
+import shutil
 import struct
 import subprocess
 import termios
@@ -27,7 +29,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import PROVISION, Lab
+from provision.lab import plan as P
+
+from .conftest import PROVISION, Lab, _keys_usable_from_copies, _load, require_lab_prerequisites
+from .conftest import provision as lab_command
 from .test_lab_adopt import lab_cli
 
 pytestmark = pytest.mark.lab
@@ -43,6 +48,22 @@ TYPOS = (  # (as written, the typo, what check must say of it)
     ("values: [198.51.100.80]", "values: [ip]", "records.www.values[0]: invalid IP address 'ip'"),
     ("~/.ssh/id_ed25519", "~/.ssh/id_ed2551", "defaults.identity_file: ~/.ssh/id_ed2551 does not exist"),
 )
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    """A lab of this file's own: the team's inventory replaces the lab's users and services
+    and stops a host's sshd, which no other file should find (tests/conftest.py LAB_OWN)."""
+    require_lab_prerequisites()
+    name = f"pytest-first-{secrets.token_hex(3)}"
+    try:
+        lab_command("up", name=name)
+        loaded = _load(name)
+        with _keys_usable_from_copies(loaded):
+            yield loaded
+    finally:
+        lab_command("down", name=name, check=False)
+        shutil.rmtree(f"{P.DATA_ROOT}/{name}", ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
