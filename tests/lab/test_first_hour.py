@@ -31,8 +31,14 @@ import pytest
 
 from provision.lab import plan as P
 
-from .conftest import PROVISION, Lab, _keys_usable_from_copies, _load, require_lab_prerequisites
-from .conftest import provision as lab_command
+from .conftest import (
+    PROVISION,
+    Lab,
+    _keys_usable_from_copies,
+    _load,
+    provision,
+    require_lab_prerequisites,
+)
 from .test_lab_adopt import lab_cli
 
 pytestmark = pytest.mark.lab
@@ -57,12 +63,12 @@ def lab() -> Iterator[Lab]:
     require_lab_prerequisites()
     name = f"pytest-first-{secrets.token_hex(3)}"
     try:
-        lab_command("up", name=name)
+        provision("up", name=name)
         loaded = _load(name)
         with _keys_usable_from_copies(loaded):
             yield loaded
     finally:
-        lab_command("down", name=name, check=False)
+        provision("down", name=name, check=False)
         shutil.rmtree(f"{P.DATA_ROOT}/{name}", ignore_errors=True)
 
 
@@ -75,13 +81,13 @@ def world(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     yield {"dir": d, "adopted": json.loads(r.stdout)}
 
 
-def provision(lab: Lab, *args: str, timeout: float = WAIT) -> subprocess.CompletedProcess[str]:
+def cli(lab: Lab, *args: str, timeout: float = WAIT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
 def plan(lab: Lab, world: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return provision(lab, "plan", "-i", world["adopted"]["inventory"],
+    return cli(lab, "plan", "-i", world["adopted"]["inventory"],
                      "--playbook", str(world["dir"] / "playbook.yml"))
 
 

@@ -14,8 +14,13 @@ FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / LAB).glob("test_*
 
 
 def _requests_the_session_lab(text: str) -> bool:
-    """A test or fixture of the file takes the argument `lab` (the session's lab)."""
+    """A test or fixture of the file takes the argument `lab` (the session's lab), and the
+    file does not define a `lab` fixture of its own (which its tests then get instead)."""
     tree = ast.parse(text)
+    if any(isinstance(fn, ast.FunctionDef) and fn.name == "lab"
+           and any("fixture" in ast.unparse(d) for d in fn.decorator_list)
+           for fn in ast.walk(tree)):
+        return False
     for fn in ast.walk(tree):
         if not isinstance(fn, ast.FunctionDef):
             continue
