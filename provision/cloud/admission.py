@@ -5,7 +5,8 @@ machine the plan touches on its SSH port, and reverts what touched it when none 
 within the window. A machine is touched when it is an EC2 instance of the inventory (an
 `aws:` block: the ones provision knows the groups govern) and either its attachment
 changes, or an ingress rule admitting TCP on its SSH port is revoked or authorized in one
-of its groups. A machine behind a bastion (any host, EC2 or not) is also touched by an
+of its groups (those it is declared in, and those it had before the apply: a stopped apply
+may leave it there). A machine behind a bastion (any host, EC2 or not) is also touched by an
 egress rule admitting TCP on its SSH port changing in one of that bastion's groups: its
 SSH connection leaves the bastion through them. Description changes admit nothing new
 and are not counted.
@@ -41,14 +42,19 @@ def _ssh_rule_changes(plan: GroupPlan, port: int, egress: bool = False) -> bool:
     return any(k.egress == egress and k.admits_tcp(port) for k in keys)
 
 
-def touched(inv: Inventory, groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan]) -> list[Touched]:
-    """The machines whose SSH admission the plan changes."""
+def touched(inv: Inventory, groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan],
+            held: Mapping[str, Sequence[str]] | None = None) -> list[Touched]:
+    """The machines whose SSH admission the plan changes. `held`: machine -> the group ids
+    its instance had before the apply; a group it is leaving (or had not yet left when the
+    apply stopped) governs its SSH too."""
     changed_attachment = {a.machine for a in attachments if a.has_changes}
     ec2 = {n.name for n in machines(inv)}
+    had = held or {}
     out = []
     for node in (*inv.bastions, *inv.hosts):
         names = tuple(p.name for p in groups if node.name in ec2
-                      and p.name in node.security_groups and _ssh_rule_changes(p, node.port))
+                      and (p.name in node.security_groups or p.group_id in had.get(node.name, ()))
+                      and _ssh_rule_changes(p, node.port))
         names += tuple(p.name for b in inv.chain(node) for p in groups
                        if p.name in b.security_groups and p.name not in names
                        and _ssh_rule_changes(p, node.port, egress=True))

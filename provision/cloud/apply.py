@@ -6,10 +6,19 @@ known), rolled back when that stops the run; each group's rules (revoke before
 authorize); each instance's groups; a new SSH connection to every machine whose admission
 changed, or the change that touched it is reverted; dropped groups deleted last.
 
+When instances change groups, the rules are split around the attachments: every group's
+revokes first, then each instance's groups, then every group's authorizes. An instance
+then only ever sits in groups whose rules are a subset of what it admitted before (the
+groups it leaves, while it is still in them) or of what it is declared to admit (the
+groups it joins, once it is in them): stopped anywhere (Ctrl-C, an AWS refusal), it
+admits no more than the state before or the declared one. Whole rules units, the old
+order, would leave an instance moving out of a widened group in it, widened.
+
 Ctrl-C (`stop`, `provision.interrupt`): no change starts after it; the one in flight
 finishes (groups being created are deleted again, since no rule uses them yet); what was
 sent and touched SSH is still confirmed, or reverted; `Progress` says what was changed,
-rolled back and not applied.
+rolled back and not applied, and, read back from AWS, any rule an instance admits that
+neither the state before nor the declared one admits (`exposure.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +39,8 @@ from provision.interrupt import Stop
 from . import aws as shell
 from . import placement_aws
 from .admission import revert_attachment, revert_group, touched
-from .attach import machines
+from .attach import AttachPlan, machines
+from .exposure import wider
 from .placement import wanted
 from .plan import Live, build, vpcs
 
@@ -58,8 +68,8 @@ def read_plan(inv: Inventory, ec2: Any) -> SgPlan:
 
 @frozen
 class Unit:
-    """One change of the apply, as Ctrl-C names it: `kind` (placement, create, rules,
-    attach, confirm, delete) and what it is about."""
+    """One change of the apply, as Ctrl-C names it: `kind` (placement, create, revoke,
+    rules, attach, confirm, delete) and what it is about."""
 
     kind: str
     name: str
@@ -67,7 +77,7 @@ class Unit:
     @property
     def text(self) -> str:
         return {"placement": f"placement group {self.name}", "create": f"create groups {self.name}",
-                "rules": f"rules of group {self.name}", "attach": f"groups of instance {self.name}",
+                "revoke": f"revokes in group {self.name}", "rules": f"rules of group {self.name}", "attach": f"groups of instance {self.name}",
                 "confirm": f"SSH confirmation of {self.name}",
                 "delete": f"delete group {self.name}"}[self.kind]
 
@@ -75,7 +85,9 @@ class Unit:
 @dataclass
 class Progress:
     """Where the apply stands: the change in flight, those to come, those done, those
-    rolled back, and those not applied because of Ctrl-C."""
+    rolled back, and those not applied because of Ctrl-C; `left`: groups created whose
+    rollback failed (a change, named); `wider`: what an instance admits beyond both the
+    state before and the declared one, read back after a Ctrl-C."""
 
     current: Unit | None = None
     waiting: list[Unit] = field(default_factory=list)
@@ -83,6 +95,8 @@ class Progress:
     rolled_back: list[str] = field(default_factory=list)
     not_applied: list[Unit] = field(default_factory=list)
     interrupted: bool = False
+    left: list[str] = field(default_factory=list)
+    wider: list[str] = field(default_factory=list)
 
 
 class _Stopped(Exception):
@@ -93,15 +107,40 @@ def begin(unit: Unit) -> None:
     """Called as each change starts (a hook for tests: tests/support/faults.py holds here)."""
 
 
+def _changes(plan: SgPlan) -> list[tuple[Unit, GroupPlan | AttachPlan]]:
+    """The rule and attachment changes in the order they are made (the module's
+    docstring): whole rules units when no instance changes groups; otherwise all revokes,
+    then the attachments, then all authorizes and descriptions."""
+    groups = [g for g in plan.groups if g.create or g.revoke or g.authorize or g.redescribe]
+    moves = [(Unit("attach", a.machine), a) for a in plan.attachments if a.has_changes]
+    if not moves:
+        return [(Unit("rules", g.name), g) for g in groups]
+    narrow: list[tuple[Unit, GroupPlan | AttachPlan]] = [
+        (Unit("revoke", g.name), dataclasses.replace(g, authorize=(), redescribe=()))
+        for g in groups if g.revoke]
+    widen: list[tuple[Unit, GroupPlan | AttachPlan]] = [
+        (Unit("rules", g.name), dataclasses.replace(g, revoke=()))
+        for g in groups if g.create or g.authorize or g.redescribe]
+    return [*narrow, *moves, *widen]
+
+
 def _units(plan: SgPlan) -> list[Unit]:
     out = [Unit("placement", pg.name) for pg in plan.placements if pg.has_changes]
     creating = [p.name for p in plan.groups if p.create]
     if creating:
         out.append(Unit("create", ", ".join(creating)))
-    out += [Unit("rules", p.name) for p in plan.groups if p.create or p.revoke or p.authorize or p.redescribe]
-    out += [Unit("attach", a.machine) for a in plan.attachments if a.has_changes]
+    out += [u for u, _ in _changes(plan)]
     out += [Unit("delete", d.group.name) for d in plan.deletions]
     return out
+
+
+def _merged(before: GroupPlan | None, part: GroupPlan) -> GroupPlan:
+    """What was sent of one group so far: its revokes, then its authorizes."""
+    if before is None:
+        return part
+    return dataclasses.replace(part, revoke=before.revoke + part.revoke,
+                               authorize=before.authorize + part.authorize,
+                               redescribe=before.redescribe + part.redescribe)
 
 
 def apply(inv: Inventory, ec2: Any, plan: SgPlan, *, force: bool, no_confirm: bool,
@@ -113,9 +152,56 @@ def apply(inv: Inventory, ec2: Any, plan: SgPlan, *, force: bool, no_confirm: bo
     ask()
     p = progress if progress is not None else Progress()
     p.waiting = _units(plan)
+    now = [plan]  # the plan being applied (made again once the groups are created)
 
     def stopped() -> bool:
         return stop is not None and stop.requested
+
+    try:
+        return _apply(inv, ec2, now, no_confirm, force, say, stopped, p)
+    except OperationError as e:
+        if stopped():
+            _stop_here(p)
+        if not _changed(p):
+            raise
+        p.wider = _read_wider(inv, ec2, now[0])
+        if not p.wider or p.interrupted:
+            raise
+        raise OperationError(f"{e.message}; stopped part-way, {_wider_text(p.wider)}") from e
+
+
+def _changed(p: Progress) -> bool:
+    """Whether a rule or an attachment was sent (or was being sent): what can widen."""
+    kinds = ("revoke", "rules", "attach")
+    return any(u.kind in kinds for u in p.done) or (p.current is not None and p.current.kind in kinds)
+
+
+def _wider_text(lines: list[str]) -> str:
+    return f"now admitting more than before and than declared: {'; '.join(lines)}"
+
+
+def _stop_here(p: Progress) -> None:
+    p.interrupted = True
+    p.not_applied = list(p.waiting)
+    p.waiting = []
+
+
+def _read_wider(inv: Inventory, ec2: Any, plan: SgPlan) -> list[str]:
+    """Read back each planned instance's groups and their rules: what it admits beyond
+    both the state before and the declared one (`exposure.wider`)."""
+    assert inv.aws is not None
+    try:
+        groups = shell.fetch(ec2, inv.aws.security_groups)
+        instances = shell.fetch_instances(ec2, machines(inv))
+    except OperationError as e:
+        return [f"not known: reading back what the instances admit failed ({e.message})"]
+    names = {**plan.names, **{g.id: g.name for g in groups}}
+    return [w.text(names) for w in wider(plan.groups, plan.attachments, plan.before, groups, instances)]
+
+
+def _apply(inv: Inventory, ec2: Any, now: list[SgPlan], no_confirm: bool, force: bool,
+           say: Callable[[str], None], stopped: Callable[[], bool], p: Progress) -> Progress:
+    plan = now[0]
 
     def run(unit: Unit, fn: Callable[[], None]) -> bool:
         """Run one change unless Ctrl-C came first; False: stopped."""
@@ -130,8 +216,8 @@ def apply(inv: Inventory, ec2: Any, plan: SgPlan, *, force: bool, no_confirm: bo
         p.current = None
         return True
 
-    sent_groups: list[GroupPlan] = []
-    sent_attach: list[Any] = []
+    sent_groups: dict[str, GroupPlan] = {}
+    sent_attach: list[AttachPlan] = []
     go = True
     for pg in plan.placements:  # first: nothing else depends on it, nor it on anything
         if go and pg.has_changes:
@@ -147,31 +233,32 @@ def apply(inv: Inventory, ec2: Any, plan: SgPlan, *, force: bool, no_confirm: bo
             p.current = None
             go = False
         if replanned:
-            plan = replanned[0]  # checked whole there
+            plan = now[0] = replanned[0]  # checked whole there
             p.waiting = _units(plan)  # the created groups' rules, now that their ids are known
     elif go:
         _fail_unless_whole(plan)
-    for g in plan.groups:
-        if go and (g.revoke or g.authorize or g.redescribe):
-            go = run(Unit("rules", g.name), functools.partial(_lines, say, shell.execute, ec2, g))
+    for unit, item in _changes(plan):
+        if not go:
+            break
+        if isinstance(item, AttachPlan):
+            go = run(unit, functools.partial(_say_one, say, shell.attach, ec2, item))
             if go:
-                sent_groups.append(g)
-    for a in plan.attachments:
-        if go and a.has_changes:
-            go = run(Unit("attach", a.machine), functools.partial(_say_one, say, shell.attach, ec2, a))
+                sent_attach.append(item)
+        elif item.revoke or item.authorize or item.redescribe:  # a created group may have none
+            go = run(unit, functools.partial(_lines, say, shell.execute, ec2, item))
             if go:
-                sent_attach.append(a)
+                sent_groups[item.name] = _merged(sent_groups.get(item.name), item)
     # what was sent and touched SSH is confirmed (or reverted) even after Ctrl-C: it is the
     # end of the changes already made
-    sent = dataclasses.replace(plan, groups=tuple(sent_groups), attachments=tuple(sent_attach))
-    _confirm_ssh(inv, ec2, sent, no_confirm, say, p)
+    sent = dataclasses.replace(plan, groups=tuple(sent_groups.values()), attachments=tuple(sent_attach))
+    _confirm_ssh(inv, ec2, sent, no_confirm, say, p, {a.machine: a.current for a in plan.attachments})
     for d in plan.deletions:
         if go:
             go = run(Unit("delete", d.group.name), functools.partial(_say_one, say, shell.delete, ec2, d.group))
     if not go or stopped():
-        p.interrupted = True
-        p.not_applied = list(p.waiting)
-        p.waiting = []
+        _stop_here(p)
+        if _changed(p):
+            p.wider = _read_wider(inv, ec2, plan)
         return p
     say("Applied.")
     return p
@@ -212,19 +299,19 @@ def _create_then_replan(inv: Inventory, ec2: Any, creating: Sequence[GroupPlan],
             raise _Stopped
         return plan
     except BaseException:
-        p.rolled_back += _delete_again(ec2, created, say)
+        _delete_again(ec2, created, say, p)
         raise
 
 
-def _delete_again(ec2: Any, created: dict[str, str], say: Callable[[str], None]) -> list[str]:
-    gone = []
+def _delete_again(ec2: Any, created: dict[str, str], say: Callable[[str], None], p: Progress) -> None:
     for name, gid in created.items():
         try:
             say(f"rolled back: {shell.delete_created(ec2, name, gid)}")
-            gone.append(f"group {name} ({gid}) created and deleted again")
+            p.rolled_back.append(f"group {name} ({gid}) created and deleted again")
         except OperationError as e:
             say(f"rollback failed: {e.message}; delete {gid} by hand")
-    return gone
+            # a change the recap names: the group stays, empty
+            p.left.append(f"group {name} ({gid}) created, not deleted again (delete it by hand)")
 
 
 # what a new login runs: the answer `provision.hosts.confirm.confirm` counts as "got through"
@@ -232,11 +319,13 @@ _CONFIRM_SCRIPT = "printf '@commit\\tsg\\n@confirmed\\n'"
 
 
 def _confirm_ssh(inv: Inventory, ec2: Any, plan: SgPlan, skip: bool, say: Callable[[str], None],
-                 p: Progress) -> None:
+                 p: Progress, held: Mapping[str, Sequence[str]]) -> None:
     """After a change that touches SSH admission: a new SSH connection through the jump
     chain (host keys checked) to each touched machine within the window, or the change
-    that touched it is reverted. The commit-confirmed hosts' own confirmation loop."""
-    hit = touched(inv, plan.groups, plan.attachments)
+    that touched it is reverted. The commit-confirmed hosts' own confirmation loop. `held`:
+    the groups each instance had before (it still has them when its attachment was not
+    sent), whose rule changes touch it too."""
+    hit = touched(inv, plan.groups, plan.attachments, held)
     if not hit:
         return
     if skip:

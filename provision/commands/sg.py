@@ -167,9 +167,14 @@ def apply_cmd(inventory_path: str | None, yes: bool, force: bool, no_confirm: bo
 
     where = engine.Progress()
     stop = Stop(lambda line: echo(line, err=True), lambda: sg_stop.stopping_line(where), lambda: sg_stop.leaving_lines(where))
-    with stopping(stop):  # Ctrl-C: the change in flight finishes (or rolls back), no other starts
-        engine.apply(inv, ec2, plan, force=force, no_confirm=no_confirm, ask=ask, say=echo,
-                     stop=stop, progress=where)
+    try:
+        with stopping(stop):  # Ctrl-C: the change in flight finishes (or rolls back), no other starts
+            engine.apply(inv, ec2, plan, force=force, no_confirm=no_confirm, ask=ask, say=echo,
+                         stop=stop, progress=where)
+    except OperationError:
+        if where.interrupted:  # a failure after Ctrl-C (the SSH confirmation): the recap too
+            echo(sg_stop.interrupted_line(where), err=True)
+        raise
     if where.interrupted:
         echo(sg_stop.interrupted_line(where), err=True)
         raise Exit(EXIT_INTERRUPTED)

@@ -16,6 +16,8 @@ _HALF = {
     "placement": "one CreatePlacementGroup call: the placement group exists or it does not",
     "create": "groups created so far stay, empty and tagged managed-by: provision (no rule "
               "was sent); the next sg apply uses them",
+    "revoke": "AWS takes each revoke call on its own: some of the group's revokes may be "
+              "sent, the rest not",
     "rules": "AWS takes each revoke and authorize call on its own: some of the group's rule "
              "changes may be sent, the rest not",
     "attach": "one call sets the instance's groups: it has its old groups or its new ones",
@@ -50,11 +52,17 @@ def leaving_lines(p: Progress) -> list[str]:
 
 
 def interrupted_line(p: Progress) -> str:
-    """The recap after the first Ctrl-C: what was changed, rolled back, not applied."""
-    parts = [f"changed: {_names(p.done)}" if p.done else "nothing changed"]
+    """The recap after the first Ctrl-C: what was changed (a failed rollback included),
+    rolled back, not applied, and what an instance admits beyond both the state before and
+    the declared one (read back)."""
+    changed = [printable(u.text) for u in p.done] + [printable(t) for t in p.left]
+    parts = [f"changed: {', '.join(changed)}" if changed else "nothing changed"]
     if p.rolled_back:
         parts.append(f"rolled back: {', '.join(map(printable, p.rolled_back))}")
     if p.not_applied:
         parts.append(f"not applied: {_names(p.not_applied)}")
-    again = "; run sg apply again to finish" if p.not_applied or p.rolled_back else ""
+    if p.wider:
+        parts.append("now admitting more than before and than declared: "
+                     + "; ".join(map(printable, p.wider)))
+    again = "; run sg apply again to finish" if p.not_applied or p.rolled_back or p.left else ""
     return f"interrupted (Ctrl-C): {'; '.join(parts)}{again}"

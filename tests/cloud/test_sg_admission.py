@@ -78,3 +78,13 @@ def test_a_bastions_egress_touches_the_hosts_behind_it(tmp_path: Path) -> None:
     assert [(t.machine, t.groups) for t in touched(i, [plan("bastion", revoke=(everything,))], [])] \
         == [("gpu1", ("bastion",)), ("gpu2", ("bastion",))]
     assert touched(i, [plan("gpu", revoke=(out,))], []) == []  # a host's own egress: not its SSH
+
+
+def test_a_group_the_instance_had_before_touches_it(tmp_path: Path) -> None:
+    """gpu1 is declared in gpu only; a stopped apply may leave it in old-gpu, whose SSH rule
+    changes: it is touched through the group it had (`held`)."""
+    old = GroupPlan("old-gpu", "sg-00000000000000009", VPC, "", True,
+                    revoke=(LiveRule("sgr-9", tcp(2222)),))
+    assert touched(inv(tmp_path), [old], []) == []
+    hit = touched(inv(tmp_path), [old], [], {"gpu1": ("sg-00000000000000009",)})
+    assert [(t.machine, t.groups) for t in hit] == [("gpu1", ("old-gpu",))]

@@ -207,7 +207,7 @@ def hold_at(d: Path) -> None:
 
 
 def hold_sg(d: Path) -> None:
-    """`sg apply`: hold as each change starts (`sg-create`, `sg-rules-GROUP`,
+    """`sg apply`: hold as each change starts (`sg-create`, `sg-revoke-GROUP`, `sg-rules-GROUP`,
     `sg-attach-MACHINE`, `sg-confirm`, `sg-delete-GROUP`, `sg-placement-NAME`): the change
     is in flight, the next not started."""
     from provision.cloud import apply as sg_engine

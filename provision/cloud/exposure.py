@@ -1,0 +1,72 @@
+"""What an instance admits after an `sg apply` that stopped part-way, against the state
+before and the declared one. Pure.
+
+The apply orders its changes so that an instance never admits more than the state before
+or the declared one (see `provision.cloud.apply`); this is the check of that promise from
+what AWS holds once a Ctrl-C or a failure stopped it: each ingress rule an instance's
+groups now hold that neither the groups it had (with their rules as they were) nor the
+groups it is declared in (with their declared rules) hold. Rules are compared as keys
+(protocol, ports, source): a source another rule of the state covers is still named,
+never the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from provision.frozen import frozen
+
+from .attach import AttachPlan, LiveInstance
+from .rules import PENDING, GroupPlan, LiveGroup, RuleKey, rule_text
+
+
+@frozen
+class Wider:
+    """One rule `machine` admits now that neither state admits."""
+
+    machine: str
+    key: RuleKey
+
+    def text(self, names: Mapping[str, str]) -> str:
+        return f"{self.machine} admits {rule_text(self.key, names)}"
+
+
+def _ingress(rules: Iterable[RuleKey]) -> set[RuleKey]:
+    return {k for k in rules if not k.egress}
+
+
+def _resolved(key: RuleKey, ids: Mapping[str, str]) -> RuleKey:
+    """A rule naming a group created by this apply (sg:NAME) with that group's id."""
+    if key.peer.startswith(PENDING) and key.peer[len(PENDING):] in ids:
+        return RuleKey(key.egress, key.protocol, key.from_port, key.to_port, ids[key.peer[len(PENDING):]])
+    return key
+
+
+def wider(groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan],
+          before: Sequence[LiveGroup], now_groups: Sequence[LiveGroup],
+          now_instances: Sequence[LiveInstance]) -> list[Wider]:
+    """The ingress rules each planned instance admits now beyond both the state before
+    (`before`, the attachments' `current`) and the declared one (`groups`, the
+    attachments' `want`). A group whose rules are not known (not declared: kept as it
+    is) counts as it was before in every state."""
+    ids = {g.name: g.id for g in now_groups}
+    was = {g.id: {r.key for r in g.rules} for g in before}
+    declared: dict[str, set[RuleKey]] = {}
+    for p in groups:
+        gid = p.group_id or ids.get(p.name)
+        if gid is None:
+            continue
+        gone = {r.key for r in p.revoke}
+        declared[gid] = (was.get(gid, set()) - gone) | {_resolved(k, ids) for k, _ in p.authorize}
+        declared[PENDING + p.name] = declared[gid]
+    now = {g.id: {r.key for r in g.rules} for g in now_groups}
+    live = {i.id: i for i in now_instances}
+    out = []
+    for a in attachments:
+        if a.error or a.instance not in live:
+            continue
+        old = _ingress(k for gid in a.current for k in was.get(gid, ()))
+        new = _ingress(k for gid in a.want for k in declared.get(gid, was.get(gid, ())))
+        holds = _ingress(k for gid in live[a.instance].groups for k in now.get(gid, was.get(gid, ())))
+        out += [Wider(a.machine, k) for k in sorted(holds - old - new, key=RuleKey.order)]
+    return out
