@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.watch import Watch
+
 from .conftest import FAULTY, PROVISION, Lab
 
 pytestmark = pytest.mark.lab
@@ -176,37 +178,15 @@ def apply_opening(lab: Lab, inv: Path, gate: str, said: str,
     p = subprocess.Popen(["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply",
                           "--yes", "-i", str(inv), "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    out: list[str] = []
-    said_it = threading.Event()
-
-    def read_err() -> None:
-        assert p.stderr is not None
-        for line in p.stderr:
-            lines.append(line)
-            if said in line:
-                said_it.set()
-
-    def read_out() -> None:
-        assert p.stdout is not None
-        out.append(p.stdout.read())
-
-    readers = [threading.Thread(target=f, daemon=True) for f in (read_err, read_out)]
-    for t in readers:
-        t.start()
+    w = Watch(p, said)
     try:
-        ok = said_it.wait(deadline)
+        ok = w.said.wait(deadline)
     finally:
         lab.host("gpu1", "touch", gate)
     p.wait(timeout=300)
-    for t in readers:
-        t.join(timeout=30)
-    assert ok, f"the run never said {said!r}:\n{''.join(lines)}"
-    try:
-        data = json.loads("".join(out))
-    except json.JSONDecodeError:
-        data = {}
-    return p.returncode, data, "".join(lines)
+    w.join()
+    assert ok, f"the run never said {said!r}:\n{''.join(w.lines)}"
+    return w.result()
 
 
 def test_sigkill_halfway_then_apply_converges_without_temp_files(

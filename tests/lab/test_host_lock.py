@@ -24,6 +24,7 @@ import yaml
 
 from provision.hosts import lock as L
 from provision.steps.commit import rollback_unit
+from tests.support.watch import Watch
 
 from .conftest import FAULTY, PROVISION, Lab, model_api, one_host_inventory
 from .test_harden import COMMIT_DIR, _unharden, write
@@ -73,42 +74,20 @@ def finish_once(p: subprocess.Popen[str], said: str,
     """`finish`, calling `then` once the run's stderr says `said`: the test moves the host
     on when the run has seen the state it must see, however long it took to get there.
     Fails if the run ends without saying it."""
-    lines: list[str] = []
-    out: list[str] = []
-    told = threading.Event()
-
-    def read_err() -> None:
-        assert p.stderr is not None
-        for line in p.stderr:
-            lines.append(line)
-            if said in line:
-                told.set()
-
-    def read_out() -> None:
-        assert p.stdout is not None
-        out.append(p.stdout.read())
-
-    readers = [threading.Thread(target=f, daemon=True) for f in (read_err, read_out)]
-    for t in readers:
-        t.start()
+    w = Watch(p, said)
     try:
-        while not told.wait(0.2) and p.poll() is None:
+        while not w.said.wait(0.2) and p.poll() is None:
             pass
-        readers[0].join(timeout=30 if p.poll() is not None else 0)
-        assert told.is_set(), f"the run ended without saying {said!r}:\n{''.join(lines)}"
+        w.readers[0].join(timeout=30 if p.poll() is not None else 0)
+        assert w.said.is_set(), f"the run ended without saying {said!r}:\n{''.join(w.lines)}"
         then()
         p.wait(timeout=300)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-        for t in readers:
-            t.join(timeout=30)
-    try:
-        data = json.loads("".join(out))
-    except json.JSONDecodeError:
-        data = {}
-    return p.returncode, data, "".join(lines)
+        w.join()
+    return w.result()
 
 
 def host_result(data: dict[str, Any]) -> dict[str, Any]:
@@ -326,7 +305,6 @@ def test_a_run_waiting_for_an_older_one_lets_its_other_hosts_go(
     for the older run. When the older run ends A probes gpu1 again (B's result) and
     converges both. Without it, B waits on A, which waits on the older run (and two such
     runs holding one host each would wait for each other until their timeouts)."""
-    import threading
 
     head = ["ip", "netns", "exec", lab.plan.operator.netns, *PROVISION, "apply", "--yes",
             "--playbook", str(services["playbook"]), "--json"]
