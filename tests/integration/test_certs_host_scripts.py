@@ -99,3 +99,41 @@ def test_a_directory_that_is_a_link_is_refused(root: Path, tmp_path: Path) -> No
     got = host.parse_read(_sh(host.read_script([NAME], str(root))), [NAME])[NAME]
     assert "is not a directory" in got.refused
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_the_read_back_waits_for_the_reloaded_door_by_the_clock_not_a_count_of_tries(
+        root: Path, tmp_path: Path) -> None:
+    # HAProxy's `systemctl reload` returns before its new worker holds the port: the port
+    # serves the old certificate for a while. Before, 50 tries 0.2 s apart gave up (a loaded
+    # machine took longer); now the read-back lasts host.READBACK_SECONDS by the clock. The
+    # clock and the door are stand-ins here: `date` advances a second per look, the port
+    # serves the old certificate for the first 55 connections.
+    on = host.parse_read(_sh(host.read_script([NAME], str(root))), [NAME])[NAME]
+    old, new = _sign(on.csr_pem), _sign(on.csr_pem)
+    (tmp_path / "old.pem").write_bytes(old)
+    (tmp_path / "new.pem").write_bytes(new)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    stubs = {
+        "systemctl": "exit 0\n",
+        "sleep": "exit 0\n",
+        "date": (f'if [ "$1" = +%s ]; then n=$(cat {tmp_path}/clock 2>/dev/null || echo 1000)\n'
+                 f'  echo $((n + 1)) > {tmp_path}/clock; echo "$n"; exit 0; fi\n'
+                 'exec /bin/date "$@"\n'),
+        "openssl": (f'if [ "$1" = s_client ]; then n=$(cat {tmp_path}/conns 2>/dev/null || echo 0)\n'
+                    f'  echo $((n + 1)) > {tmp_path}/conns\n'
+                    f'  if [ "$n" -lt 55 ]; then cat {tmp_path}/old.pem; else cat {tmp_path}/new.pem; fi\n'
+                    '  exit 0; fi\n'
+                    'exec /usr/bin/openssl "$@"\n'),
+    }
+    for name, body in stubs.items():
+        (bin_ / name).write_text("#!/bin/sh\n" + body)
+        (bin_ / name).chmod(0o755)
+    script = host.install_script(NAME, new, "127.0.0.1:1", UNIT, str(root))
+    r = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=120,
+                       env={"PATH": f"{bin_}:/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    got = host.parse_install(r.stdout)
+    assert got.reload == "ok" and got.fingerprint == host.fingerprint(new)
+    assert got.serving, r.stdout  # served == installed: it waited past the 55th connection
+    assert int((tmp_path / "conns").read_text()) == 56
