@@ -219,6 +219,13 @@ def _kill(transport: paramiko.Transport, command: str) -> Stop:
         return stop_outcome(_exit_status(k) if k.exit_status_ready() else None,
                             err.decode("utf-8", "replace"))
     except (paramiko.SSHException, OSError, EOFError) as e:
+        if k.exit_status_ready():
+            # the stop command ran and its channel closed before our side was done with it
+            # (exec's reply or our EOF came after the close: "Channel closed."): its status
+            # and what it said are the answer, whichever moment the close came
+            while k.recv_stderr_ready():
+                err = (err + k.recv_stderr(4096))[:STOP_ERR_CAP]
+            return stop_outcome(_exit_status(k), err.decode("utf-8", "replace"))
         return Stop("not stopped", f"could not stop the remote command: {e}")
     finally:
         k.close()

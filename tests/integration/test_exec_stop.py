@@ -305,3 +305,26 @@ def test_a_command_that_exited_but_left_its_output_open_is_not_a_timeout(
     assert h["stop"] == "ended"
     assert h["stdout"] == "hi\n" and server.refused == []
     assert _group_gone(server.procs[0].pid), "what it left is still running"
+
+
+def test_a_stop_whose_channel_closes_before_its_exec_reply_still_counts(
+        host: Callable[..., Any]) -> None:
+    """The stop command can run and its channel close before exec's reply reaches us (seen
+    on a loaded machine: "could not stop the remote command: Channel closed."). Here the
+    host always answers that way round: its status and stderr are the answer."""
+    server, inventory = host(lambda command: "")
+    server_exec = server.check_channel_exec_request
+
+    def close_first(channel: paramiko.Channel, command: bytes) -> bool:
+        ok = server_exec(channel, command)
+        if b"kill" in command:  # the reply goes out once this returns: after the close
+            deadline = time.monotonic() + 10
+            while not channel.closed and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return ok
+
+    server.check_channel_exec_request = close_first  # type: ignore[method-assign]
+    code, data = _exec(inventory, "--timeout", "1", "--", "sleep 30")
+    (h,) = data["hosts"]
+    assert h["error"] == "timed out: stopped" and h["stop"] == "stopped", h
+    assert _group_gone(server.procs[0].pid)
