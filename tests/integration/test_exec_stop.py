@@ -326,5 +326,5 @@ def test_a_stop_whose_channel_closes_before_its_exec_reply_still_counts(
     server.check_channel_exec_request = close_first  # type: ignore[method-assign]
     code, data = _exec(inventory, "--timeout", "1", "--", "sleep 30")
     (h,) = data["hosts"]
-    assert h["error"] == "timed out: stopped" and h["stop"] == "stopped", h
+    assert code == 1 and h["error"] == "timed out: stopped" and h["stop"] == "stopped", h
     assert _group_gone(server.procs[0].pid)
