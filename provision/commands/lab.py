@@ -38,7 +38,7 @@ def lab_group() -> None:
 
 
 @lab_group.command("up")
-@click.option("--gpus", type=click.IntRange(1, 50), default=2, show_default=True,
+@click.option("--gpus", type=click.IntRange(1, P.MAX_GPUS), default=2, show_default=True,
               help="number of GPU hosts")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
               help="where keys, known_hosts, ssh_config and inventory.yml go "

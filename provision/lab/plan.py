@@ -38,7 +38,9 @@ DNS_PROVIDER = "rfc2136"  # the lab's BIND takes RFC 2136 updates (its zone and 
 STATE_ROOT = "/run/provision-lab"
 DATA_ROOT = "/var/lib/provision-lab"
 IFNAMSIZ = 15
-MAX_GPUS = 50
+# gpu N is .100+N on the private segment, where nothing else is above .80: 128 hosts
+# (bench/fleet.sh's largest size) end at .228
+MAX_GPUS = 128
 
 SEGMENTS = {"pub": 1, "prv": 2, "dns": 3}
 
