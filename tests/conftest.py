@@ -18,33 +18,42 @@ os.environ.pop("LINES", None)
 
 LAB = "tests/lab/"
 # The lab's files that bring up a lab of their own (a module fixture, never the session's
-# `lab`): each is a work unit of its own, started at once on a worker beside the two halves
+# `lab`): each is a work unit of its own, started at once on a worker beside the three groups
 # below, longest first (measured: `make test` with --junitxml, per file).
 LAB_OWN = tuple(f"{LAB}test_{name}.py" for name in ("fleet", "lynis", "cloud_image", "updates",
                                                     "first_hour"))
-# The other lab files in two halves, each on a worker of its own with a lab of its own
+# The other lab files in three groups, each on a worker of its own with a lab of its own
 # (every lab file sets its hosts up itself: a module fixture, never another file's
-# leftovers). Split by measured time so the halves end together (two loaded runs, averaged:
-# about 700 s each): DNS, envs, notebooks, tunnels, the effect checks and Ctrl-C here;
-# converge, door, audit, hardening and the rest in the other half.
+# leftovers). Split by measured time (a quiet run with --junitxml, per file) so the groups
+# end together: in two halves the first took 745 s and the second 614 s of a 768 s run,
+# and the machine sat half idle for its last 6 minutes while they waited out TTLs and
+# timeouts one test at a time. The third starts with the DNS cutovers on a fresh lab and
+# ends with the Ctrl-C tests, which strip gpu1's services and forwarding (nothing after
+# them in the group needs those).
 LAB_SECOND = frozenset(f"{LAB}test_{name}.py" for name in (
-    "dns", "dns_migrate", "dns_zonecheck", "python_envs", "team_notebooks", "tunnel",
-    "sg_confirm", "lab", "effect"))
+    "dns", "dns_zonecheck", "python_envs", "team_notebooks", "tunnel", "sg_confirm", "lab",
+    "effect"))
+LAB_THIRD = frozenset(f"{LAB}test_{name}.py" for name in (
+    "dns_migrate", "door", "harden", "host_lock", "insiders", "interrupt"))
 
 
 def lab_unit(nodeid: str) -> str | None:
     """The lab work unit of a test: its file for a file with a lab of its own, else one of
-    the two halves; None outside the lab."""
+    the three groups; None outside the lab."""
     if not nodeid.startswith(LAB):
         return None
     path = nodeid.split("::")[0]
     if path in LAB_OWN:
         return path
-    return f"{LAB}#2" if path in LAB_SECOND else f"{LAB}#1"
+    if path in LAB_SECOND:
+        return f"{LAB}#2"
+    return f"{LAB}#3" if path in LAB_THIRD else f"{LAB}#1"
 
 
-# the order units are handed out in: the halves, then the files with labs of their own
-LAB_ORDER = (f"{LAB}#1", f"{LAB}#2", *LAB_OWN)
+# the order units are handed out in, longest first: the groups (one to each worker: xdist
+# hands every worker one unit before any gets a second), then the files with labs of
+# their own
+LAB_ORDER = (f"{LAB}#1", f"{LAB}#3", f"{LAB}#2", *LAB_OWN)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -57,7 +66,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     `xdist_group` marks stopped grouping with pytest 9.2 (pytest-dev/pytest-xdist#1386), so
     the grouping is by path here, in the scheduler, where it cannot silently stop. The
     files with labs of their own need no shared lab: units of their own, so they run beside
-    the halves instead of after them in one (the critical path was the half that held
+    the groups instead of after them in one (the critical path was the half that held
     them: 1106 s of 1135 s).
     """
     if config.getvalue("dist") == "each":

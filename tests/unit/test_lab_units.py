@@ -1,13 +1,13 @@
 """The lab's work units under `make test` (tests/conftest.py): every file they name exists,
-and a lab file that brings up a lab of its own is a unit of its own (in a half it would
-run after that half's tests instead of beside them)."""
+and a lab file that brings up a lab of its own is a unit of its own (in a group it would
+run after that group's tests instead of beside them)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from tests.conftest import LAB, LAB_ORDER, LAB_OWN, LAB_SECOND, lab_unit
+from tests.conftest import LAB, LAB_ORDER, LAB_OWN, LAB_SECOND, LAB_THIRD, lab_unit
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / LAB).glob("test_*.py"))
@@ -31,9 +31,10 @@ def _requests_the_session_lab(text: str) -> bool:
 
 
 def test_every_named_lab_file_exists() -> None:
-    named = set(LAB_OWN) | LAB_SECOND
+    named = set(LAB_OWN) | LAB_SECOND | LAB_THIRD
     assert not named - set(FILES), named - set(FILES)
-    assert not set(LAB_OWN) & LAB_SECOND
+    assert not set(LAB_OWN) & LAB_SECOND and not set(LAB_OWN) & LAB_THIRD
+    assert not LAB_SECOND & LAB_THIRD
 
 
 def test_a_file_with_a_lab_of_its_own_is_a_unit_of_its_own() -> None:
@@ -48,4 +49,5 @@ def test_units() -> None:
     assert lab_unit(f"{LAB}test_lynis.py::test_a") == f"{LAB}test_lynis.py"
     assert lab_unit(f"{LAB}test_dns.py::test_a[x]") == f"{LAB}#2"
     assert lab_unit(f"{LAB}test_converge.py::test_a") == f"{LAB}#1"
+    assert lab_unit(f"{LAB}test_dns_migrate.py::test_a") == f"{LAB}#3"
     assert {lab_unit(f"{f}::t") for f in FILES} == set(LAB_ORDER)
