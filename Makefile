@@ -42,7 +42,7 @@ integration: $(STAMP)
 test: deps $(STAMP)
 	$(VENV)/bin/ruff check provision tests
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q -ra --durations=30 -n 4 --dist loadscope tests $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -ra --durations=30 -n 6 --dist loadscope tests $(PYTEST_ARGS)
 
 demo: deps $(STAMP)
 	@bash scripts/demo.sh
