@@ -12,7 +12,7 @@ from provision.cloud.rules import GroupPlan, LiveGroup, LiveRule, RuleKey
 from provision.commands.sg_stop import interrupted_line
 
 VPC = "vpc-0abc1234"
-A, C = "sg-000000000000000aa", "sg-000000000000000cc"
+A, B, C = "sg-000000000000000aa", "sg-000000000000000bb", "sg-000000000000000cc"
 OFFICE = "203.0.113.0/24"
 
 
@@ -46,6 +46,33 @@ def test_the_declared_state_and_the_state_before_are_not_named() -> None:
     assert wider([WIDEN], [MOVE], BEFORE, BEFORE, [instance(A)]) == []  # before
     narrowed = (group(A, "team-a"), BEFORE[1])  # revokes sent, nothing else
     assert wider([WIDEN], [MOVE], BEFORE, narrowed, [instance(A)]) == []
+
+
+# the database group admits team-c; the plan moves gpu1 into team-c and takes team-c's
+# access to the database away: neither state lets gpu1 reach the database
+DB_BEFORE = (*BEFORE, group(B, "db", tcp(5432, C)))
+CUT = GroupPlan("db", B, VPC, "", True, revoke=(DB_BEFORE[2].rules[0],))
+
+
+def test_an_instance_another_group_now_admits_through_its_new_group_is_named() -> None:
+    # stopped after the move, before db's revoke (a failed revoke, or a hand-made rule)
+    got = wider([CUT], [MOVE], DB_BEFORE, DB_BEFORE, [instance(C)])
+    assert [w.text({A: "team-a", B: "db", C: "team-c"}) for w in got] == [
+        "gpu1 is admitted by the members of db: ingress tcp 5432 from group team-c "
+        "(sg-000000000000000cc)"]
+    assert got[0].admitted_by == B and got[0].key == tcp(5432, C)
+
+
+def test_what_another_group_admits_in_either_state_is_not_named() -> None:
+    revoked = (*BEFORE, group(B, "db"))
+    assert wider([CUT], [MOVE], DB_BEFORE, revoked, [instance(C)]) == []  # declared
+    assert wider([CUT], [MOVE], DB_BEFORE, DB_BEFORE, [instance(A)]) == []  # before
+    # not moving: db admitting team-c stays as it was; gpu1 already in team-c reached it
+    stay = AttachPlan("gpu1", "i-0000000000000001", "eni-1", (C,), (C,))
+    assert wider([], [stay], DB_BEFORE, DB_BEFORE, [instance(C)]) == []
+    # a group the plan does not declare counts as it was before: its rule is the before
+    # state's, so moving into team-c by the plan makes it declared, not wider
+    assert wider([], [MOVE], DB_BEFORE, DB_BEFORE, [instance(C)]) == []
 
 
 def test_with_instances_moving_revokes_come_first_and_authorizes_last() -> None:
