@@ -19,25 +19,13 @@ SIZES=${SIZES:-"1 8 32"}
 RUNS=${RUNS:-3}
 RUNS_LARGE=${RUNS_LARGE:-1}
 TOOLS=${TOOLS:-"provision pyinfra ansible"}
-PY=$ROOT/.venv/bin/python
-PROV=$ROOT/.venv/bin/provision
-PEERS=$ROOT/bench/.peers/venv
 OUT=$ROOT/bench/results/converge
 FIG=${FIG:-$ROOT/docs/figures/converge-fleet.png}
-mkdir -p "$OUT"
 MAX=0; for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-if [ ! -x "$PEERS/bin/pyinfra" ] || [ ! -x "$PEERS/bin/ansible-playbook" ] || ! "$PEERS/bin/python" -c 'import matplotlib' 2>/dev/null; then
-  python3 -m venv "$PEERS"
-  "$PEERS/bin/pip" install -q pyinfra ansible-core matplotlib
-fi
-gpus=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(sum(h["host"].startswith("gpu") for h in d["hosts"]) if d.get("up") else 0)' 2>/dev/null || echo 0)
-STARTED_LAB=0
-if [ "$gpus" -lt "$MAX" ]; then
-  [ "$gpus" -gt 0 ] && "$PROV" lab down >/dev/null
-  "$PROV" lab up --gpus "$MAX" >/dev/null
-  STARTED_LAB=1
-fi
+source bench/lib.sh
+ensure_peers pyinfra=pyinfra ansible=ansible-core matplotlib=matplotlib
+ensure_lab "$MAX"
 # A lab this script did not bring up is left as reset_hosts leaves it: without the stand-in
 # service on port 8888, where the lab inventory's Jupyter (bench/floor.sh applies it) would
 # otherwise fail to bind and restart every 5 s at a full core, skewing every later figure.
@@ -48,26 +36,8 @@ cleanup() {
 declare -A LEADER=()
 trap cleanup EXIT
 
-read -r NS LABINV < <("$PY" - <<'PYEOF'
-import os
-from provision.lab import plan as P
-from provision.lab.state import read_state
-p = P.plan_from_state(read_state(os.environ["PROVISION_LAB_NAME"]))
-print(p.operator.netns, p.paths["inventory"])
-PYEOF
-)
-# the lab's inventory with the stand-in service on every GPU host (and its ssh_config beside it)
-INV=$OUT/inventory.yml
-cp "$(dirname "$LABINV")/ssh_config" "$OUT/ssh_config"
-"$PY" - "$LABINV" "$INV" <<'PYEOF'
-import sys, yaml
-doc = yaml.safe_load(open(sys.argv[1]))
-for h in doc["hosts"].values():
-    h["roles"] = []
-    h["services"] = {"notebook": {"port": 8888, "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}}
-doc.pop("roles", None); doc.pop("dns", None)
-open(sys.argv[2], "w").write(yaml.safe_dump(doc, sort_keys=False))
-PYEOF
+# the stand-in service on every GPU host
+lab_inventory '{"notebook": {"port": 8888, "command": "/usr/bin/python3 -m http.server --bind {bind} {port}"}}'
 for i in $(seq "$MAX"); do
   LEADER[$i]=$("$PY" -c "import os,sys; from provision.lab.state import read_state, container_leader; print(container_leader(read_state(os.environ['PROVISION_LAB_NAME'])['pids'][sys.argv[1]]))" "gpu$i")
 done
@@ -93,29 +63,6 @@ reset_hosts() {  # undo everything the bootstrap does, on hosts 1..N (in paralle
 }
 
 FAILS=$OUT/failures.txt
-: > "$FAILS"
-: > "$OUT/cpu.txt"
-TIMER=()  # GNU time (Debian package `time`), when there: the tool's CPU
-[ -x /usr/bin/time ] && TIMER=(/usr/bin/time -f "%U %S" -o "$OUT/last.cpu")
-busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }  # whole machine, in jiffies
-t_run() {  # seconds for one command (in the operator namespace); a failed run is timed too,
-  local s e b0 b1 tag=${TAG:-run}  # and its log kept (a tool that loses hosts at 32 is a result)
-  # CPU-seconds too: the tool's own (its children included: ansible's ssh) and the whole
-  # machine's, of which the rest is the lab's hosts (sshd, sudo, systemd) on the same cores
-  b0=$(busy)
-  s=$(date +%s.%N)
-  echo "0 0" > "$OUT/last.cpu"
-  if ! "${TIMER[@]}" ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
-    cp "$OUT/last.log" "$OUT/failed-$tag.log"
-    echo "$tag: exit status non-zero; log: $OUT/failed-$tag.log" >> "$FAILS"
-    echo "  FAILED ($tag), log kept: $OUT/failed-$tag.log" >&2
-  fi
-  e=$(date +%s.%N)
-  b1=$(busy)
-  read -r cu cs < <(tail -1 "$OUT/last.cpu")
-  echo "$tag $(python3 -c "print(round($cu + $cs, 2), round(($b1 - $b0) / $(getconf CLK_TCK), 2))")" >> "$OUT/cpu.txt"
-  "$PY" -c "print(round($e - $s, 3))"
-}
 settle() {  # after a cold run: wait until every stand-in listens
   for i in $(seq "$1"); do
     for _ in $(seq 120); do
@@ -124,7 +71,6 @@ settle() {  # after a cold run: wait until every stand-in listens
     done
   done
 }
-median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 declare -A R
 measure() {  # tool scenario size command...

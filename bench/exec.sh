@@ -13,63 +13,22 @@ export PROVISION_LAB_NAME=${PROVISION_LAB_NAME:-bench-exec}
 SIZES=${SIZES:-"1 32"}
 RUNS=${RUNS:-5}
 TOOLS=${TOOLS:-"provision pyinfra ansible"}
-PY=$ROOT/.venv/bin/python
-PROV=$ROOT/.venv/bin/provision
-PEERS=$ROOT/bench/.peers/venv
 OUT=$ROOT/bench/results/exec
-mkdir -p "$OUT"
 MAX=0; for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-if [[ " $TOOLS " == *" pyinfra "* || " $TOOLS " == *" ansible "* ]] && \
-   { [ ! -x "$PEERS/bin/pyinfra" ] || [ ! -x "$PEERS/bin/ansible" ]; }; then
-  python3 -m venv "$PEERS"
-  "$PEERS/bin/pip" install -q pyinfra ansible-core
+source bench/lib.sh
+if [[ " $TOOLS " == *" pyinfra "* || " $TOOLS " == *" ansible "* ]]; then
+  ensure_peers pyinfra=pyinfra ansible=ansible-core
 fi
-gpus=$("$PROV" lab status --json 2>/dev/null | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(sum(h["host"].startswith("gpu") for h in d["hosts"]) if d.get("up") else 0)' 2>/dev/null || echo 0)
-STARTED_LAB=0
-if [ "$gpus" -lt "$MAX" ]; then
-  [ "$gpus" -gt 0 ] && "$PROV" lab down >/dev/null
-  "$PROV" lab up --gpus "$MAX" >/dev/null
-  STARTED_LAB=1
-fi
+ensure_lab "$MAX"
 cleanup() { if [ "$STARTED_LAB" = 1 ]; then "$PROV" lab down >/dev/null || true; fi; }
 trap cleanup EXIT
-
-read -r NS LABINV < <("$PY" - <<'PYEOF'
-import os
-from provision.lab import plan as P
-from provision.lab.state import read_state
-p = P.plan_from_state(read_state(os.environ["PROVISION_LAB_NAME"]))
-print(p.operator.netns, p.paths["inventory"])
-PYEOF
-)
-INV=$OUT/inventory.yml
-cp "$(dirname "$LABINV")/ssh_config" "$OUT/ssh_config"
-"$PY" - "$LABINV" "$INV" <<'PYEOF'
-import sys, yaml
-doc = yaml.safe_load(open(sys.argv[1]))
-for h in doc["hosts"].values():
-    h["roles"] = []
-    h["services"] = {}
-doc.pop("roles", None); doc.pop("dns", None)
-open(sys.argv[2], "w").write(yaml.safe_dump(doc, sort_keys=False))
-PYEOF
+lab_inventory '{}'
 if [[ " $TOOLS " == *" pyinfra "* || " $TOOLS " == *" ansible "* ]]; then
   "$PY" bench/converge_peers.py "$INV" "$OUT/peers"
   sed -i "s/^forks = .*/forks = $MAX/" "$OUT/peers/ansible.cfg"
 fi
 export ANSIBLE_CONFIG=$OUT/peers/ansible.cfg ANSIBLE_NOCOLOR=1
-
-t_run() {  # seconds for one command in the operator namespace; a failure is reported
-  local s e tag=${TAG:-run}
-  s=$(date +%s.%N)
-  if ! ip netns exec "$NS" "$@" >"$OUT/last.log" 2>&1; then
-    echo "  FAILED ($tag), log: $OUT/failed-$tag.log" >&2; cp "$OUT/last.log" "$OUT/failed-$tag.log"
-  fi
-  e=$(date +%s.%N)
-  "$PY" -c "print(round($e - $s, 3))"
-}
-median() { "$PY" -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
 RES=$OUT/results.txt
 : > "$RES"

@@ -3,7 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 status=0
-for b in startup.sh lab.sh converge.sh floor.sh exec.sh tunnel.sh sg.py dns.sh dns_zonecheck.py migrate.sh audit.py cluster.py; do
+for b in startup.sh lab.sh converge.sh floor.sh exec.sh fleet.sh tunnel.sh sg.py dns.sh dns_zonecheck.py migrate.sh audit.py cluster.py; do
   [[ -x $b || -f $b ]] || continue
   printf '\n== %s\n' "$b"
   case $b in
