@@ -50,6 +50,9 @@ from .channel_socket import ChannelSocket
 from .errors import AuthError
 from .hostkeys import KnownHosts
 from .login import Hop
+from .paramiko_clock import install as _monotonic_timeouts
+
+_monotonic_timeouts()  # every transport is made here: paramiko's waits by a clock that never steps
 
 CONNECT_TIMEOUT = 10.0
 
