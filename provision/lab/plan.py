@@ -214,6 +214,13 @@ LAYOUT = {  # segments per kind, primary first
 }
 
 
+def boot_timeout(containers: int, base: float) -> float:
+    """How long `lab up` waits for its hosts: `base` for a lab of up to 8 containers, 1.5 s
+    more for each beyond (they boot on the same cores: 128 GPU hosts took over a minute on
+    two before the first of them logged in)."""
+    return base + 1.5 * max(0, containers - 8)
+
+
 def _host_number(name: str) -> int:
     if name.startswith("gpu"):
         return 100 + int(name[3:])

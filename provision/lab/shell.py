@@ -415,7 +415,10 @@ class _Check:
         self.seen = "not tried"
 
     def __call__(self) -> bool:
-        ok, self.seen = self.probe()
+        try:
+            ok, self.seen = self.probe()
+        except subprocess.TimeoutExpired as e:  # a host still booting; asked again until the deadline
+            ok, self.seen = False, f"{e.cmd[0]} did not answer within {e.timeout:.0f} s"
         return ok
 
 
@@ -468,7 +471,8 @@ def _listening(address: str, port: int) -> bool:
         return False
 
 
-def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> float:
+def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float,
+               timeout: float = BOOT_TIMEOUT) -> float:
     """Poll until the host is really ready: sshd answers, boot has finished, a login as the
     login user succeeds (and DNS answers, on ns1/resolver). Returns seconds waited."""
     start = time.monotonic()
@@ -488,7 +492,7 @@ def wait_ready(plan: P.LabPlan, node: P.Node, pid: int, deadline: float) -> floa
                                + console_tail(plan, node))
             if time.monotonic() > deadline:
                 waiting = pending[0]
-                raise LabError(f"{node.name}: not ready after {BOOT_TIMEOUT:.0f} s, waiting for "
+                raise LabError(f"{node.name}: not ready after {timeout:.0f} s, waiting for "
                                f"{waiting.name} ({waiting.seen}); its console said:\n"
                                + console_tail(plan, node))
             while pending and pending[0]():  # in order: a login is tried once sshd answers
@@ -609,8 +613,9 @@ def up(plan: P.LabPlan) -> dict[str, float]:
             pids[node.name] = start_container(plan, node, host_dir(plan, node) / "root")
         write_state(plan, pids, "booting")
         write_operator_files(plan, host_keys, team)
-        deadline = time.monotonic() + BOOT_TIMEOUT
-        waited = parallel({n.name: partial(wait_ready, plan, n, pids[n.name], deadline)
+        timeout = P.boot_timeout(len(plan.containers), BOOT_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        waited = parallel({n.name: partial(wait_ready, plan, n, pids[n.name], deadline, timeout)
                            for n in plan.containers})
         timings.update({f"ready:{k}": v for k, v in waited.items()})
         write_state(plan, pids, "up")

@@ -266,3 +266,25 @@ def test_user_managers_are_never_stopped_in_lab_containers() -> None:
     conf = configparser.ConfigParser(comment_prefixes=("#",))
     conf.read_string(P.logind_conf())
     assert conf["Login"]["UserStopDelaySec"] == "infinity"
+
+
+def test_lab_up_waits_longer_for_more_hosts() -> None:
+    assert P.boot_timeout(len(make(gpus=2).containers), 90) == 90
+    assert len(make(gpus=16).containers) == 19  # with the bastion, ns1 and the resolver
+    assert P.boot_timeout(19, 90) == 90 + 1.5 * 11
+    assert P.boot_timeout(len(make(gpus=P.MAX_GPUS).containers), 90) == 90 + 1.5 * 123
+
+
+def test_a_probe_that_times_out_is_not_ready_yet_and_says_so() -> None:
+    """`lab up` of 128 hosts failed at once when one login took over 20 s (the hosts were
+    still booting on two cores): a probe that times out is asked again until the deadline."""
+    import subprocess
+
+    from provision.lab.shell import _Check
+
+    def slow() -> tuple[bool, str]:
+        raise subprocess.TimeoutExpired(["ssh", "-F", "/dev/null", "admin@10.0.2.109", "true"], 20)
+
+    check = _Check("login", slow)
+    assert check() is False
+    assert check.seen == "ssh did not answer within 20 s"
