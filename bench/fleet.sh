@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fleet-size benchmark (not a test): how a no-op `plan` and an `exec -- true` grow with the
 # fleet, 1 to 128 of the lab's GPU hosts through one bastion, provision beside pyinfra
-# (`pyinfra --dry deploy.py`, its plan of the same work, and `pyinfra exec -- true`). Every
+# (`pyinfra --dry deploy.py`, its plan of the same work: without -y, which skips the change
+# detection, and `pyinfra exec -- true`). Every
 # host is converged first (`provision apply`, the stand-in service of bench/converge.sh), so
 # both plans find nothing to do. Each tool works on all N hosts at once (--forks N,
 # --parallel N). Reported: wall time, and CPU-seconds per host, the tool's own (children
@@ -36,6 +37,7 @@ TAG=converge t_run "$PROV" apply -i "$INV" --yes --forks "$MAX" \
   --playbook "$OUT/peers/playbook.yml" "${all[@]}" >/dev/null
 if [ -s "$OUT/failures.txt" ]; then echo "the first converge failed: $OUT/failed-converge.log" >&2; exit 1; fi
 : > "$OUT/cpu.txt"
+quiet_down 300
 
 RES=$OUT/results.txt
 : > "$RES"
@@ -51,7 +53,7 @@ for n in $SIZES; do
         provision.plan) cmd=("$PROV" plan -i "$INV" --forks "$n" --detailed-exitcode \
                              --playbook "$OUT/peers/playbook.yml" "${names[@]}") ;;
         provision.exec) cmd=("$PROV" exec -i "$INV" --forks "$n" "$csv" -- true) ;;
-        pyinfra.plan) cmd=(sh -c "cd '$OUT/peers' && '$PEERS/bin/pyinfra' -y --dry --parallel $n ${limit[*]} inventory.py deploy.py") ;;
+        pyinfra.plan) cmd=(sh -c "cd '$OUT/peers' && '$PEERS/bin/pyinfra' --dry --parallel $n ${limit[*]} inventory.py deploy.py </dev/null") ;;
         pyinfra.exec) cmd=(sh -c "cd '$OUT/peers' && '$PEERS/bin/pyinfra' -y --parallel $n ${limit[*]} inventory.py exec -- true") ;;
       esac
       runs=$RUNS; [ "$n" -gt 8 ] && [ "$tool" != provision ] && runs=$RUNS_LARGE

@@ -46,8 +46,9 @@ def main(results: str, cpu: str, failures: str, out: str) -> None:
         p = by.get(("provision", scenario, n))
         if tool == "provision" or p is None:
             continue
+        lost = f" (not comparable: {tool} lost hosts)" if r["failed"] else ""
         print(f"{scenario} {n:>3} hosts: {tool}/provision wall {r['wall_s'] / p['wall_s']:.1f}x, "
-              f"own CPU {r['own_cpu_s'] / max(p['own_cpu_s'], 0.01):.1f}x")
+              f"own CPU {r['own_cpu_s'] / max(p['own_cpu_s'], 0.01):.1f}x{lost}")
     for scenario in ("plan", "exec"):
         sizes = sorted(n for t, s, n in by if t == "provision" and s == scenario)
         if len(sizes) > 1:

@@ -72,3 +72,12 @@ t_run() {  # seconds for one command (in the operator namespace); a failed run i
   "$PY" -c "print(round($e - $s, 3))"
 }
 median() { "$PY" -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
+quiet_down() {  # wait (up to $1 s, default 300) until the machine is >= 90% idle over 5 s:
+  local i a b  # a lab of 128 hosts is still booting for a minute after its logins work
+  for i in $(seq $(( ${1:-300} / 5 ))); do
+    a=$(awk '/^cpu /{print $5, $2+$3+$4+$5+$6+$7+$8}' /proc/stat); sleep 5
+    b=$(awk '/^cpu /{print $5, $2+$3+$4+$5+$6+$7+$8}' /proc/stat)
+    python3 -c "import sys; a, b = [list(map(int, s.split())) for s in sys.argv[1:]]; sys.exit((b[0]-a[0]) / max(b[1]-a[1], 1) < 0.9)" "$a" "$b" && return 0
+  done
+  echo "  the machine did not quiet down within ${1:-300} s (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+}
