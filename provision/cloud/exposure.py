@@ -49,11 +49,16 @@ def _admitted_by(groups: Iterable[str], rules: Mapping[str, set[RuleKey]]) -> se
             for k in keys if not k.egress and k.peer in mine}
 
 
+def _group_id(group: str, ids: Mapping[str, str]) -> str:
+    """A group created by this apply (sg:NAME) as its id; any other group as it is."""
+    if group.startswith(PENDING):
+        return ids.get(group[len(PENDING):], group)
+    return group
+
+
 def _resolved(key: RuleKey, ids: Mapping[str, str]) -> RuleKey:
     """A rule naming a group created by this apply (sg:NAME) with that group's id."""
-    if key.peer.startswith(PENDING) and key.peer[len(PENDING):] in ids:
-        return RuleKey(key.egress, key.protocol, key.from_port, key.to_port, ids[key.peer[len(PENDING):]])
-    return key
+    return RuleKey(key.egress, key.protocol, key.from_port, key.to_port, _group_id(key.peer, ids))
 
 
 def wider(groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan],
@@ -88,7 +93,7 @@ def wider(groups: Sequence[GroupPlan], attachments: Sequence[AttachPlan],
         holds = _ingress(k for gid in live[a.instance].groups for k in now.get(gid, was.get(gid, ())))
         out += [Wider(a.machine, k) for k in sorted(holds - old - new, key=RuleKey.order)]
         # what other groups admit from the groups the instance is in
-        want = [ids.get(g[len(PENDING):], g) if g.startswith(PENDING) else g for g in a.want]
+        want = [_group_id(g, ids) for g in a.want]
         reach = (_admitted_by(live[a.instance].groups, rules_now) - _admitted_by(a.current, was)
                  - _admitted_by(want, rules_declared))
         out += [Wider(a.machine, k, gid) for gid, k in sorted(reach, key=lambda r: (r[0], r[1].order()))]
